@@ -1,0 +1,204 @@
+//! Diagnostic categories: the one stable vocabulary a client branches on.
+//!
+//! Every result that can go wrong carries `diagnostic: Option<Diagnostic>`;
+//! `None` is the clean-success signal. Problems found before any result exists
+//! (bad arguments, a missing runtime) travel as a [`ToolError`], whose text
+//! starts `Diagnostic: <category> — <message>` so a client can parse the
+//! category out of an MCP error too.
+//!
+//! Do not rename a category: the snake_case names are a public contract.
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// What happened, in a word a client can branch on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// The model did not compile.
+    SyntaxOrCompileError,
+    /// A parameter the model needs has no value.
+    MissingData,
+    /// A type or type-inst error.
+    TypeError,
+    /// The requested solver is unknown or cannot run.
+    SolverUnavailable,
+    /// The model is unsatisfiable.
+    Infeasible,
+    /// The objective is unbounded.
+    Unbounded,
+    /// Unsatisfiable or unbounded; the solver cannot tell which.
+    InfeasibleOrUnbounded,
+    /// The time limit hit before any solution.
+    TimeoutNoIncumbent,
+    /// The time limit hit; the best solution so far is returned.
+    TimeoutWithIncumbent,
+    /// A job was cancelled.
+    Cancelled,
+    /// A background job failed without a result.
+    JobFailed,
+    /// A child process failed or broke its output contract.
+    ChildProcessError,
+    /// The child's output went over the 1 MiB cap and was cut.
+    OutputTruncated,
+    /// A save target is invalid or occupied.
+    InvalidSaveTarget,
+    /// A verification gate rejected the result.
+    NotVerified,
+    /// The solution checker rejected, errored or timed out.
+    CheckerFailed,
+    /// The MiniZinc runtime is not installed where we look.
+    RuntimeMissing,
+    /// A requested control or feature is not supported.
+    UnsupportedFeature,
+    /// Malformed or invalid input, rejected before any run.
+    InvalidRequest,
+    /// A portfolio or experiment accepted no attempt.
+    NoWinner,
+    /// Nothing safer to say: read the raw status and stderr.
+    Unknown,
+}
+
+impl Category {
+    /// Every category, in the order of the public table.
+    pub const ALL: [Category; 21] = [
+        Category::SyntaxOrCompileError,
+        Category::MissingData,
+        Category::TypeError,
+        Category::SolverUnavailable,
+        Category::Infeasible,
+        Category::Unbounded,
+        Category::InfeasibleOrUnbounded,
+        Category::TimeoutNoIncumbent,
+        Category::TimeoutWithIncumbent,
+        Category::Cancelled,
+        Category::JobFailed,
+        Category::ChildProcessError,
+        Category::OutputTruncated,
+        Category::InvalidSaveTarget,
+        Category::NotVerified,
+        Category::CheckerFailed,
+        Category::RuntimeMissing,
+        Category::UnsupportedFeature,
+        Category::InvalidRequest,
+        Category::NoWinner,
+        Category::Unknown,
+    ];
+
+    /// The snake_case wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::SyntaxOrCompileError => "syntax_or_compile_error",
+            Category::MissingData => "missing_data",
+            Category::TypeError => "type_error",
+            Category::SolverUnavailable => "solver_unavailable",
+            Category::Infeasible => "infeasible",
+            Category::Unbounded => "unbounded",
+            Category::InfeasibleOrUnbounded => "infeasible_or_unbounded",
+            Category::TimeoutNoIncumbent => "timeout_no_incumbent",
+            Category::TimeoutWithIncumbent => "timeout_with_incumbent",
+            Category::Cancelled => "cancelled",
+            Category::JobFailed => "job_failed",
+            Category::ChildProcessError => "child_process_error",
+            Category::OutputTruncated => "output_truncated",
+            Category::InvalidSaveTarget => "invalid_save_target",
+            Category::NotVerified => "not_verified",
+            Category::CheckerFailed => "checker_failed",
+            Category::RuntimeMissing => "runtime_missing",
+            Category::UnsupportedFeature => "unsupported_feature",
+            Category::InvalidRequest => "invalid_request",
+            Category::NoWinner => "no_winner",
+            Category::Unknown => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A categorised note attached to a result: present only when there is
+/// something to act on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Diagnostic {
+    /// Stable category to branch on.
+    pub category: Category,
+    /// One-line human summary.
+    pub message: String,
+    /// Compact machine-readable facts (return_code, timed_out, solver, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Map<String, Value>>,
+}
+
+impl Diagnostic {
+    pub fn new(category: Category, message: impl Into<String>) -> Self {
+        Diagnostic {
+            category,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    /// Adds one machine-readable fact.
+    pub fn with_detail(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.details
+            .get_or_insert_with(Map::new)
+            .insert(key.to_owned(), value.into());
+        self
+    }
+}
+
+/// A problem found before any result exists: bad arguments, a missing
+/// runtime, a binary that would not start.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("Diagnostic: {} — {}", .0.category, .0.message)]
+pub struct ToolError(pub Diagnostic);
+
+impl ToolError {
+    pub fn new(category: Category, message: impl Into<String>) -> Self {
+        ToolError(Diagnostic::new(category, message))
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        ToolError::new(Category::InvalidRequest, message)
+    }
+
+    pub fn category(&self) -> Category {
+        self.0.category
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_names_match_serde() {
+        for category in Category::ALL {
+            let json = serde_json::to_value(category).unwrap();
+            assert_eq!(json, Value::String(category.as_str().to_owned()));
+        }
+    }
+
+    #[test]
+    fn all_categories_are_distinct() {
+        let mut names: Vec<_> = Category::ALL.iter().map(|c| c.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), 21);
+    }
+
+    #[test]
+    fn tool_error_text_starts_with_the_diagnostic_line() {
+        let error = ToolError::invalid("timeout_ms must be strictly positive, got 0");
+        assert_eq!(
+            error.to_string(),
+            "Diagnostic: invalid_request — timeout_ms must be strictly positive, got 0"
+        );
+    }
+}

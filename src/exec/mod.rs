@@ -1,0 +1,387 @@
+//! The one subprocess executor: every child process solvergate starts goes
+//! through [`run`].
+//!
+//! A child starts in a session of its own with stdin from `/dev/null` and its
+//! stdout and stderr going to unnamed temp files. One combined cap bounds
+//! what we keep of both; a wall-clock deadline bounds how long it may run; a
+//! cancellation token stops it early. However the run ends, the child's
+//! whole process tree is gone when `run` returns, and a guard kills it if the
+//! future is dropped first (an early return, a cancelled MCP request, a
+//! server shutting down).
+//!
+//! What this module does not do: interpret output. It hands back text and
+//! facts (`return_code`, `timed_out`, `truncated`, `elapsed_ms`); services
+//! decide what they mean.
+
+mod tree;
+
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use process_wrap::tokio::{CommandWrap, ProcessSession};
+use tokio_util::sync::CancellationToken;
+
+/// The combined cap on captured stdout + stderr: 1 MiB.
+pub const OUTPUT_CAP: u64 = 1024 * 1024;
+
+/// How often a running child's output files are measured against the cap.
+const CAP_POLL: Duration = Duration::from_millis(20);
+
+/// What to start: a program, its arguments, where, and with which changes
+/// to the inherited environment.
+#[derive(Debug, Clone)]
+pub struct ChildCommand {
+    program: PathBuf,
+    args: Vec<OsString>,
+    cwd: Option<PathBuf>,
+    env_set: Vec<(OsString, OsString)>,
+    env_remove: Vec<OsString>,
+}
+
+impl ChildCommand {
+    pub fn new(program: impl Into<PathBuf>) -> Self {
+        ChildCommand {
+            program: program.into(),
+            args: Vec::new(),
+            cwd: None,
+            env_set: Vec::new(),
+            env_remove: Vec::new(),
+        }
+    }
+
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    pub fn args<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env_set.push((key.into(), value.into()));
+        self
+    }
+
+    pub fn env_remove(mut self, key: impl Into<OsString>) -> Self {
+        self.env_remove.push(key.into());
+        self
+    }
+
+    pub fn program(&self) -> &Path {
+        &self.program
+    }
+
+    pub fn arguments(&self) -> &[OsString] {
+        &self.args
+    }
+}
+
+/// How long a child may run and how much of its output we keep.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Wall-clock budget from spawn; past it the tree is stopped.
+    pub timeout: Duration,
+    /// Time between SIGTERM to the group and SIGKILL to the session.
+    pub term_grace: Duration,
+    /// Combined cap on stdout + stderr bytes kept.
+    pub output_cap: u64,
+}
+
+impl Limits {
+    pub fn new(timeout: Duration) -> Self {
+        Limits {
+            timeout,
+            term_grace: Duration::from_millis(500),
+            output_cap: OUTPUT_CAP,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The child exited on its own (or was killed by someone else).
+    Exited,
+    /// The wall-clock deadline fired and we stopped the tree.
+    TimedOut,
+    /// The output went over the cap and we stopped the tree.
+    Capped,
+    /// The caller cancelled and we stopped the tree.
+    Cancelled,
+}
+
+/// What a finished run leaves behind.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    pub ending: Ending,
+    /// The exit code; minus the signal number when a signal we did not send
+    /// ended it; `None` when we stopped it.
+    pub return_code: Option<i32>,
+    /// Combined output exceeded the cap (whether or not we had to kill).
+    pub truncated: bool,
+    pub elapsed_ms: u64,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl RunOutput {
+    pub fn timed_out(&self) -> bool {
+        self.ending == Ending::TimedOut
+    }
+}
+
+/// Why a child could not be run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("could not start {program}: {source}")]
+    Spawn { program: String, source: io::Error },
+    #[error("could not {what} for {program}: {source}")]
+    Io {
+        what: &'static str,
+        program: String,
+        source: io::Error,
+    },
+}
+
+/// Runs `command` to completion under `limits`, or until `cancel` fires.
+pub async fn run(
+    command: &ChildCommand,
+    limits: Limits,
+    cancel: &CancellationToken,
+) -> Result<RunOutput, ExecError> {
+    let program = command.program.display().to_string();
+    let io_error = |what: &'static str| {
+        let program = program.clone();
+        move |source| ExecError::Io {
+            what,
+            program,
+            source,
+        }
+    };
+    let stdout_file = tempfile::tempfile().map_err(io_error("create a capture file"))?;
+    let stderr_file = tempfile::tempfile().map_err(io_error("create a capture file"))?;
+
+    let mut wrap = CommandWrap::with_new(&command.program, |cmd| {
+        cmd.args(&command.args).stdin(Stdio::null());
+        if let Some(dir) = &command.cwd {
+            cmd.current_dir(dir);
+        }
+        for key in &command.env_remove {
+            cmd.env_remove(key);
+        }
+        for (key, value) in &command.env_set {
+            cmd.env(key, value);
+        }
+    });
+    let child_stdout = stdout_file
+        .try_clone()
+        .map_err(io_error("share a capture file"))?;
+    let child_stderr = stderr_file
+        .try_clone()
+        .map_err(io_error("share a capture file"))?;
+    wrap.command_mut()
+        .stdout(Stdio::from(child_stdout))
+        .stderr(Stdio::from(child_stderr));
+    wrap.wrap(ProcessSession);
+
+    let started = Instant::now();
+    let mut child = wrap.spawn().map_err(|source| ExecError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
+        return Err(ExecError::Spawn {
+            program,
+            source: io::Error::other("the child exited before its pid could be read"),
+        });
+    };
+    let guard = TreeGuard {
+        leader: Pid::from_raw(pid),
+    };
+    // The command's copies of the capture files close when the wrapper goes.
+    drop(wrap);
+
+    let deadline = tokio::time::Instant::from_std(started + limits.timeout);
+    let mut cap_check = tokio::time::interval(CAP_POLL);
+    let (ending, status) = loop {
+        tokio::select! {
+            status = child.wait() => break (Ending::Exited, Some(status)),
+            () = tokio::time::sleep_until(deadline) => break (Ending::TimedOut, None),
+            () = cancel.cancelled() => break (Ending::Cancelled, None),
+            _ = cap_check.tick() => {
+                if captured_len(&stdout_file) + captured_len(&stderr_file) > limits.output_cap {
+                    break (Ending::Capped, None);
+                }
+            }
+        }
+    };
+
+    let status = match status {
+        Some(status) => Some(status.map_err(io_error("wait"))?),
+        None => {
+            // Ask nicely first: MiniZinc forwards SIGTERM to its solver and
+            // flushes what it has. Then make sure.
+            tree::signal_group(guard.leader, Signal::SIGTERM);
+            let _ = tokio::time::timeout(limits.term_grace, child.wait()).await;
+            None
+        }
+    };
+    let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    tree::kill_session(guard.leader);
+    // Reap the leader; after the sweep it is dead or a zombie.
+    let _ = child.wait().await;
+    std::mem::forget(guard);
+
+    let return_code = status.map(exit_code);
+    let (stdout, stderr, truncated) = read_captures(stdout_file, stderr_file, limits.output_cap)
+        .map_err(io_error("read the output"))?;
+    Ok(RunOutput {
+        ending,
+        return_code,
+        truncated,
+        elapsed_ms,
+        stdout,
+        stderr,
+    })
+}
+
+/// Kills the child's session if the run future is dropped before the child
+/// was reaped.
+struct TreeGuard {
+    leader: Pid,
+}
+
+impl Drop for TreeGuard {
+    fn drop(&mut self) {
+        tree::kill_session(self.leader);
+        // The tokio child handle is dropped too; tokio reaps orphaned
+        // children in the background, so no zombie stays.
+    }
+}
+
+#[cfg(unix)]
+fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code,
+        (None, Some(signal)) => -signal,
+        (None, None) => -1,
+    }
+}
+
+fn captured_len(file: &File) -> u64 {
+    file.metadata().map(|meta| meta.len()).unwrap_or(0)
+}
+
+/// Reads back both captures within the combined cap. When both together are
+/// over it, stderr keeps at least a quarter of the cap (diagnostics are
+/// small and precious), stdout gets what is left.
+fn read_captures(
+    mut stdout: File,
+    mut stderr: File,
+    cap: u64,
+) -> io::Result<(String, String, bool)> {
+    let out_len = captured_len(&stdout);
+    let err_len = captured_len(&stderr);
+    let truncated = out_len + err_len > cap;
+    let (out_keep, err_keep) = split_cap(out_len, err_len, cap);
+    Ok((
+        read_prefix(&mut stdout, out_keep)?,
+        read_prefix(&mut stderr, err_keep)?,
+        truncated,
+    ))
+}
+
+fn split_cap(out_len: u64, err_len: u64, cap: u64) -> (u64, u64) {
+    if out_len + err_len <= cap {
+        return (out_len, err_len);
+    }
+    let err_keep = err_len.min((cap - out_len.min(cap)).max(cap / 4));
+    let out_keep = out_len.min(cap - err_keep);
+    (out_keep, err_keep)
+}
+
+fn read_prefix(file: &mut File, len: u64) -> io::Result<String> {
+    file.seek(SeekFrom::Start(0))?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(len).read_to_end(&mut bytes)?;
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cap_split_keeps_everything_under_the_cap() {
+        assert_eq!(split_cap(10, 20, 100), (10, 20));
+        assert_eq!(split_cap(60, 40, 100), (60, 40));
+    }
+
+    #[test]
+    fn cap_split_reserves_a_quarter_for_stderr() {
+        assert_eq!(split_cap(1000, 1000, 100), (75, 25));
+        assert_eq!(split_cap(1000, 10, 100), (90, 10));
+        assert_eq!(split_cap(10, 1000, 100), (10, 90));
+    }
+
+    #[tokio::test]
+    async fn captures_both_streams_and_the_exit_code() {
+        let command = ChildCommand::new("/bin/sh").args(["-c", "echo out; echo err >&2; exit 3"]);
+        let output = run(
+            &command,
+            Limits::new(Duration::from_secs(10)),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(output.ending, Ending::Exited);
+        assert_eq!(output.return_code, Some(3));
+        assert_eq!(output.stdout, "out\n");
+        assert_eq!(output.stderr, "err\n");
+        assert!(!output.truncated);
+    }
+
+    #[tokio::test]
+    async fn stdin_is_empty() {
+        let command = ChildCommand::new("/bin/sh").args(["-c", "cat; echo done"]);
+        let output = run(
+            &command,
+            Limits::new(Duration::from_secs(10)),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(output.stdout, "done\n");
+    }
+
+    #[tokio::test]
+    async fn a_missing_program_is_a_spawn_error() {
+        let command = ChildCommand::new("/nonexistent/minizinc");
+        let error = run(
+            &command,
+            Limits::new(Duration::from_secs(1)),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(error, ExecError::Spawn { .. }), "{error}");
+        assert!(error.to_string().contains("/nonexistent/minizinc"));
+    }
+}

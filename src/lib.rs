@@ -1,0 +1,20 @@
+//! solvergate: a local-first MCP server that checks, runs and verifies
+//! constraint models on real solver runtimes.
+//!
+//! Layers, top to bottom (arrows point down only):
+//! - faces: [`cli`] (clap commands) and [`mcp`] (the rmcp server);
+//! - services: [`minizinc`];
+//! - foundation: [`exec`] (the only code that spawns processes),
+//!   [`runtime`] (where the runtime lives, what it offers) and
+//!   [`diagnostics`] (the category vocabulary).
+//!
+//! See ARCHITECTURE.md at the repository root for the invariants.
+
+pub mod cli;
+pub mod diagnostics;
+pub mod exec;
+pub mod mcp;
+pub mod minizinc;
+pub mod progress;
+pub mod runtime;
+pub mod settings;

@@ -1,0 +1,52 @@
+//! Forwards a service's stage reports to the client: a progress
+//! notification when the request carried a progress token, and an info log
+//! notification unless the client raised the log level.
+//!
+//! Reports are sent in order by one task per request; [`finish`] waits for
+//! it, so every notification goes out before the tool's response.
+
+// See mcp/mod.rs: log notifications stay for clients of older revisions.
+#![allow(deprecated)]
+
+use rmcp::RoleServer;
+use rmcp::model::LoggingMessageNotificationParam;
+use rmcp::model::{LoggingLevel, ProgressNotificationParam};
+use rmcp::service::RequestContext;
+use tokio::task::JoinHandle;
+
+use crate::progress::Progress;
+
+/// Starts forwarding; returns the sender for the service and the task.
+pub fn start(
+    context: &RequestContext<RoleServer>,
+    tool: &'static str,
+    log: bool,
+) -> (Progress, JoinHandle<()>) {
+    let (progress, mut updates) = Progress::channel();
+    let token = context.meta.get_progress_token();
+    let peer = context.peer.clone();
+    let task = tokio::spawn(async move {
+        while let Some(update) = updates.recv().await {
+            if let Some(token) = &token {
+                let param =
+                    ProgressNotificationParam::new(token.clone(), update.stage as u8 as f64)
+                        .with_message(update.message.clone());
+                let _ = peer.notify_progress(param).await;
+            }
+            if log {
+                let param = LoggingMessageNotificationParam::new(
+                    LoggingLevel::Info,
+                    serde_json::Value::String(format!("{tool}: {}", update.message)),
+                );
+                let _ = peer.notify_logging_message(param).await;
+            }
+        }
+    });
+    (progress, task)
+}
+
+/// Closes the sender and waits until every report went out.
+pub async fn finish(progress: Progress, task: JoinHandle<()>) {
+    drop(progress);
+    let _ = task.await;
+}

@@ -1,0 +1,152 @@
+//! The readable text part of each tool result. The structured content is
+//! the contract; this text is what a model or person reads first, so it
+//! leads with the verdict and keeps raw output verbatim.
+
+use std::fmt::Write;
+
+use crate::diagnostics::Diagnostic;
+use crate::minizinc::{CheckResult, ModelInspectionResult, SolveResult};
+use crate::runtime::{RuntimeStatus, SolverList};
+
+fn diagnostic_line(text: &mut String, diagnostic: Option<&Diagnostic>) {
+    if let Some(diagnostic) = diagnostic {
+        let _ = writeln!(
+            text,
+            "Diagnostic: {} — {}",
+            diagnostic.category, diagnostic.message
+        );
+    }
+}
+
+fn block(text: &mut String, title: &str, body: &str) {
+    if body.trim().is_empty() {
+        return;
+    }
+    let _ = writeln!(text, "{title}:\n{}", body.trim_end());
+}
+
+pub fn runtime_status(status: &RuntimeStatus) -> String {
+    match (&status.minizinc_binary, &status.minizinc_version) {
+        (Some(binary), version) => format!(
+            "MiniZinc runtime installed: {binary}{}\nRuntime dir: {} ({})",
+            version
+                .as_ref()
+                .map(|v| format!(" — {v}"))
+                .unwrap_or_default(),
+            status.runtime_dir,
+            status.source.describe()
+        ),
+        (None, _) => format!(
+            "MiniZinc runtime not installed at {} ({}). {}",
+            status.runtime_dir,
+            status.source.describe(),
+            crate::runtime::INSTALL_HINT
+        ),
+    }
+}
+
+pub fn solver_list(list: &SolverList) -> String {
+    let mut text = String::from("| id | name | version |\n| --- | --- | --- |\n");
+    for solver in &list.solvers {
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} |",
+            solver.id, solver.name, solver.version
+        );
+    }
+    let _ = writeln!(
+        text,
+        "\nWhen you answer, copy this table with every row ({} solvers); do not drop rows, turn it into prose or group entries.",
+        list.solvers.len()
+    );
+    if let Some(default) = &list.default_solver {
+        let _ = writeln!(text, "Solver used when none is named: {default}.");
+    }
+    text.push_str("Per-solver capabilities (all_solutions, free_search, parallel, random_seed, num_solutions, std_flags) are in the structured result; ask for them if you need them.\n");
+    text.push_str("num_solutions works only on solvers that declare -n; for several optimal solutions, solve to optimality first, then re-solve with the objective fixed.\n");
+    text.push_str("A listed MIP solver may still need its own library or licence to run.\n");
+    text
+}
+
+pub fn check(result: &CheckResult) -> String {
+    let mut text = format!(
+        "Check: {} (solver {}, {} ms){}\n",
+        result.status,
+        result.solver,
+        result.elapsed_ms,
+        if result.status == "ok" {
+            " — the model compiles; that does not mean it is satisfiable"
+        } else {
+            ""
+        }
+    );
+    diagnostic_line(&mut text, result.diagnostic.as_ref());
+    block(&mut text, "Stdout", &result.stdout);
+    block(&mut text, "Stderr", &result.stderr);
+    text
+}
+
+pub fn inspection(result: &ModelInspectionResult) -> String {
+    let mut text = format!(
+        "Inspection: {} (solver {}, {} ms)\n",
+        result.status, result.solver, result.elapsed_ms
+    );
+    diagnostic_line(&mut text, result.diagnostic.as_ref());
+    if let Some(interface) = &result.interface {
+        let _ = writeln!(text, "Method: {}", interface.method);
+        let names = |map: &std::collections::BTreeMap<String, _>| {
+            map.keys().cloned().collect::<Vec<String>>().join(", ")
+        };
+        if interface.required_parameters.is_empty() {
+            text.push_str("Required parameters: none (the data is complete)\n");
+        } else {
+            let _ = writeln!(
+                text,
+                "Required parameters: {}",
+                names(&interface.required_parameters)
+            );
+        }
+        let _ = writeln!(
+            text,
+            "Output variables: {}",
+            names(&interface.output_variables)
+        );
+    }
+    block(&mut text, "Stderr", &result.stderr);
+    text
+}
+
+pub fn solve(result: &SolveResult) -> String {
+    let mut text = format!(
+        "Status: {}\nSolver: {}\nElapsed: {} ms\n",
+        result.status, result.solver, result.elapsed_ms
+    );
+    if let Some(objective) = &result.objective {
+        let _ = writeln!(text, "Objective: {objective}");
+    }
+    if result.solutions.len() > 1 {
+        let _ = writeln!(text, "Solutions: {}", result.solutions.len());
+    }
+    diagnostic_line(&mut text, result.diagnostic.as_ref());
+    if let Some(checker) = &result.checker {
+        let violations = checker.checks.iter().filter(|c| c.violation).count();
+        let _ = writeln!(
+            text,
+            "Checker: {} ({} check(s), {violations} violation(s))",
+            checker.status,
+            checker.checks.len()
+        );
+    }
+    block(&mut text, "Solution output", &result.stdout);
+    block(&mut text, "Stderr", &result.stderr);
+    if !result.statistics.is_empty() {
+        text.push_str("Statistics:\n");
+        for (key, value) in &result.statistics {
+            let _ = writeln!(text, "  {key}: {value}");
+        }
+        text.push_str(
+            "When you answer, include the Statistics section as given; do not omit it.\n",
+        );
+    }
+    text
+}

@@ -1,0 +1,287 @@
+//! The MiniZinc service: compile-check, inspect and solve a model on the
+//! resolved runtime.
+//!
+//! Each call validates its arguments before anything runs (argument and
+//! environment problems are [`ToolError`]s), resolves the solver against
+//! the runtime's catalog (canonical id, short name or tag; cp-sat first when
+//! none is named), gates the search controls on the solver's declared
+//! flags, then runs MiniZinc once through [`crate::exec`] and turns its
+//! `--json-stream` output into a result. Solver outcomes, including model
+//! errors, are results with a `status`, never errors.
+//!
+//! Inline and path-based tools share this code; [`Sources`] is the only
+//! difference.
+
+mod controls;
+mod inputs;
+pub mod results;
+pub mod stream;
+mod verdict;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+pub use controls::{SolveControls, validate_timeout};
+pub use inputs::Sources;
+pub use results::{
+    CheckResult, CheckerReport, InterfaceType, ModelInspectionResult, ModelInterface,
+    SolutionCheck, SolveResult,
+};
+
+use crate::diagnostics::{Category, ToolError};
+use crate::exec::{self, ChildCommand, Ending, Limits, RunOutput};
+use crate::progress::{Progress, Stage};
+use crate::runtime::{Runtime, SolverInfo};
+
+/// Added to a request's `timeout_ms` for the hard wall-clock cap, so that
+/// MiniZinc's own `--time-limit` normally ends the run cleanly first.
+pub const WALL_CLOCK_GRACE: Duration = Duration::from_secs(3);
+
+/// The default budget of every MiniZinc tool, in milliseconds.
+pub const DEFAULT_TIMEOUT_MS: i64 = 30_000;
+
+/// A compile check or an inspection.
+#[derive(Debug, Clone)]
+pub struct PreflightRequest {
+    pub sources: Sources,
+    /// `None`: cp-sat when available, else the runtime's default.
+    pub solver: Option<String>,
+    pub timeout_ms: i64,
+}
+
+/// A solve.
+#[derive(Debug, Clone)]
+pub struct SolveRequest {
+    pub sources: Sources,
+    pub solver: Option<String>,
+    pub timeout_ms: i64,
+    pub controls: SolveControls,
+}
+
+/// Compile-check, inspect and solve on one runtime.
+#[derive(Debug, Clone)]
+pub struct MiniZinc {
+    runtime: Arc<Runtime>,
+}
+
+impl MiniZinc {
+    pub fn new(runtime: Arc<Runtime>) -> Self {
+        MiniZinc { runtime }
+    }
+
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// Flattens the model for the solver without solving (`minizinc -c`).
+    pub async fn check(
+        &self,
+        request: &PreflightRequest,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<CheckResult, ToolError> {
+        progress.report(Stage::Validating, "validating the model and arguments");
+        let timeout_ms = validate_timeout(request.timeout_ms)?;
+        request.sources.validate()?;
+        let solver = self
+            .select_solver(request.solver.as_deref(), cancel)
+            .await?;
+        let prepared = request.sources.prepare()?;
+        let command = self
+            .base_command(&prepared)?
+            .args(["--json-stream", "-c", "--solver", &solver.id])
+            .args(["--time-limit", &timeout_ms.to_string()])
+            .args(["--fzn", "/dev/null", "--no-output-ozn"])
+            .args(model_and_data(&prepared));
+        progress.report(Stage::Running, format!("compiling for {}", solver.id));
+        let run = self.run(&command, timeout_ms, cancel).await?;
+        progress.report(Stage::Parsing, "reading the compiler output");
+        let report = stream::parse(&run.stdout, false);
+        let result = verdict::check_result(run, &report, solver.id.clone(), timeout_ms);
+        progress.report(
+            Stage::Complete,
+            format!("check finished: {}", result.status),
+        );
+        Ok(result)
+    }
+
+    /// Reports the model's parameters and outputs (`--model-interface-only`).
+    pub async fn inspect(
+        &self,
+        request: &PreflightRequest,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<ModelInspectionResult, ToolError> {
+        progress.report(Stage::Validating, "validating the model and arguments");
+        let timeout_ms = validate_timeout(request.timeout_ms)?;
+        request.sources.validate()?;
+        let solver = self
+            .select_solver(request.solver.as_deref(), cancel)
+            .await?;
+        let prepared = request.sources.prepare()?;
+        let command = self
+            .base_command(&prepared)?
+            .args([
+                "--json-stream",
+                "--model-interface-only",
+                "--solver",
+                &solver.id,
+            ])
+            .args(model_and_data(&prepared));
+        progress.report(Stage::Running, "extracting the model interface");
+        let run = self.run(&command, timeout_ms, cancel).await?;
+        progress.report(Stage::Parsing, "reading the interface");
+        let report = stream::parse(&run.stdout, false);
+        let result = verdict::inspection_result(run, &report, solver.id.clone(), timeout_ms);
+        progress.report(
+            Stage::Complete,
+            format!("inspection finished: {}", result.status),
+        );
+        Ok(result)
+    }
+
+    /// Solves the model and reports every solution, the verdict and, with a
+    /// checker, each solution's check.
+    pub async fn solve(
+        &self,
+        request: &SolveRequest,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<SolveResult, ToolError> {
+        progress.report(Stage::Validating, "validating the model and arguments");
+        let timeout_ms = validate_timeout(request.timeout_ms)?;
+        request.controls.validate()?;
+        request.sources.validate()?;
+        let solver = self
+            .select_solver(request.solver.as_deref(), cancel)
+            .await?;
+        request.controls.gate(solver)?;
+        let prepared = request.sources.prepare()?;
+        let mut command = self
+            .base_command(&prepared)?
+            .args([
+                "--json-stream",
+                "--output-mode",
+                "json",
+                "--output-objective",
+            ])
+            .args(["--statistics", "--solver", &solver.id])
+            .args(["--time-limit", &timeout_ms.to_string()])
+            .args(request.controls.args())
+            .args(model_and_data(&prepared));
+        if let Some(checker) = &prepared.checker {
+            command = command.arg(checker);
+        }
+        progress.report(Stage::Running, format!("solving with {}", solver.id));
+        let run = self.run(&command, timeout_ms, cancel).await?;
+        progress.report(Stage::Parsing, "reading the solver output");
+        let has_checker = prepared.checker.is_some();
+        let result = solve_result(run, has_checker, solver, timeout_ms, &request.controls);
+        progress.report(
+            Stage::Complete,
+            format!("solve finished: {}", result.status),
+        );
+        Ok(result)
+    }
+
+    /// The solver a request means, from the runtime's catalog.
+    pub async fn select_solver(
+        &self,
+        requested: Option<&str>,
+        cancel: &CancellationToken,
+    ) -> Result<&SolverInfo, ToolError> {
+        let catalog = self.runtime.catalog(cancel).await?;
+        let found = match requested.map(str::trim) {
+            Some("") => {
+                return Err(ToolError::invalid(
+                    "solver must not be empty; omit it for the default",
+                ));
+            }
+            Some(name) => catalog.resolve(name),
+            None => catalog.default_choice(),
+        };
+        found.ok_or_else(|| {
+            let known: Vec<String> = catalog
+                .solvers
+                .iter()
+                .map(|s| format!("{} ({})", s.id, s.short_name()))
+                .collect();
+            ToolError::new(
+                Category::SolverUnavailable,
+                format!(
+                    "the runtime has no solver called {:?}; available: {}",
+                    requested.unwrap_or("cp-sat"),
+                    known.join(", ")
+                ),
+            )
+        })
+    }
+
+    fn base_command(&self, prepared: &inputs::Prepared) -> Result<ChildCommand, ToolError> {
+        let binary = self.runtime.require_binary()?;
+        Ok(ChildCommand::new(binary).cwd(&prepared.cwd))
+    }
+
+    async fn run(
+        &self,
+        command: &ChildCommand,
+        timeout_ms: u64,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutput, ToolError> {
+        let limits = Limits::new(Duration::from_millis(timeout_ms) + WALL_CLOCK_GRACE);
+        let run = exec::run(command, limits, cancel)
+            .await
+            .map_err(|error| ToolError::new(Category::RuntimeMissing, error.to_string()))?;
+        if run.ending == Ending::Cancelled {
+            return Err(ToolError::new(
+                Category::Cancelled,
+                "the request was cancelled; the solver was stopped",
+            ));
+        }
+        Ok(run)
+    }
+}
+
+fn model_and_data(prepared: &inputs::Prepared) -> Vec<std::ffi::OsString> {
+    let mut args = vec![prepared.model.clone().into_os_string()];
+    if let Some(data) = &prepared.data {
+        args.push("--data".into());
+        args.push(data.clone().into_os_string());
+    }
+    args
+}
+
+fn solve_result(
+    run: RunOutput,
+    has_checker: bool,
+    solver: &SolverInfo,
+    timeout_ms: u64,
+    controls: &SolveControls,
+) -> SolveResult {
+    let report = stream::parse(&run.stdout, has_checker);
+    let status = verdict::solve_status(&run, &report);
+    let checker =
+        has_checker.then(|| verdict::checker_report(&run, &report, status, run.stdout.clone()));
+    let solutions: Vec<_> = report.solutions.iter().map(|s| s.values.clone()).collect();
+    let mut result = SolveResult {
+        status: status.to_owned(),
+        solver: solver.id.clone(),
+        return_code: run.return_code,
+        timed_out: run.timed_out(),
+        truncated: run.truncated,
+        stdout: verdict::solution_text(&report),
+        stderr: verdict::merged_stderr(&run.stderr, &report),
+        elapsed_ms: run.elapsed_ms,
+        solution: solutions.last().cloned(),
+        objective: report.solutions.last().and_then(|s| s.objective.clone()),
+        solutions,
+        statistics: report.statistics.clone(),
+        checker,
+        diagnostic: None,
+    };
+    result.diagnostic =
+        verdict::solve_diagnostic(&result, &report, timeout_ms, controls.all_solutions);
+    result
+}

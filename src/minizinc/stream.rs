@@ -1,0 +1,425 @@
+//! Parser for MiniZinc's `--json-stream` output: one JSON object a line.
+//!
+//! A pure function of the text, so every version quirk is a unit test here.
+//! Lines that are not JSON objects and message types we do not know are
+//! skipped (newer MiniZinc adds types; a cut-off last line is expected when
+//! the output hit the cap).
+//!
+//! Checker messages come before the solution they judge, in two shapes:
+//! - 2.6/2.7: a top-level `checker` line with `output`; a constraint-style
+//!   checker that rejects prints a top-level `status: UNSATISFIABLE` (and a
+//!   warning) just before the solution line.
+//! - 2.8+: one `checker` line whose `messages` list nests the checker's
+//!   solution output, warnings and `UNSATISFIABLE` status.
+//!
+//! So when a checker is present, a status line followed by a solution
+//! belongs to the checker; only a status with no solution after it is the
+//! model's verdict.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Number, Value};
+
+/// One solution as the stream reported it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamSolution {
+    /// The `json` section without the `_objective` / `_output` / `_checker` keys.
+    pub values: Map<String, Value>,
+    /// `_objective` from the `json` section.
+    pub objective: Option<Number>,
+    /// The `default` section, or `name = value;` lines made from `values`.
+    pub text: String,
+    /// The checker's verdict on this solution, when a checker ran.
+    pub check: Option<SolutionCheck>,
+}
+
+/// A checker's verdict on one solution.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SolutionCheck {
+    /// The checker found the solution inconsistent (its constraints failed).
+    pub violation: bool,
+    /// What the checker printed, verbatim (e.g. `CORRECT` / `INCORRECT`),
+    /// plus the inconsistency message when it rejected.
+    pub output: String,
+}
+
+/// An `error` message from the stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamError {
+    /// MiniZinc's error kind: `syntax error`, `type error`, `time out`, ...
+    pub what: String,
+    pub message: String,
+    /// `file:line.column`, when the message has a location.
+    pub location: Option<String>,
+}
+
+impl StreamError {
+    /// One line in MiniZinc's own style, for `stderr`.
+    pub fn render(&self) -> String {
+        let location = self
+            .location
+            .as_ref()
+            .map(|loc| format!("{loc}: "))
+            .unwrap_or_default();
+        format!("{location}Error: {}: {}", self.what, self.message.trim())
+    }
+}
+
+/// Everything the stream said.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StreamReport {
+    pub solutions: Vec<StreamSolution>,
+    /// The model's final status (`OPTIMAL_SOLUTION`, `UNSATISFIABLE`, ...).
+    pub status: Option<String>,
+    /// Every statistics value, stringified, last write wins.
+    pub statistics: BTreeMap<String, String>,
+    pub errors: Vec<StreamError>,
+    /// Warning and trace lines, rendered for `stderr`.
+    pub notes: Vec<String>,
+    /// The `interface` message of `--model-interface-only`.
+    pub interface: Option<Map<String, Value>>,
+}
+
+impl StreamReport {
+    /// The model's objective kind from the flattening statistics:
+    /// `satisfy`, `minimize` or `maximize`.
+    pub fn method(&self) -> Option<&str> {
+        self.statistics.get("method").map(String::as_str)
+    }
+}
+
+/// Parses a whole `--json-stream` transcript. `checker` says whether a
+/// solution checker took part, which decides who owns a status line.
+pub fn parse(text: &str, checker: bool) -> StreamReport {
+    let mut parser = Parser {
+        checker,
+        report: StreamReport::default(),
+        pending_check: None,
+        pending_status: None,
+    };
+    for line in text.lines() {
+        if let Ok(Value::Object(message)) = serde_json::from_str::<Value>(line.trim()) {
+            parser.message(&message);
+        }
+    }
+    parser.finish()
+}
+
+struct Parser {
+    checker: bool,
+    report: StreamReport,
+    /// Checker output waiting for the solution it judges.
+    pending_check: Option<SolutionCheck>,
+    /// With a checker: a status not yet known to be the checker's or the model's.
+    pending_status: Option<String>,
+}
+
+impl Parser {
+    fn message(&mut self, message: &Map<String, Value>) {
+        let kind = message.get("type").and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "solution" => self.solution(message),
+            "checker" => self.checker_message(message),
+            "status" => {
+                let Some(status) = message.get("status").and_then(Value::as_str) else {
+                    return;
+                };
+                if self.checker {
+                    self.pending_status = Some(status.to_owned());
+                } else {
+                    self.report.status = Some(status.to_owned());
+                }
+            }
+            "statistics" => {
+                if let Some(Value::Object(stats)) = message.get("statistics") {
+                    for (key, value) in stats {
+                        self.report.statistics.insert(key.clone(), stringify(value));
+                    }
+                }
+            }
+            "error" => self.report.errors.push(StreamError {
+                what: text_field(message, "what").unwrap_or_else(|| "error".to_owned()),
+                message: text_field(message, "message").unwrap_or_default(),
+                location: message.get("location").and_then(render_location),
+            }),
+            "warning" => {
+                let note = render_warning(message);
+                if self.checker && is_checker_location(message) {
+                    self.pending_check
+                        .get_or_insert_with(SolutionCheck::default)
+                        .output
+                        .push_str(&format!("{note}\n"));
+                }
+                self.report.notes.push(note);
+            }
+            "trace" => {
+                if let Some(text) = text_field(message, "message") {
+                    self.report.notes.push(text.trim_end().to_owned());
+                }
+            }
+            "interface" => self.report.interface = Some(message.clone()),
+            _ => {}
+        }
+    }
+
+    fn solution(&mut self, message: &Map<String, Value>) {
+        let output = message.get("output").and_then(Value::as_object);
+        let mut values = output
+            .and_then(|out| out.get("json"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let objective = match values.remove("_objective") {
+            Some(Value::Number(number)) => Some(number),
+            _ => None,
+        };
+        values.remove("_output");
+        values.remove("_checker");
+        let text = output
+            .and_then(|out| out.get("default"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| synthesize_text(&values));
+        let check = if self.checker {
+            let mut check = self.pending_check.take().unwrap_or_default();
+            if self.pending_status.take().as_deref() == Some("UNSATISFIABLE") {
+                check.violation = true;
+            }
+            Some(check)
+        } else {
+            None
+        };
+        self.report.solutions.push(StreamSolution {
+            values,
+            objective,
+            text,
+            check,
+        });
+    }
+
+    fn checker_message(&mut self, message: &Map<String, Value>) {
+        let check = self
+            .pending_check
+            .get_or_insert_with(SolutionCheck::default);
+        match message.get("messages").and_then(Value::as_array) {
+            // 2.8+: everything the checker said, nested.
+            Some(nested) => {
+                for inner in nested.iter().filter_map(Value::as_object) {
+                    match inner.get("type").and_then(Value::as_str).unwrap_or("") {
+                        "solution" => check.output.push_str(&section_text(inner)),
+                        "status" => {
+                            if inner.get("status").and_then(Value::as_str) == Some("UNSATISFIABLE")
+                            {
+                                check.violation = true;
+                            }
+                        }
+                        "warning" => check
+                            .output
+                            .push_str(&format!("{}\n", render_warning(inner))),
+                        "error" => {
+                            let what = text_field(inner, "what").unwrap_or_default();
+                            let text = text_field(inner, "message").unwrap_or_default();
+                            check
+                                .output
+                                .push_str(&format!("Error: {what}: {}\n", text.trim()));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            // 2.6/2.7: the checker's output sections at the top level.
+            None => check.output.push_str(&section_text(message)),
+        }
+    }
+
+    fn finish(mut self) -> StreamReport {
+        if let Some(status) = self.pending_status.take() {
+            self.report.status = Some(status);
+        }
+        self.report
+    }
+}
+
+/// The readable text of a message's `output`: `default`, else `raw`, else
+/// the first text section.
+fn section_text(message: &Map<String, Value>) -> String {
+    let Some(output) = message.get("output").and_then(Value::as_object) else {
+        return String::new();
+    };
+    ["default", "raw"]
+        .iter()
+        .find_map(|key| output.get(*key).and_then(Value::as_str))
+        .or_else(|| output.values().find_map(Value::as_str))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `name = value;` lines for a model without an output item.
+fn synthesize_text(values: &Map<String, Value>) -> String {
+    values
+        .iter()
+        .map(|(name, value)| format!("{name} = {value};\n"))
+        .collect()
+}
+
+fn stringify(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn text_field(message: &Map<String, Value>, key: &str) -> Option<String> {
+    message.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+fn render_location(location: &Value) -> Option<String> {
+    let file = location.get("filename").and_then(Value::as_str)?;
+    let line = location
+        .get("firstLine")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let column = location
+        .get("firstColumn")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    Some(format!("{file}:{line}.{column}"))
+}
+
+fn render_warning(message: &Map<String, Value>) -> String {
+    let location = message
+        .get("location")
+        .and_then(render_location)
+        .map(|loc| format!("{loc}: "))
+        .unwrap_or_default();
+    let text = text_field(message, "message").unwrap_or_default();
+    format!("{location}Warning: {}", text.trim())
+}
+
+fn is_checker_location(message: &Map<String, Value>) -> bool {
+    message
+        .get("location")
+        .and_then(|location| location.get("filename"))
+        .and_then(Value::as_str)
+        .is_some_and(|file| file.ends_with(".mzc") || file.ends_with(".mzc.mzn"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn optimisation_run_with_output_item() {
+        let text = r#"{"type": "warning", "message": "included file \"count.mzn\" overrides a global constraint file"}
+{"type": "statistics", "statistics": {"paths": 0, "method": "maximize", "flatTime": 0.04}}
+{"type": "solution", "output": {"default": "x=9 y=1\n", "raw": "x=9 y=1\n", "json": {  "x" : 9,  "y" : 1,  "_objective" : 19}}, "sections": ["default", "raw", "json"]}
+{"type": "solution", "output": {"default": "x=10 y=2\n", "raw": "x=10 y=2\n", "json": {  "x" : 10,  "y" : 2,  "_objective" : 22}}, "sections": ["default", "raw", "json"]}
+{"type": "status", "status": "OPTIMAL_SOLUTION"}
+{"type": "statistics", "statistics": {"nodes": 21, "solveTime": 0.000126}}"#;
+        let report = parse(text, false);
+        assert_eq!(report.solutions.len(), 2);
+        let best = &report.solutions[1];
+        assert_eq!(best.text, "x=10 y=2\n");
+        assert_eq!(best.objective, Some(Number::from(22)));
+        assert_eq!(Value::Object(best.values.clone()), json!({"x": 10, "y": 2}));
+        assert_eq!(report.status.as_deref(), Some("OPTIMAL_SOLUTION"));
+        assert_eq!(report.method(), Some("maximize"));
+        assert_eq!(report.statistics["nodes"], "21");
+        assert_eq!(report.statistics["flatTime"], "0.04");
+        assert_eq!(report.notes.len(), 1);
+        assert!(best.check.is_none());
+    }
+
+    #[test]
+    fn model_without_output_item_gets_synthesized_text() {
+        let text = r#"{"type": "solution", "output": {"json": {  "q" : [1, 3, 2],  "b" : false}}, "sections": ["json"]}"#;
+        let report = parse(text, false);
+        assert_eq!(report.solutions[0].text, "b = false;\nq = [1,3,2];\n");
+        assert_eq!(report.status, None);
+    }
+
+    #[test]
+    fn unknown_types_and_broken_lines_are_skipped() {
+        let text = "{\"type\": \"time\", \"time\": 48}\n{\"type\": \"progress\", \"progress\": 0.5}\nnot json\n{\"type\": \"solution\", \"output\": {\"json\": {\"x\": 1}}}\n{\"type\": \"solution\", \"output\": {\"js";
+        let report = parse(text, false);
+        assert_eq!(report.solutions.len(), 1);
+    }
+
+    #[test]
+    fn errors_keep_kind_message_and_location() {
+        let text = r#"{"type": "error", "what": "syntax error", "location": {"filename": "/tmp/m.mzn", "firstLine": 2, "firstColumn": 1, "lastLine": 2, "lastColumn": 5}, "message": "unexpected item, expecting ';' or end of file"}"#;
+        let report = parse(text, false);
+        assert_eq!(
+            report.errors[0].render(),
+            "/tmp/m.mzn:2.1: Error: syntax error: unexpected item, expecting ';' or end of file"
+        );
+    }
+
+    /// MiniZinc 2.6.4, a constraint checker that rejects the last two solutions.
+    #[test]
+    fn old_style_checker_status_belongs_to_the_next_solution() {
+        let text = r#"{"type": "checker", "output": {"default": "ok\n", "raw": "ok\n"}, "sections": ["default", "raw"]}
+{"type": "solution", "output": {"default": "x=9 y=1\n", "json": {"x": 9, "y": 1, "_objective": 19}}}
+{"type": "warning", "location": {"filename": "checker.mzc", "firstLine": 5, "firstColumn": 12, "lastLine": 5, "lastColumn": 17}, "stack": [], "message": "model inconsistency detected: expression evaluated to false"}
+{"type": "status", "status": "UNSATISFIABLE"}
+{"type": "solution", "output": {"default": "x=10 y=1\n", "json": {"x": 10, "y": 1, "_objective": 21}}}
+{"type": "warning", "location": {"filename": "checker.mzc", "firstLine": 5, "firstColumn": 12, "lastLine": 5, "lastColumn": 17}, "stack": [], "message": "model inconsistency detected: expression evaluated to false"}
+{"type": "status", "status": "UNSATISFIABLE"}
+{"type": "solution", "output": {"default": "x=10 y=2\n", "json": {"x": 10, "y": 2, "_objective": 22}}}
+{"type": "status", "status": "OPTIMAL_SOLUTION"}"#;
+        let report = parse(text, true);
+        let checks: Vec<_> = report
+            .solutions
+            .iter()
+            .map(|s| s.check.clone().unwrap())
+            .collect();
+        assert_eq!(checks.len(), 3);
+        assert!(!checks[0].violation);
+        assert_eq!(checks[0].output, "ok\n");
+        assert!(checks[1].violation);
+        assert!(checks[1].output.contains("model inconsistency detected"));
+        assert!(checks[2].violation);
+        assert_eq!(report.status.as_deref(), Some("OPTIMAL_SOLUTION"));
+    }
+
+    #[test]
+    fn with_a_checker_a_trailing_status_is_the_models() {
+        let text = r#"{"type": "status", "status": "UNSATISFIABLE"}"#;
+        let report = parse(text, true);
+        assert!(report.solutions.is_empty());
+        assert_eq!(report.status.as_deref(), Some("UNSATISFIABLE"));
+    }
+
+    /// MiniZinc 2.8+: the checker's messages nested in one line.
+    #[test]
+    fn nested_checker_messages() {
+        let text = r#"{"type": "checker", "messages": [{"type": "solution", "output": {"default": "CORRECT\n", "raw": "CORRECT\n"}, "sections": ["default", "raw"]}], "output": {"default": "CORRECT\n"}, "sections": ["default"]}
+{"type": "solution", "output": {"json": {"x": 1}}}
+{"type": "checker", "messages": [{"type": "warning", "location": {"filename": "checker.mzc.mzn", "firstLine": 3, "firstColumn": 1}, "message": "model inconsistency detected"}, {"type": "status", "status": "UNSATISFIABLE"}]}
+{"type": "solution", "output": {"json": {"x": 2}}}
+{"type": "status", "status": "ALL_SOLUTIONS"}"#;
+        let report = parse(text, true);
+        let first = report.solutions[0].check.clone().unwrap();
+        assert_eq!(
+            first,
+            SolutionCheck {
+                violation: false,
+                output: "CORRECT\n".into()
+            }
+        );
+        let second = report.solutions[1].check.clone().unwrap();
+        assert!(second.violation);
+        assert!(second.output.contains("model inconsistency detected"));
+        assert_eq!(report.status.as_deref(), Some("ALL_SOLUTIONS"));
+    }
+
+    #[test]
+    fn reads_the_interface_message() {
+        let text = r#"{"type": "interface", "input": {"n": {"type" : "int"}}, "output": {"x": {"type" : "int"}}, "method": "sat", "has_output_item": false, "included_files": [], "globals": []}
+{"type": "time", "time": 48}"#;
+        let report = parse(text, false);
+        let interface = report.interface.unwrap();
+        assert_eq!(interface["method"], "sat");
+    }
+}

@@ -1,0 +1,531 @@
+//! From a finished run to a result: status, diagnostic, text.
+//!
+//! Pure functions of the run's facts ([`RunOutput`]) and what the stream
+//! said ([`StreamReport`]), so every rule here has a unit test.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::results::{
+    CheckResult, CheckerReport, InterfaceType, ModelInspectionResult, ModelInterface,
+    SolutionCheck, SolveResult,
+};
+use super::stream::{StreamError, StreamReport};
+use crate::diagnostics::{Category, Diagnostic};
+use crate::exec::{Ending, RunOutput};
+
+/// The status of a solve, first applicable rule wins:
+/// timeout > error > unsatisfiable > unbounded > unsat_or_unbounded >
+/// unknown > optimal > satisfied.
+pub fn solve_status(run: &RunOutput, report: &StreamReport) -> &'static str {
+    if run.timed_out() || minizinc_timed_out(report) && report.solutions.is_empty() {
+        return "timeout";
+    }
+    // A return code we caused (output cap) says nothing about the model.
+    if run.ending != Ending::Capped && run.return_code != Some(0) {
+        return "error";
+    }
+    match report.status.as_deref() {
+        Some("UNSATISFIABLE") => "unsatisfiable",
+        Some("UNBOUNDED") => "unbounded",
+        Some("UNSAT_OR_UNBOUNDED") => "unsat_or_unbounded",
+        Some("UNKNOWN") => "unknown",
+        Some("ERROR") => "error",
+        Some("OPTIMAL_SOLUTION") => "optimal",
+        _ if !report.solutions.is_empty() => "satisfied",
+        _ if !report.errors.is_empty() && run.ending != Ending::Capped => "error",
+        _ => "unknown",
+    }
+}
+
+/// MiniZinc stopped itself at `--time-limit` before it finished compiling.
+fn minizinc_timed_out(report: &StreamReport) -> bool {
+    report.errors.iter().any(|error| error.what == "time out")
+}
+
+/// What the facts of a solve mean for a client, or `None` on a clean success.
+pub fn solve_diagnostic(
+    result: &SolveResult,
+    report: &StreamReport,
+    timeout_ms: u64,
+    all_solutions: bool,
+) -> Option<Diagnostic> {
+    let base = |category: Category, message: String| {
+        Diagnostic::new(category, message)
+            .with_detail("return_code", result.return_code)
+            .with_detail("timed_out", result.timed_out)
+            .with_detail("truncated", result.truncated)
+            .with_detail("solver", result.solver.clone())
+    };
+    let found = result.solutions.len();
+    if result.truncated {
+        return Some(base(
+            Category::OutputTruncated,
+            format!(
+                "output went over the 1 MiB cap and was cut; {found} solution(s) parsed before the cut are kept — page with num_solutions or print less"
+            ),
+        ));
+    }
+    let diagnostic = match result.status.as_str() {
+        "timeout" if found > 0 => base(
+            Category::TimeoutWithIncumbent,
+            format!(
+                "stopped at the {timeout_ms} ms limit; the best of {found} solution(s) is returned, unproven"
+            ),
+        ),
+        "timeout" => base(
+            Category::TimeoutNoIncumbent,
+            format!("stopped at the {timeout_ms} ms limit before any solution"),
+        ),
+        "error" => {
+            let (category, message) = classify_error(&report.errors, &result.stderr);
+            base(category, message)
+        }
+        "unsatisfiable" => base(
+            Category::Infeasible,
+            "the model is unsatisfiable".to_owned(),
+        ),
+        "unbounded" => base(Category::Unbounded, "the objective is unbounded".to_owned()),
+        "unsat_or_unbounded" => base(
+            Category::InfeasibleOrUnbounded,
+            "the model is unsatisfiable or unbounded; the solver cannot tell which".to_owned(),
+        ),
+        "unknown" if result.elapsed_ms >= timeout_ms => base(
+            Category::TimeoutNoIncumbent,
+            format!("the solver reached the {timeout_ms} ms limit without a solution or a proof"),
+        ),
+        "unknown" => base(
+            Category::Unknown,
+            "the solver finished without a solution or a verdict".to_owned(),
+        ),
+        _ => {
+            if let Some(checker) = &result.checker
+                && checker.status != "completed"
+            {
+                return Some(
+                    base(
+                        Category::CheckerFailed,
+                        format!("the solution checker reported {}", checker.status),
+                    )
+                    .with_detail("checker_status", checker.status.clone()),
+                );
+            }
+            let optimising = matches!(report.method(), Some("minimize" | "maximize"));
+            if result.status == "satisfied" && optimising && !all_solutions {
+                return Some(base(
+                    Category::TimeoutWithIncumbent,
+                    "the search stopped before proving optimality (time limit); the objective is the best found".to_owned(),
+                ));
+            }
+            return None;
+        }
+    };
+    Some(diagnostic)
+}
+
+/// Sorts a failed compile or run into a category with a one-line message.
+pub fn classify_error(errors: &[StreamError], stderr: &str) -> (Category, String) {
+    if let Some(first) = errors.first() {
+        let message = first.render();
+        let lower = first.message.to_ascii_lowercase();
+        let category = match first.what.as_str() {
+            "syntax error" => Category::SyntaxOrCompileError,
+            "type error"
+                if lower.contains("must be defined")
+                    || lower.contains("forget to specify a data file") =>
+            {
+                Category::MissingData
+            }
+            "type error" => Category::TypeError,
+            "time out" => Category::TimeoutNoIncumbent,
+            _ if lower.contains("no value") || lower.contains("undefined identifier") => {
+                Category::MissingData
+            }
+            _ => Category::SyntaxOrCompileError,
+        };
+        return (category, message);
+    }
+    let first_line = stderr
+        .lines()
+        .map(str::trim)
+        .find(|line| line.contains("rror") || line.contains("exception"))
+        .or_else(|| stderr.lines().map(str::trim).find(|line| !line.is_empty()))
+        .unwrap_or("minizinc failed without a message")
+        .to_owned();
+    let lower = stderr.to_ascii_lowercase();
+    let category = if lower.contains("no solver with tag")
+        || lower.contains("config exception")
+        || lower.contains("cannot load")
+        || lower.contains("could not load")
+        || lower.contains("dll")
+    {
+        Category::SolverUnavailable
+    } else if lower.contains("syntax error") {
+        Category::SyntaxOrCompileError
+    } else if lower.contains("type error") {
+        Category::TypeError
+    } else {
+        Category::Unknown
+    };
+    (category, first_line)
+}
+
+/// The checker's overall verdict on a solve.
+pub fn checker_report(
+    run: &RunOutput,
+    report: &StreamReport,
+    status: &str,
+    transcript: String,
+) -> CheckerReport {
+    let checks: Vec<SolutionCheck> = report
+        .solutions
+        .iter()
+        .map(|solution| {
+            let check = solution.check.clone().unwrap_or_default();
+            SolutionCheck {
+                violation: check.violation,
+                output: check.output,
+            }
+        })
+        .collect();
+    let checker_status = if run.timed_out() {
+        "timeout"
+    } else if checks.iter().any(|check| check.violation) {
+        "violation"
+    } else if status == "error" {
+        "error"
+    } else if checks.is_empty() {
+        "no_solution"
+    } else {
+        "completed"
+    };
+    CheckerReport {
+        status: checker_status.to_owned(),
+        checks,
+        transcript,
+    }
+}
+
+/// The solutions as text, MiniZinc-style: each block then `----------`,
+/// and the closing line for a completed search.
+pub fn solution_text(report: &StreamReport) -> String {
+    let mut text = String::new();
+    for solution in &report.solutions {
+        text.push_str(&solution.text);
+        if !solution.text.is_empty() && !solution.text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("----------\n");
+    }
+    let closing = match report.status.as_deref() {
+        Some("OPTIMAL_SOLUTION" | "ALL_SOLUTIONS") => "==========\n",
+        Some("UNSATISFIABLE") => "=====UNSATISFIABLE=====\n",
+        Some("UNBOUNDED") => "=====UNBOUNDED=====\n",
+        Some("UNSAT_OR_UNBOUNDED") => "=====UNSATorUNBOUNDED=====\n",
+        Some("UNKNOWN") => "=====UNKNOWN=====\n",
+        Some("ERROR") => "=====ERROR=====\n",
+        _ => "",
+    };
+    text.push_str(closing);
+    text
+}
+
+/// The process's stderr with the stream's errors, warnings and traces folded
+/// in, skipping any already there.
+pub fn merged_stderr(stderr: &str, report: &StreamReport) -> String {
+    let mut merged = stderr.to_owned();
+    let lines = report
+        .notes
+        .iter()
+        .cloned()
+        .chain(report.errors.iter().map(StreamError::render));
+    for line in lines {
+        let core = line
+            .rsplit_once("Warning: ")
+            .or_else(|| line.rsplit_once("Error: "))
+            .map_or(line.as_str(), |(_, rest)| rest);
+        if merged.contains(core) {
+            continue;
+        }
+        if !merged.is_empty() && !merged.ends_with('\n') {
+            merged.push('\n');
+        }
+        merged.push_str(&line);
+        merged.push('\n');
+    }
+    merged
+}
+
+/// Status of a compile check or an inspection.
+fn preflight_status(run: &RunOutput, report: &StreamReport) -> &'static str {
+    if run.timed_out() || minizinc_timed_out(report) {
+        "timeout"
+    } else if run.return_code == Some(0) {
+        "ok"
+    } else {
+        "error"
+    }
+}
+
+fn preflight_diagnostic(
+    status: &str,
+    run: &RunOutput,
+    report: &StreamReport,
+    stderr: &str,
+    timeout_ms: u64,
+) -> Option<Diagnostic> {
+    let diagnostic = if run.truncated {
+        Diagnostic::new(
+            Category::OutputTruncated,
+            "output went over the 1 MiB cap and was cut",
+        )
+    } else {
+        match status {
+            "timeout" => Diagnostic::new(
+                Category::TimeoutNoIncumbent,
+                format!("did not finish within {timeout_ms} ms"),
+            ),
+            "error" => {
+                let (category, message) = classify_error(&report.errors, stderr);
+                Diagnostic::new(category, message)
+            }
+            _ => return None,
+        }
+    };
+    Some(
+        diagnostic
+            .with_detail("return_code", run.return_code)
+            .with_detail("timed_out", run.timed_out())
+            .with_detail("truncated", run.truncated),
+    )
+}
+
+/// Builds a [`CheckResult`].
+pub fn check_result(
+    run: RunOutput,
+    report: &StreamReport,
+    solver: String,
+    timeout_ms: u64,
+) -> CheckResult {
+    let status = preflight_status(&run, report);
+    let stderr = merged_stderr(&run.stderr, report);
+    let diagnostic = preflight_diagnostic(status, &run, report, &stderr, timeout_ms);
+    CheckResult {
+        status: status.to_owned(),
+        solver,
+        truncated: run.truncated,
+        stdout: run.stdout,
+        stderr,
+        elapsed_ms: run.elapsed_ms,
+        diagnostic,
+    }
+}
+
+/// Builds a [`ModelInspectionResult`].
+pub fn inspection_result(
+    run: RunOutput,
+    report: &StreamReport,
+    solver: String,
+    timeout_ms: u64,
+) -> ModelInspectionResult {
+    let mut status = preflight_status(&run, report);
+    let interface = if status == "ok" {
+        let interface = report.interface.as_ref().map(model_interface);
+        if interface.is_none() {
+            status = "error";
+        }
+        interface
+    } else {
+        None
+    };
+    let stderr = merged_stderr(&run.stderr, report);
+    let mut diagnostic = preflight_diagnostic(status, &run, report, &stderr, timeout_ms);
+    if status == "error" && diagnostic.is_none() {
+        diagnostic = Some(Diagnostic::new(
+            Category::Unknown,
+            "minizinc printed no interface",
+        ));
+    }
+    ModelInspectionResult {
+        status: status.to_owned(),
+        solver,
+        interface,
+        truncated: run.truncated,
+        stdout: run.stdout,
+        stderr,
+        elapsed_ms: run.elapsed_ms,
+        diagnostic,
+    }
+}
+
+fn model_interface(message: &serde_json::Map<String, Value>) -> ModelInterface {
+    let types = |key: &str| -> BTreeMap<String, InterfaceType> {
+        message
+            .get(key)
+            .and_then(Value::as_object)
+            .map(|entries| {
+                entries
+                    .iter()
+                    .map(|(name, entry)| (name.clone(), interface_type(entry)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let strings = |key: &str| -> Vec<String> {
+        message
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|item| item.as_str().map(|s| s.trim().to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    ModelInterface {
+        method: message
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("sat")
+            .to_owned(),
+        required_parameters: types("input"),
+        output_variables: types("output"),
+        has_output_item: message
+            .get("has_output_item")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        globals: strings("globals"),
+        included_files: strings("included_files"),
+    }
+}
+
+fn interface_type(entry: &Value) -> InterfaceType {
+    let flag = |key: &str| entry.get(key).and_then(Value::as_bool).unwrap_or(false);
+    InterfaceType {
+        base_type: entry
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_owned(),
+        dim: entry
+            .get("dim")
+            .and_then(Value::as_u64)
+            .and_then(|dim| u32::try_from(dim).ok())
+            .unwrap_or(0),
+        is_set: flag("set"),
+        is_optional: flag("optional"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::minizinc::stream;
+
+    fn run(ending: Ending, return_code: Option<i32>) -> RunOutput {
+        RunOutput {
+            ending,
+            return_code,
+            truncated: ending == Ending::Capped,
+            elapsed_ms: 10,
+            stdout: String::new(),
+            stderr: String::new(),
+        }
+    }
+
+    const ONE_SOLUTION: &str = r#"{"type": "solution", "output": {"json": {"x": 1}}}"#;
+
+    #[test]
+    fn status_precedence() {
+        let solved = stream::parse(ONE_SOLUTION, false);
+        let optimal = stream::parse(
+            &format!("{ONE_SOLUTION}\n{{\"type\": \"status\", \"status\": \"OPTIMAL_SOLUTION\"}}"),
+            false,
+        );
+        let unsat = stream::parse(r#"{"type": "status", "status": "UNSATISFIABLE"}"#, false);
+        let nothing = StreamReport::default();
+        let compile_timeout = stream::parse(
+            r#"{"type": "error", "what": "time out", "message": "time limit reached"}"#,
+            false,
+        );
+        let cases = [
+            (run(Ending::TimedOut, None), &solved, "timeout"),
+            (run(Ending::Exited, Some(1)), &solved, "error"),
+            (run(Ending::Exited, Some(1)), &compile_timeout, "timeout"),
+            (run(Ending::Exited, Some(0)), &unsat, "unsatisfiable"),
+            (run(Ending::Exited, Some(0)), &optimal, "optimal"),
+            (run(Ending::Exited, Some(0)), &solved, "satisfied"),
+            (run(Ending::Exited, Some(0)), &nothing, "unknown"),
+            (run(Ending::Capped, None), &solved, "satisfied"),
+            (run(Ending::Capped, None), &nothing, "unknown"),
+            (run(Ending::Capped, None), &optimal, "optimal"),
+        ];
+        for (run, report, expected) in cases {
+            assert_eq!(solve_status(&run, report), expected, "{run:?}");
+        }
+    }
+
+    #[test]
+    fn errors_are_classified() {
+        let parse = |line: &str| stream::parse(line, false).errors;
+        let syntax =
+            parse(r#"{"type": "error", "what": "syntax error", "message": "unexpected item"}"#);
+        assert_eq!(
+            classify_error(&syntax, "").0,
+            Category::SyntaxOrCompileError
+        );
+        let missing = parse(
+            r#"{"type": "error", "what": "type error", "message": "  symbol error: variable `n' must be defined (did you forget to specify a data file?)"}"#,
+        );
+        assert_eq!(classify_error(&missing, "").0, Category::MissingData);
+        let typing = parse(
+            r#"{"type": "error", "what": "type error", "message": "type-inst variable $T instantiated with different types"}"#,
+        );
+        assert_eq!(classify_error(&typing, "").0, Category::TypeError);
+        assert_eq!(
+            classify_error(&[], "Config exception: no solver with tag foo found").0,
+            Category::SolverUnavailable
+        );
+        assert_eq!(classify_error(&[], "").0, Category::Unknown);
+    }
+
+    #[test]
+    fn stream_notes_join_stderr_once() {
+        let report = stream::parse(
+            r#"{"type": "warning", "message": "included file \"count.mzn\" overrides a global"}
+{"type": "error", "what": "syntax error", "message": "unexpected item"}"#,
+            false,
+        );
+        let merged = merged_stderr(
+            "Warning: included file \"count.mzn\" overrides a global\n",
+            &report,
+        );
+        assert_eq!(merged.matches("count.mzn").count(), 1);
+        assert!(merged.ends_with("Error: syntax error: unexpected item\n"));
+    }
+
+    #[test]
+    fn solution_text_uses_minizinc_separators() {
+        let report = stream::parse(
+            &format!("{ONE_SOLUTION}\n{{\"type\": \"status\", \"status\": \"OPTIMAL_SOLUTION\"}}"),
+            false,
+        );
+        assert_eq!(solution_text(&report), "x = 1;\n----------\n==========\n");
+    }
+
+    #[test]
+    fn interface_types() {
+        let report = stream::parse(
+            r#"{"type": "interface", "input": {"w": {"type" : "int", "dim" : 1}, "o": {"type": "int", "optional": true}}, "output": {"s": {"type" : "int", "set" : true}}, "method": "min", "has_output_item": true, "included_files": [], "globals": [    "alldifferent"]}"#,
+            false,
+        );
+        let interface = model_interface(report.interface.as_ref().unwrap());
+        assert_eq!(interface.method, "min");
+        assert_eq!(interface.required_parameters["w"].dim, 1);
+        assert!(interface.required_parameters["o"].is_optional);
+        assert!(interface.output_variables["s"].is_set);
+        assert_eq!(interface.globals, ["alldifferent"]);
+    }
+}

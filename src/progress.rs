@@ -1,0 +1,57 @@
+//! Stage reports from a long-running service call to whoever is listening.
+//!
+//! Services say where they are (validating, running, parsing, complete);
+//! the MCP face turns that into progress and log notifications. Stages are
+//! status updates, not a completion percentage: no solver offers a
+//! reliable one. A [`Progress`] with no listener drops reports for free.
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+/// Where a call is. The number is the progress value clients see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    Validating = 1,
+    Running = 2,
+    Parsing = 3,
+    Complete = 4,
+}
+
+/// One stage report.
+#[derive(Debug, Clone)]
+pub struct ProgressUpdate {
+    pub stage: Stage,
+    pub message: String,
+}
+
+/// A sender of stage reports; cloning shares the listener.
+#[derive(Debug, Clone, Default)]
+pub struct Progress {
+    listener: Option<UnboundedSender<ProgressUpdate>>,
+}
+
+impl Progress {
+    /// Reports go nowhere.
+    pub fn none() -> Self {
+        Progress::default()
+    }
+
+    /// A sender and the receiver its reports arrive on, in order.
+    pub fn channel() -> (Progress, UnboundedReceiver<ProgressUpdate>) {
+        let (sender, receiver) = unbounded_channel();
+        (
+            Progress {
+                listener: Some(sender),
+            },
+            receiver,
+        )
+    }
+
+    pub fn report(&self, stage: Stage, message: impl Into<String>) {
+        if let Some(listener) = &self.listener {
+            let _ = listener.send(ProgressUpdate {
+                stage,
+                message: message.into(),
+            });
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! The solver catalog: what the runtime's `minizinc --solvers-json` says it
+//! offers, and how a name a user typed maps to one of those solvers.
+//!
+//! Capabilities are facts read from each solver's declared `stdFlags`, so
+//! the gate in front of a solve is as good as the runtime's own config.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What one solver can be asked to do, from its declared standard flags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SolverCapabilities {
+    /// Declares `-a` (all solutions / improving sequence).
+    pub supports_all_solutions: bool,
+    /// Declares `-f` (free search).
+    pub supports_free_search: bool,
+    /// Declares `-p` (parallel threads).
+    pub supports_parallel: bool,
+    /// Declares `-r` (random seed).
+    pub supports_random_seed: bool,
+    /// Declares `-n` (solution count cap for satisfaction problems).
+    pub supports_num_solutions: bool,
+    /// Every standard flag the solver declares (advisory; not a passthrough).
+    pub std_flags: Vec<String>,
+}
+
+impl SolverCapabilities {
+    fn from_flags(std_flags: Vec<String>) -> Self {
+        let has = |flag: &str| std_flags.iter().any(|f| f == flag);
+        SolverCapabilities {
+            supports_all_solutions: has("-a"),
+            supports_free_search: has("-f"),
+            supports_parallel: has("-p"),
+            supports_random_seed: has("-r"),
+            supports_num_solutions: has("-n"),
+            std_flags,
+        }
+    }
+}
+
+/// One solver the runtime offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SolverInfo {
+    /// Canonical id, e.g. `org.gecode.gecode`.
+    pub id: String,
+    pub name: String,
+    pub version: String,
+    pub tags: Vec<String>,
+    pub capabilities: SolverCapabilities,
+    /// The runtime marks this solver as its default.
+    pub is_default: bool,
+}
+
+impl SolverInfo {
+    /// The names MiniZinc itself accepts for this solver: the id, every
+    /// dot-separated suffix of it (`gecode`, `gecode.gecode`) and its tags.
+    fn answers_to(&self, name: &str) -> bool {
+        let name = name.to_ascii_lowercase();
+        let id = self.id.to_ascii_lowercase();
+        id == name
+            || id.ends_with(&format!(".{name}"))
+            || self.tags.iter().any(|tag| tag.eq_ignore_ascii_case(&name))
+    }
+
+    /// The last id component, the short name people type (`gecode`).
+    pub fn short_name(&self) -> &str {
+        self.id.rsplit('.').next().unwrap_or(&self.id)
+    }
+}
+
+/// The runtime's solvers, in the order it lists them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SolverCatalog {
+    pub solvers: Vec<SolverInfo>,
+}
+
+/// The name the tools prefer when no solver is named.
+pub const PREFERRED_SOLVER: &str = "cp-sat";
+
+impl SolverCatalog {
+    /// Parses `minizinc --solvers-json` output.
+    pub fn parse(json: &str) -> Result<SolverCatalog, String> {
+        let entries: Vec<Value> = serde_json::from_str(json)
+            .map_err(|error| format!("--solvers-json did not print a JSON list: {error}"))?;
+        let solvers = entries.iter().filter_map(solver_from_json).collect();
+        Ok(SolverCatalog { solvers })
+    }
+
+    /// Finds the solver a user means: canonical id first, then the short
+    /// names and tags MiniZinc accepts. Among several matches the runtime's
+    /// default wins, then the first listed (MiniZinc's own order).
+    pub fn resolve(&self, name: &str) -> Option<&SolverInfo> {
+        let name = name.trim();
+        if let Some(exact) = self.solvers.iter().find(|s| s.id == name) {
+            return Some(exact);
+        }
+        let mut matches = self.solvers.iter().filter(|s| s.answers_to(name));
+        let first = matches.next()?;
+        if first.is_default {
+            return Some(first);
+        }
+        Some(matches.find(|s| s.is_default).unwrap_or(first))
+    }
+
+    /// The solver used when the caller names none: cp-sat when the runtime
+    /// has it, else the runtime's default, else the first listed.
+    pub fn default_choice(&self) -> Option<&SolverInfo> {
+        self.resolve(PREFERRED_SOLVER)
+            .or_else(|| self.solvers.iter().find(|s| s.is_default))
+            .or_else(|| self.solvers.first())
+    }
+}
+
+/// What `list_available_solvers` reports.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SolverList {
+    /// Every solver the runtime lists, in its order.
+    pub solvers: Vec<SolverInfo>,
+    /// The solver the tools use when none is named.
+    pub default_solver: Option<String>,
+    /// How to read `capabilities`.
+    pub capability_note: String,
+}
+
+impl SolverList {
+    pub fn from_catalog(catalog: &SolverCatalog) -> Self {
+        SolverList {
+            solvers: catalog.solvers.clone(),
+            default_solver: catalog.default_choice().map(|s| s.id.clone()),
+            capability_note: "capabilities come from each solver's declared stdFlags: a solve that asks for all_solutions (-a), free_search (-f), parallel (-p), random_seed (-r) or num_solutions (-n) on a solver that does not declare the flag is refused before it runs. std_flags is informational, not a passthrough. A listed MIP solver (CPLEX, Gurobi, Xpress, SCIP) may still need its own library or licence to run.".to_owned(),
+        }
+    }
+}
+
+fn solver_from_json(entry: &Value) -> Option<SolverInfo> {
+    let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
+    let strings = |key: &str| -> Vec<String> {
+        entry
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|item| item.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let id = text("id")?;
+    let is_default = entry
+        .pointer("/extraInfo/isDefault")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    Some(SolverInfo {
+        name: text("name").unwrap_or_else(|| id.clone()),
+        version: text("version").unwrap_or_default(),
+        tags: strings("tags"),
+        capabilities: SolverCapabilities::from_flags(strings("stdFlags")),
+        is_default,
+        id,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SOLVERS: &str = r#"[
+      {"id": "org.minizinc.mip.cplex", "name": "CPLEX", "version": "<unknown version>",
+       "stdFlags": ["-i","-p","-s","-v"], "tags": ["mip","float","api"]},
+      {"extraInfo": {"isDefault": true}, "id": "org.gecode.gecode", "name": "Gecode",
+       "version": "6.2.0", "stdFlags": ["-a","-f","-n","-p","-r","-s","-t"],
+       "tags": ["cp","int","float","set","restart"]},
+      {"id": "org.gecode.gist", "name": "Gecode Gist", "version": "6.2.0",
+       "stdFlags": ["-a","-n","-s","-p","-r","-f"], "tags": ["cp","int"]},
+      {"id": "com.google.ortools.sat", "name": "OR Tools CP-SAT", "version": "9.12",
+       "stdFlags": ["-a","-f","-p","-r","-s","-v","-t"], "tags": ["cp","cp-sat","int","lcg"]},
+      {"name": "no id here"}
+    ]"#;
+
+    #[test]
+    fn parses_capabilities_from_std_flags() {
+        let catalog = SolverCatalog::parse(SOLVERS).unwrap();
+        assert_eq!(catalog.solvers.len(), 4);
+        let gecode = &catalog.solvers[1];
+        assert!(gecode.is_default);
+        assert!(gecode.capabilities.supports_num_solutions);
+        let cplex = &catalog.solvers[0];
+        assert!(!cplex.capabilities.supports_all_solutions);
+        assert!(cplex.capabilities.supports_parallel);
+        assert!(!catalog.solvers[3].capabilities.supports_num_solutions);
+    }
+
+    #[test]
+    fn resolves_ids_short_names_and_tags() {
+        let catalog = SolverCatalog::parse(SOLVERS).unwrap();
+        let id = |name: &str| catalog.resolve(name).map(|s| s.id.as_str());
+        assert_eq!(id("org.gecode.gecode"), Some("org.gecode.gecode"));
+        assert_eq!(id("gecode"), Some("org.gecode.gecode"));
+        assert_eq!(id("Gecode"), Some("org.gecode.gecode"));
+        assert_eq!(id("gist"), Some("org.gecode.gist"));
+        assert_eq!(id("cp-sat"), Some("com.google.ortools.sat"));
+        assert_eq!(id("sat"), Some("com.google.ortools.sat"));
+        // "cp" is a tag of several; the runtime default wins.
+        assert_eq!(id("cp"), Some("org.gecode.gecode"));
+        assert_eq!(id("chuffed"), None);
+    }
+
+    #[test]
+    fn default_choice_prefers_cp_sat_then_the_runtime_default() {
+        let catalog = SolverCatalog::parse(SOLVERS).unwrap();
+        assert_eq!(
+            catalog.default_choice().unwrap().id,
+            "com.google.ortools.sat"
+        );
+        let without_cp_sat = SolverCatalog {
+            solvers: catalog
+                .solvers
+                .iter()
+                .filter(|s| s.id != "com.google.ortools.sat")
+                .cloned()
+                .collect(),
+        };
+        assert_eq!(
+            without_cp_sat.default_choice().unwrap().id,
+            "org.gecode.gecode"
+        );
+    }
+
+    #[test]
+    fn rejects_output_that_is_not_a_list() {
+        assert!(SolverCatalog::parse("Config exception").is_err());
+    }
+}

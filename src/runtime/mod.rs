@@ -1,0 +1,334 @@
+//! Where the MiniZinc runtime lives and what it offers.
+//!
+//! The runtime root is resolved in one order — `--runtime-dir` flag, then
+//! `SOLVERGATE_RUNTIME_DIR`, then the persisted `install.json`, then the
+//! per-user data dir — and the binary is always `<root>/bin/minizinc`.
+//! A `minizinc` that happens to be on `PATH` is never used.
+//!
+//! [`Runtime`] also asks the binary for its version and solver catalog (both
+//! through [`crate::exec`]) and keeps the catalog for the life of the process.
+
+pub mod catalog;
+pub mod config;
+pub mod manifest;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+
+use crate::diagnostics::{Category, ToolError};
+use crate::exec::{self, ChildCommand, Ending, Limits};
+use crate::settings::Settings;
+pub use catalog::{SolverCapabilities, SolverCatalog, SolverInfo, SolverList};
+
+/// How long the quick introspection calls (`--version`, `--solvers-json`)
+/// may take.
+const INTROSPECTION_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The command a user runs to get a runtime.
+pub const INSTALL_HINT: &str = "run `solvergate install-runtime`, or adopt an existing MiniZinc with `solvergate configure-runtime --runtime-dir <dir>` (the directory holding bin/minizinc)";
+
+/// Per-user directories: data (runtimes) and config (`install.json`).
+#[derive(Debug, Clone)]
+pub struct UserDirs {
+    pub data_dir: PathBuf,
+    pub config_dir: PathBuf,
+}
+
+impl UserDirs {
+    /// The platform's per-user dirs for solvergate.
+    pub fn discover() -> Option<UserDirs> {
+        let dirs = directories::ProjectDirs::from("", "", "solvergate")?;
+        Some(UserDirs {
+            data_dir: dirs.data_dir().to_path_buf(),
+            config_dir: dirs.config_dir().to_path_buf(),
+        })
+    }
+
+    /// Where a managed MiniZinc runtime goes by default.
+    pub fn default_runtime_dir(&self) -> PathBuf {
+        self.data_dir.join("minizinc")
+    }
+}
+
+/// Which rule chose the runtime root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LocationSource {
+    Flag,
+    Env,
+    Config,
+    Default,
+}
+
+impl LocationSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            LocationSource::Flag => "from --runtime-dir",
+            LocationSource::Env => "from SOLVERGATE_RUNTIME_DIR",
+            LocationSource::Config => "from install.json",
+            LocationSource::Default => "default location",
+        }
+    }
+}
+
+/// A resolved runtime root and why it was chosen.
+#[derive(Debug, Clone)]
+pub struct RuntimeLocation {
+    pub dir: PathBuf,
+    pub source: LocationSource,
+}
+
+/// Resolves the runtime root. Returns a warning to print when the persisted
+/// config exists but cannot be used.
+pub fn resolve_location(
+    flag: Option<&Path>,
+    settings: &Settings,
+    dirs: &UserDirs,
+) -> (RuntimeLocation, Option<String>) {
+    if let Some(dir) = flag {
+        return (located(dir, LocationSource::Flag), None);
+    }
+    if let Some(dir) = &settings.runtime_dir {
+        return (located(dir, LocationSource::Env), None);
+    }
+    let mut warning = None;
+    match config::read(&dirs.config_dir) {
+        config::ConfigRead::Found(config::InstallConfig {
+            runtime_dir: Some(dir),
+        }) => return (located(&dir, LocationSource::Config), None),
+        config::ConfigRead::Found(_) | config::ConfigRead::Missing => {}
+        config::ConfigRead::Corrupt(message) => {
+            warning = Some(format!(
+                "{message}; falling back to the default runtime location"
+            ));
+        }
+    }
+    (
+        located(&dirs.default_runtime_dir(), LocationSource::Default),
+        warning,
+    )
+}
+
+fn located(dir: &Path, source: LocationSource) -> RuntimeLocation {
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    RuntimeLocation { dir, source }
+}
+
+/// The binary inside a runtime root.
+pub fn minizinc_binary(root: &Path) -> PathBuf {
+    root.join("bin").join("minizinc")
+}
+
+/// True when `path` is a regular file we may execute.
+pub fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+/// What `check_runtime` reports.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct RuntimeStatus {
+    /// `bin/minizinc` exists and is executable.
+    pub installed: bool,
+    /// The resolved runtime root.
+    pub runtime_dir: String,
+    /// Full path of the MiniZinc binary, when installed.
+    pub minizinc_binary: Option<String>,
+    /// Which rule chose `runtime_dir`.
+    pub source: LocationSource,
+    /// First line of `minizinc --version`, when it ran.
+    pub minizinc_version: Option<String>,
+}
+
+/// A resolved MiniZinc runtime, shared by every request of a process.
+#[derive(Debug)]
+pub struct Runtime {
+    location: RuntimeLocation,
+    catalog: OnceCell<SolverCatalog>,
+}
+
+impl Runtime {
+    pub fn new(location: RuntimeLocation) -> Self {
+        Runtime {
+            location,
+            catalog: OnceCell::new(),
+        }
+    }
+
+    pub fn location(&self) -> &RuntimeLocation {
+        &self.location
+    }
+
+    pub fn binary(&self) -> PathBuf {
+        minizinc_binary(&self.location.dir)
+    }
+
+    pub fn is_installed(&self) -> bool {
+        is_executable(&self.binary())
+    }
+
+    /// The binary, or a `runtime_missing` error that says how to get one.
+    pub fn require_binary(&self) -> Result<PathBuf, ToolError> {
+        let binary = self.binary();
+        if is_executable(&binary) {
+            Ok(binary)
+        } else {
+            Err(ToolError::new(
+                Category::RuntimeMissing,
+                format!(
+                    "no MiniZinc runtime at {} ({}): expected an executable {}; {INSTALL_HINT}",
+                    self.location.dir.display(),
+                    self.location.source.describe(),
+                    binary.display()
+                ),
+            ))
+        }
+    }
+
+    /// Installed or not, with the version when the binary answers.
+    pub async fn status(&self, cancel: &CancellationToken) -> RuntimeStatus {
+        let installed = self.is_installed();
+        let minizinc_version = if installed {
+            self.version(cancel).await.ok()
+        } else {
+            None
+        };
+        RuntimeStatus {
+            installed,
+            runtime_dir: self.location.dir.display().to_string(),
+            minizinc_binary: installed.then(|| self.binary().display().to_string()),
+            source: self.location.source,
+            minizinc_version,
+        }
+    }
+
+    /// The first line of `minizinc --version`.
+    pub async fn version(&self, cancel: &CancellationToken) -> Result<String, ToolError> {
+        let output = self.introspect("--version", cancel).await?;
+        Ok(output
+            .lines()
+            .find(|line| !line.trim().is_empty())
+            .unwrap_or_default()
+            .trim()
+            .to_owned())
+    }
+
+    /// The solver catalog, loaded once and kept.
+    pub async fn catalog(&self, cancel: &CancellationToken) -> Result<&SolverCatalog, ToolError> {
+        self.catalog
+            .get_or_try_init(|| async {
+                let json = self.introspect("--solvers-json", cancel).await?;
+                SolverCatalog::parse(&json).map_err(|problem| {
+                    ToolError::new(
+                        Category::SolverUnavailable,
+                        format!("{}: {problem}", self.binary().display()),
+                    )
+                })
+            })
+            .await
+    }
+
+    /// Runs the binary with one introspection flag and returns its stdout.
+    async fn introspect(
+        &self,
+        flag: &str,
+        cancel: &CancellationToken,
+    ) -> Result<String, ToolError> {
+        let binary = self.require_binary()?;
+        let command = ChildCommand::new(&binary).arg(flag);
+        let output = exec::run(&command, Limits::new(INTROSPECTION_TIMEOUT), cancel)
+            .await
+            .map_err(|error| ToolError::new(Category::RuntimeMissing, error.to_string()))?;
+        match (output.ending, output.return_code) {
+            (Ending::Exited, Some(0)) => Ok(output.stdout),
+            (Ending::Cancelled, _) => Err(ToolError::new(Category::Cancelled, "request cancelled")),
+            _ => Err(ToolError::new(
+                Category::RuntimeMissing,
+                format!(
+                    "`{} {flag}` failed (return code {:?}, timed out: {}): {}",
+                    binary.display(),
+                    output.return_code,
+                    output.timed_out(),
+                    output.stderr.trim()
+                ),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dirs(root: &Path) -> UserDirs {
+        UserDirs {
+            data_dir: root.join("data"),
+            config_dir: root.join("config"),
+        }
+    }
+
+    #[test]
+    fn resolution_order_is_flag_env_config_default() {
+        let scratch = tempfile::tempdir().unwrap();
+        let dirs = dirs(scratch.path());
+        let env = Settings {
+            runtime_dir: Some(PathBuf::from("/from/env")),
+        };
+        let none = Settings::default();
+
+        let (location, _) = resolve_location(Some(Path::new("/from/flag")), &env, &dirs);
+        assert_eq!(
+            (location.dir.as_path(), location.source),
+            (Path::new("/from/flag"), LocationSource::Flag)
+        );
+
+        let (location, _) = resolve_location(None, &env, &dirs);
+        assert_eq!(location.source, LocationSource::Env);
+
+        let (location, warning) = resolve_location(None, &none, &dirs);
+        assert_eq!(location.source, LocationSource::Default);
+        assert_eq!(location.dir, scratch.path().join("data").join("minizinc"));
+        assert!(warning.is_none());
+
+        config::write(
+            &dirs.config_dir,
+            &config::InstallConfig {
+                runtime_dir: Some(PathBuf::from("/from/config")),
+            },
+        )
+        .unwrap();
+        let (location, _) = resolve_location(None, &none, &dirs);
+        assert_eq!(
+            (location.dir.as_path(), location.source),
+            (Path::new("/from/config"), LocationSource::Config)
+        );
+    }
+
+    #[test]
+    fn a_corrupt_config_warns_and_falls_back() {
+        let scratch = tempfile::tempdir().unwrap();
+        let dirs = dirs(scratch.path());
+        std::fs::create_dir_all(&dirs.config_dir).unwrap();
+        std::fs::write(dirs.config_dir.join(config::CONFIG_FILE), "][").unwrap();
+        let (location, warning) = resolve_location(None, &Settings::default(), &dirs);
+        assert_eq!(location.source, LocationSource::Default);
+        assert!(warning.unwrap().contains("falling back"));
+    }
+
+    #[test]
+    fn a_missing_runtime_says_how_to_install() {
+        let runtime = Runtime::new(RuntimeLocation {
+            dir: PathBuf::from("/nonexistent/runtime"),
+            source: LocationSource::Flag,
+        });
+        let error = runtime.require_binary().unwrap_err();
+        assert_eq!(error.category(), Category::RuntimeMissing);
+        assert!(error.to_string().contains("install-runtime"));
+    }
+}
