@@ -1,0 +1,273 @@
+//! The executor against real processes: whole-tree kills on timeout, output
+//! cap, cancellation and drop, and MiniZinc's solver (which lives in a
+//! process group of its own) dying with it.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use solvergate::exec::{self, ChildCommand, Ending, Limits};
+use tokio_util::sync::CancellationToken;
+
+/// A `sleep` argument no other process on the machine uses, so the test
+/// can find its own processes in /proc.
+fn marker() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("1000.{}{}", std::process::id(), nanos)
+}
+
+/// Live (not dead, not zombie) processes whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) && !is_dead(pid) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+fn is_dead(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let after = &stat[stat.rfind(')')? + 1..];
+            after.split_whitespace().next().map(|state| state == "Z")
+        })
+        .unwrap_or(true)
+}
+
+fn shell(script: &str) -> ChildCommand {
+    ChildCommand::new("/bin/sh").args(["-c", script])
+}
+
+/// Shell text that starts `sleep <mark>` in a process group of its own
+/// (still inside the child's session), in the background.
+fn sleep_in_own_group(mark: &str) -> String {
+    format!("perl -e 'setpgrp(0,0); exec @ARGV' sleep {mark} &")
+}
+
+fn limits(timeout_ms: u64) -> Limits {
+    Limits::new(Duration::from_millis(timeout_ms))
+}
+
+#[tokio::test]
+async fn timeout_kills_a_background_job_in_another_process_group() {
+    let mark = marker();
+    // A group kill alone would miss a sleep in another group.
+    let command = shell(&format!("{} wait", sleep_in_own_group(&mark)));
+    let output = exec::run(&command, limits(500), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(output.ending, Ending::TimedOut);
+    assert!(output.timed_out());
+    assert_eq!(output.return_code, None);
+    assert!(processes_with(&mark).is_empty(), "the sleep survived");
+}
+
+#[tokio::test]
+async fn a_grandchild_left_behind_by_a_clean_exit_is_swept() {
+    let mark = marker();
+    let command = shell(&format!("sleep {mark} & echo started"));
+    let output = exec::run(&command, limits(10_000), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(output.ending, Ending::Exited);
+    assert_eq!(output.return_code, Some(0));
+    assert_eq!(output.stdout, "started\n");
+    assert!(processes_with(&mark).is_empty(), "the sleep survived");
+}
+
+#[tokio::test]
+async fn output_over_the_cap_is_cut_and_the_writer_killed() {
+    let command = shell("yes solvergate");
+    let output = exec::run(&command, limits(20_000), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(output.ending, Ending::Capped);
+    assert!(output.truncated);
+    assert_eq!(output.return_code, None);
+    assert!(output.stdout.len() as u64 <= exec::OUTPUT_CAP);
+    assert!(output.stdout.starts_with("solvergate\nsolvergate\n"));
+}
+
+#[tokio::test]
+async fn a_fast_writer_that_exits_keeps_its_code_but_is_marked_truncated() {
+    let command = shell("head -c 3000000 /dev/zero | tr '\\0' x; exit 4");
+    let output = exec::run(&command, limits(20_000), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(output.truncated);
+    assert!(output.stdout.len() as u64 <= exec::OUTPUT_CAP);
+    // Either the cap poll caught it while writing, or it exited first.
+    match output.ending {
+        Ending::Exited => assert_eq!(output.return_code, Some(4)),
+        Ending::Capped => assert_eq!(output.return_code, None),
+        other => panic!("unexpected ending {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn cancellation_stops_the_tree() {
+    let mark = marker();
+    let command = shell(&format!("{} sleep {mark}", sleep_in_own_group(&mark)));
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let watched = mark.clone();
+    let seen = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let running = processes_with(&watched).len();
+        trigger.cancel();
+        running
+    });
+    let started = Instant::now();
+    let output = exec::run(&command, limits(30_000), &cancel).await.unwrap();
+    assert_eq!(
+        seen.await.unwrap(),
+        3,
+        "the shell and both sleeps should have been running"
+    );
+    assert_eq!(output.ending, Ending::Cancelled);
+    assert_eq!(output.return_code, None);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(processes_with(&mark).is_empty(), "a sleep survived");
+}
+
+#[tokio::test]
+async fn dropping_the_run_kills_the_tree() {
+    let mark = marker();
+    let command = shell(&format!("{} sleep {mark}", sleep_in_own_group(&mark)));
+    let cancel = CancellationToken::new();
+    let mut run = Box::pin(exec::run(&command, limits(30_000), &cancel));
+    tokio::select! {
+        _ = run.as_mut() => panic!("the run should still be going"),
+        () = tokio::time::sleep(Duration::from_millis(400)) => {}
+    }
+    assert_eq!(
+        processes_with(&mark).len(),
+        3,
+        "the shell and both sleeps should be running"
+    );
+    drop(run);
+    // The future is gone; its guard has swept the session.
+    assert!(
+        processes_with(&mark).is_empty(),
+        "a sleep survived the drop"
+    );
+}
+
+fn minizinc() -> PathBuf {
+    PathBuf::from(std::env::var("SOLVERGATE_TEST_RUNTIME").unwrap_or_else(|_| "/usr".into()))
+        .join("bin/minizinc")
+}
+
+/// A queens model Gecode keeps improving for far longer than any test runs.
+fn endless_model(dir: &std::path::Path) -> String {
+    let model = dir.join("queens.mzn");
+    std::fs::write(
+        &model,
+        "int: n = 200; array[1..n] of var 1..n: q;\n\
+         include \"alldifferent.mzn\";\n\
+         constraint alldifferent(q);\n\
+         constraint alldifferent([q[i] + i | i in 1..n]);\n\
+         constraint alldifferent([q[i] - i | i in 1..n]);\n\
+         solve maximize sum(i in 1..n)(q[i] * i * i);\n",
+    )
+    .unwrap();
+    model.to_string_lossy().into_owned()
+}
+
+/// Polls until fzn-gecode runs under the minizinc solving `model`.
+async fn wait_for_solver(model: &str) -> Vec<(i32, i32, i32)> {
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let solvers = solver_children_of_minizinc_running(model);
+        if !solvers.is_empty() {
+            return solvers;
+        }
+    }
+    Vec::new()
+}
+
+fn assert_solvers_dead(solvers: &[(i32, i32, i32)]) {
+    assert!(!solvers.is_empty(), "never saw fzn-gecode start");
+    for (solver, minizinc_pid, solver_group) in solvers {
+        assert_ne!(
+            solver_group, minizinc_pid,
+            "expected the solver in a process group of its own"
+        );
+        assert!(is_dead(*solver), "fzn-gecode {solver} is still alive");
+    }
+}
+
+/// MiniZinc's solver runs in its own process group: stopping minizinc at
+/// the deadline must stop fzn-gecode too.
+#[tokio::test]
+async fn stopping_minizinc_stops_its_solver() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = endless_model(dir.path());
+    let command = ChildCommand::new(minizinc()).args(["--solver", "org.gecode.gecode", &model]);
+    let watched = model.clone();
+    let watcher = tokio::spawn(async move { wait_for_solver(&watched).await });
+    // No --time-limit: only our deadline stops it.
+    let output = exec::run(&command, limits(3_000), &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(output.ending, Ending::TimedOut);
+    assert_solvers_dead(&watcher.await.unwrap());
+}
+
+/// The drop guard has no time for SIGTERM: its SIGKILL must reach the
+/// solver's group too, not just minizinc's.
+#[tokio::test]
+async fn dropping_a_minizinc_run_kills_its_solver() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = endless_model(dir.path());
+    let command = ChildCommand::new(minizinc()).args(["--solver", "org.gecode.gecode", &model]);
+    let cancel = CancellationToken::new();
+    let mut run = Box::pin(exec::run(&command, limits(60_000), &cancel));
+    let solvers = tokio::select! {
+        _ = run.as_mut() => panic!("minizinc stopped on its own"),
+        solvers = wait_for_solver(&model) => solvers,
+    };
+    drop(run);
+    assert_solvers_dead(&solvers);
+}
+
+/// (solver pid, minizinc pid, solver process group) for every fzn-gecode
+/// whose parent minizinc runs `model`.
+fn solver_children_of_minizinc_running(model: &str) -> Vec<(i32, i32, i32)> {
+    let parents = processes_with(model);
+    let mut solvers = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if !comm.trim().starts_with("fzn-gecode") {
+            continue;
+        }
+        if let (Some(parent), Some(group)) = (stat_field(pid, 1), stat_field(pid, 2))
+            && parents.contains(&parent)
+        {
+            solvers.push((pid, parent, group));
+        }
+    }
+    solvers
+}
+
+/// Field `index` after the state in /proc/<pid>/stat: 1 ppid, 2 pgrp, 3 session.
+fn stat_field(pid: i32, index: usize) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(index)?.parse().ok()
+}

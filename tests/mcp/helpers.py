@@ -1,0 +1,365 @@
+"""Shared helpers of the MCP integration suite: models, result parsing,
+process scans over /proc and a raw JSON-RPC client for the binary.
+
+Nothing here knows how the server is built; it only talks to the binary the
+way a client would, and looks at /proc the way an operator would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# --------------------------------------------------------------------------
+# Models
+# --------------------------------------------------------------------------
+
+#: Optimum 2*10 + 2 = 22 at x=10, y=2; no output item.
+OPT_MODEL = (
+    "var 1..10: x; var 1..10: y;\n"
+    "constraint x + y <= 12;\n"
+    "solve maximize 2*x + y;\n"
+)
+OPT_OBJECTIVE = 22
+
+#: Three solutions x = 1, 2, 3.
+SAT_MODEL = "var 1..3: x;\nsolve satisfy;\n"
+
+UNSAT_MODEL = "var 1..3: x;\nconstraint x > 5;\nsolve satisfy;\n"
+
+#: Missing ';' after the declaration.
+SYNTAX_ERROR_MODEL = "var 1..3: x\nsolve satisfy;\n"
+
+#: Compares an int with a string.
+TYPE_ERROR_MODEL = 'var 1..3: x;\nconstraint x = "a";\nsolve satisfy;\n'
+
+#: Needs `n` from data.
+MISSING_DATA_MODEL = "int: n;\nvar 1..n: x;\nsolve maximize x;\n"
+
+#: Rejects every solution with x = 10 (a constraint-checker).
+REJECT_X10_CHECKER = "int: x; int: y;\nconstraint x < 10;\noutput [\"ok\\n\"];\n"
+
+#: Prints a verdict; the server must not interpret it.
+TEXT_CHECKER = (
+    "int: x; int: y;\n"
+    'output [if x < 10 then "CORRECT\\n" else "INCORRECT\\n" endif];\n'
+)
+
+#: A checker that does not parse.
+BROKEN_CHECKER = "int: x; int: y\nconstraint x < 10;\n"
+
+#: Trivial model whose checker evaluates a 2e9-term sum: MiniZinc ignores its
+#: own time limit and SIGTERM while doing it, so only the server's hard kill
+#: stops it. Never run this without a kill timeout.
+NEVER_MODEL = "var 1..3: x;\nsolve satisfy;\n"
+NEVER_CHECKER = (
+    "int: x;\n"
+    "int: s = sum(i in 1..2000000000)(i mod 3);\n"
+    'output ["\\(s)\\n"];\n'
+)
+
+#: A million solutions with all_solutions: ~3 MB of output.
+PRINTER_MODEL = "array[1..6] of var 0..9: x;\nsolve satisfy;\n"
+
+#: Runs until its time limit (60 queens maximising a weighted sum).
+HARD_MODEL = """int: n = 60;
+array[1..n] of var 1..n: q;
+include "alldifferent.mzn";
+constraint alldifferent(q);
+constraint alldifferent([q[i]+i | i in 1..n]);
+constraint alldifferent([q[i]-i | i in 1..n]);
+constraint sum(i in 1..n)(q[i]*i) mod 7 = 3;
+solve maximize sum(i in 1..n)(q[i]*q[i] * i);
+"""
+
+SOLVER_COMMS = frozenset({"minizinc", "fzn-gecode"})
+
+DIAGNOSTIC_LINE = re.compile(r"^Diagnostic: (?P<category>[a-z_]+) — (?P<message>.+)$")
+
+
+# --------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------
+
+
+def result_text(result: Any) -> str:
+    """All text parts of a CallToolResult, joined."""
+    return "\n".join(
+        getattr(part, "text", "") for part in (result.content or []) if getattr(part, "text", None)
+    )
+
+
+@dataclass
+class ToolErrorInfo:
+    category: str
+    message: str
+    text: str
+
+
+def tool_error(result: Any) -> ToolErrorInfo:
+    """Parses an is_error result whose first line is the diagnostic line."""
+    assert result.is_error, f"expected an error result, got: {result_text(result)[:2000]!r}"
+    text = result_text(result)
+    first = text.splitlines()[0] if text else ""
+    match = DIAGNOSTIC_LINE.match(first)
+    assert match, f"error text does not start with 'Diagnostic: <category> — <message>': {text!r}"
+    return ToolErrorInfo(match["category"], match["message"], text)
+
+
+def structured(result: Any) -> dict[str, Any]:
+    """The structured content of a successful result."""
+    assert not result.is_error, f"unexpected tool error: {result_text(result)[:2000]!r}"
+    assert isinstance(result.structured_content, dict), "no structured content"
+    return result.structured_content
+
+
+# --------------------------------------------------------------------------
+# Processes
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    comm: str
+    state: str
+    ppid: int
+    starttime: int
+
+
+def _stat(pid: int) -> Proc | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # comm may contain spaces and parentheses: split on the last ')'.
+    left, _, rest = text.rpartition(")")
+    comm = left.partition("(")[2]
+    fields = rest.split()
+    if len(fields) < 20:
+        return None
+    return Proc(pid=pid, comm=comm, state=fields[0], ppid=int(fields[1]), starttime=int(fields[19]))
+
+
+def all_procs() -> list[Proc]:
+    procs = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            proc = _stat(int(entry))
+            if proc is not None:
+                procs.append(proc)
+    return procs
+
+
+def _environ_has(pid: int, marker: str) -> bool | None:
+    """True/False when the environment is readable, None when it is not."""
+    try:
+        data = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    if not data:
+        return None
+    return marker.encode() in data.split(b"\0")
+
+
+def solver_procs(marker: str | None = None) -> set[Proc]:
+    """Live (non-zombie) minizinc / fzn-gecode processes.
+
+    With a marker (an ``NAME=value`` entry the suite put into the server's
+    environment, which every descendant inherits) only the ones started on
+    behalf of this suite count, so a developer running MiniZinc next to the
+    suite does not make it fail. A process whose environment cannot be read
+    is counted: better a false alarm than a missed leak.
+    """
+    found = set()
+    for proc in all_procs():
+        if proc.comm not in SOLVER_COMMS or proc.state in ("Z", "X"):
+            continue
+        if marker is not None and _environ_has(proc.pid, marker) is False:
+            continue
+        found.add(proc)
+    return found
+
+
+def wait_for_solver_procs(marker: str, timeout: float = 10.0, comm: str | None = None) -> set[Proc]:
+    """Waits until at least one marked solver process (of `comm`) runs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        procs = {p for p in solver_procs(marker) if comm is None or p.comm == comm}
+        if procs:
+            return procs
+        time.sleep(0.05)
+    return set()
+
+
+def leftover_solver_procs(before: set[Proc], marker: str, timeout: float = 5.0) -> set[Proc]:
+    """Polls until no marked solver process exists that was not in `before`;
+    returns what is still there after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = solver_procs(marker) - before
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.05)
+
+
+def zombie_children(pid: int) -> list[Proc]:
+    return [p for p in all_procs() if p.ppid == pid and p.state == "Z"]
+
+
+def describe(procs: set[Proc] | list[Proc]) -> str:
+    return ", ".join(f"{p.comm}[{p.pid}] state={p.state} ppid={p.ppid}" for p in sorted(procs, key=lambda p: p.pid))
+
+
+# --------------------------------------------------------------------------
+# Raw JSON-RPC over the binary's stdio
+# --------------------------------------------------------------------------
+
+PROTOCOL_VERSION = "2025-11-25"
+
+
+@dataclass
+class RawServer:
+    """The binary under subprocess.Popen, spoken to with raw JSON-RPC lines.
+
+    Every stdout line is kept (`lines`) so a test can check that nothing but
+    JSON-RPC ever reached stdout; stderr goes to a file.
+    """
+
+    args: list[str]
+    env: dict[str, str]
+    stderr_path: Path
+    cwd: str | None = None
+    lines: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._stderr = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(
+            self.args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=self.env,
+            cwd=self.cwd,
+        )
+        self._messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._next_id = 1
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            line = raw.decode("utf-8", errors="replace").rstrip("\n")
+            self.lines.append(line)
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict):
+                self._messages.put(message)
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(message) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> int:
+        request_id = self._next_id
+        self._next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return request_id
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    def response(self, request_id: int, timeout: float = 30.0) -> dict[str, Any]:
+        """Waits for the response to `request_id`, skipping notifications."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"no response to request {request_id} within {timeout} s")
+            try:
+                message = self._messages.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            if message.get("id") == request_id and ("result" in message or "error" in message):
+                return message
+
+    def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> dict[str, Any]:
+        return self.response(self.request(method, params), timeout)
+
+    def initialize(self) -> dict[str, Any]:
+        reply = self.call(
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": "solvergate-tests", "version": "0"},
+            },
+        )
+        self.notify("notifications/initialized")
+        return reply
+
+    def call_tool(self, name: str, arguments: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+        return self.call("tools/call", {"name": name, "arguments": arguments}, timeout)
+
+    def close_stdin(self) -> None:
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+
+    def wait(self, timeout: float) -> int | None:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stderr_text(self) -> str:
+        self._stderr.flush()
+        return self.stderr_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        """Hard cleanup for teardown; a passing test has already stopped it."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self._reader.join(timeout=5)
+        if self.proc.stdin and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        self._stderr.close()
+
+
+def non_jsonrpc_lines(lines: list[str]) -> list[str]:
+    """Stdout lines that are not a JSON-RPC 2.0 message."""
+    bad = []
+    for line in lines:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            bad.append(line)
+            continue
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            bad.append(line)
+    return bad
