@@ -1,0 +1,159 @@
+"""Fixtures of the MCP integration suite.
+
+Every test session gets private HOME / XDG_CONFIG_HOME / XDG_DATA_HOME dirs
+and adopts the real MiniZinc runtime into them once with
+`solvergate configure-runtime --runtime-dir <runtime>`. Servers are then
+launched with exactly that environment, plus a marker variable every child
+inherits so process scans only count processes this suite started.
+
+Environment knobs:
+- SOLVERGATE_BIN: the binary (default /work/main/target/debug/solvergate)
+- SOLVERGATE_TEST_RUNTIME: the runtime root to adopt (default /usr)
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+DEFAULT_BIN = "/work/main/target/debug/solvergate"
+DEFAULT_RUNTIME = "/usr"
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@dataclass
+class Launched:
+    """One server session opened through the official SDK client."""
+
+    session: ClientSession
+    init: Any
+    stderr_path: Path
+    logs: list[Any] = field(default_factory=list)
+
+    def stderr_text(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+
+@dataclass
+class Harness:
+    """How to launch the binary in this test session's private environment."""
+
+    binary: str
+    runtime_dir: str
+    root: Path
+    env: dict[str, str]
+    marker_name: str
+    marker_value: str
+    _count: int = 0
+
+    @property
+    def marker(self) -> str:
+        """The `NAME=value` entry found in every process the suite started."""
+        return f"{self.marker_name}={self.marker_value}"
+
+    def server_env(self, **extra: str) -> dict[str, str]:
+        env = dict(self.env)
+        env.update(extra)
+        return env
+
+    def scratch(self, prefix: str) -> Path:
+        self._count += 1
+        path = self.root / f"{prefix}-{self._count}"
+        path.mkdir(parents=True)
+        return path
+
+    @asynccontextmanager
+    async def open(
+        self,
+        toolset: str = "full",
+        env: dict[str, str] | None = None,
+        cwd: str | Path | None = None,
+    ) -> AsyncIterator[Launched]:
+        """Launches `solvergate stdio --toolset <toolset>` and initializes."""
+        stderr_path = self.scratch("server") / "stderr.txt"
+        logs: list[Any] = []
+
+        async def on_log(params: Any) -> None:
+            logs.append(params)
+
+        params = StdioServerParameters(
+            command=self.binary,
+            args=["stdio", "--toolset", toolset],
+            env=env if env is not None else self.server_env(),
+            cwd=str(cwd) if cwd is not None else None,
+        )
+        with open(stderr_path, "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write):
+                async with ClientSession(read, write, logging_callback=on_log) as session:
+                    init = await session.initialize()
+                    yield Launched(session=session, init=init, stderr_path=stderr_path, logs=logs)
+
+
+@pytest.fixture(scope="session")
+def harness(tmp_path_factory: pytest.TempPathFactory) -> Harness:
+    binary = os.environ.get("SOLVERGATE_BIN", DEFAULT_BIN)
+    runtime_dir = os.environ.get("SOLVERGATE_TEST_RUNTIME", DEFAULT_RUNTIME)
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        pytest.fail(f"solvergate binary not found at {binary}: run `cargo build` or set SOLVERGATE_BIN")
+    if not os.access(os.path.join(runtime_dir, "bin", "minizinc"), os.X_OK):
+        pytest.fail(f"no MiniZinc at {runtime_dir}/bin/minizinc: set SOLVERGATE_TEST_RUNTIME")
+
+    root = tmp_path_factory.mktemp("solvergate")
+    home = root / "home"
+    config = root / "config"
+    data = root / "data"
+    for directory in (home, config, data):
+        directory.mkdir()
+    marker_name = "SGTEST_PROCESS_TAG"
+    marker_value = uuid.uuid4().hex
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(config),
+        "XDG_DATA_HOME": str(data),
+        "LANG": "C.UTF-8",
+        marker_name: marker_value,
+    }
+    adopted = subprocess.run(
+        [binary, "configure-runtime", "--runtime-dir", runtime_dir],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert adopted.returncode == 0, f"configure-runtime failed: {adopted.stdout}\n{adopted.stderr}"
+    return Harness(
+        binary=binary,
+        runtime_dir=runtime_dir,
+        root=root,
+        env=env,
+        marker_name=marker_name,
+        marker_value=marker_value,
+    )
+
+
+@pytest.fixture(scope="session")
+async def full(harness: Harness) -> AsyncIterator[Launched]:
+    """One shared full-toolset server for the stateless tool tests."""
+    async with harness.open("full") as launched:
+        yield launched
+
+
+@pytest.fixture
+def workdir(harness: Harness) -> Path:
+    """A fresh directory for a test's files."""
+    return harness.scratch("work")
