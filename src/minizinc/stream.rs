@@ -207,11 +207,11 @@ impl Parser {
                 for inner in nested.iter().filter_map(Value::as_object) {
                     match inner.get("type").and_then(Value::as_str).unwrap_or("") {
                         "solution" => check.output.push_str(&section_text(inner)),
-                        "status" => {
-                            if inner.get("status").and_then(Value::as_str) == Some("UNSATISFIABLE")
-                            {
-                                check.violation = true;
-                            }
+                        "status"
+                            if inner.get("status").and_then(Value::as_str)
+                                == Some("UNSATISFIABLE") =>
+                        {
+                            check.violation = true;
                         }
                         "warning" => check
                             .output

@@ -58,11 +58,7 @@ impl Manifest {
 
 /// This machine's platform key, e.g. `linux-x86_64`.
 pub fn current_platform() -> String {
-    let os = match std::env::consts::OS {
-        "macos" => "macos",
-        other => other,
-    };
-    format!("{os}-{}", std::env::consts::ARCH)
+    format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)
 }
 
 #[cfg(test)]
