@@ -7,6 +7,7 @@
 //! that ran but produced no solution (unsatisfiable, unknown, error,
 //! timeout without incumbent).
 
+mod install;
 mod render;
 
 use std::path::PathBuf;
@@ -46,6 +47,21 @@ pub enum Command {
         /// Which tools to advertise.
         #[arg(long, value_enum, default_value = "core")]
         toolset: Toolset,
+    },
+    /// Download, verify and install the pinned MiniZinc bundle (the only
+    /// command that uses the network).
+    InstallRuntime {
+        /// Do not prompt: install where the runtime dir resolves to (or
+        /// --runtime-dir) and replace a previous solvergate install there.
+        #[arg(short = 'y', long)]
+        yes: bool,
+        /// Install from this local archive instead of downloading (same
+        /// SHA256 check).
+        #[arg(long, value_name = "FILE")]
+        from_archive: Option<PathBuf>,
+        /// Use this runtime manifest instead of the built-in one (mirrors, tests).
+        #[arg(long, value_name = "FILE")]
+        manifest: Option<PathBuf>,
     },
     /// Adopt an existing MiniZinc install and remember it in install.json.
     ConfigureRuntime,
@@ -133,8 +149,22 @@ pub fn run(cli: Cli) -> ExitCode {
 }
 
 async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
-    if let Command::ConfigureRuntime = cli.command {
-        return configure_runtime(cli.runtime_dir, &dirs).await;
+    match cli.command {
+        Command::ConfigureRuntime => return configure_runtime(cli.runtime_dir, &dirs).await,
+        Command::InstallRuntime {
+            yes,
+            from_archive,
+            manifest,
+        } => {
+            let options = install::InstallOptions {
+                runtime_dir: cli.runtime_dir,
+                yes,
+                from_archive,
+                manifest,
+            };
+            return install::install_runtime(options, &settings, &dirs).await;
+        }
+        _ => {}
     }
     let (location, warning) =
         runtime::resolve_location(cli.runtime_dir.as_deref(), &settings, &dirs);
@@ -147,7 +177,7 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
         Command::CheckRuntime { json } => check_runtime(&runtime, json).await,
         Command::ListSolvers { json } => list_solvers(&runtime, json).await,
         Command::Solve(args) => solve(runtime, args).await,
-        Command::ConfigureRuntime => ExitCode::from(1),
+        Command::ConfigureRuntime | Command::InstallRuntime { .. } => ExitCode::from(1),
     }
 }
 
@@ -315,7 +345,7 @@ async fn serve_stdio(runtime: Arc<Runtime>, toolset: Toolset) -> ExitCode {
 }
 
 /// Resolves on SIGTERM or SIGINT.
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),

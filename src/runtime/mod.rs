@@ -10,6 +10,7 @@
 
 pub mod catalog;
 pub mod config;
+pub mod install;
 pub mod manifest;
 
 use std::path::{Path, PathBuf};

@@ -63,6 +63,9 @@ async def test_text_checker_output_is_verbatim_and_not_interpreted(full):
     assert any(c["output"].strip() == "INCORRECT" for c in checker["checks"])
     assert res["diagnostic"] is None
     assert res["status"] == "optimal"
+    # stdout stays the solution text; the checker's words live in checks.
+    assert "CORRECT" not in res["stdout"]
+    assert "CORRECT" in checker["transcript"]
 
 
 async def test_checker_on_a_single_solution(full):

@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from helpers import (
+    HARD_MODEL,
     NEVER_CHECKER,
     NEVER_MODEL,
     PRINTER_MODEL,
@@ -65,6 +66,7 @@ async def test_never_finishing_model_is_killed_at_the_wall_clock(full, harness):
     assert wall < 15, wall
     assert res["diagnostic"]["category"] in ("timeout_no_incumbent", "timeout_with_incumbent")
     assert res["diagnostic"]["details"]["timed_out"] is True
+    assert res["checker"]["status"] == "timeout"
     left = leftover_solver_procs(before, harness.marker, timeout=5)
     assert not left, f"left running after the timeout: {describe(left)}"
 
@@ -81,3 +83,16 @@ async def test_compile_check_has_the_same_hard_cap(full, harness):
     assert res["elapsed_ms"] < 15000
     left = leftover_solver_procs(before, harness.marker, timeout=5)
     assert not left, f"left running after the check timeout: {describe(left)}"
+
+
+async def test_optimisation_stopped_by_its_time_limit_keeps_the_incumbent(full):
+    with anyio.fail_after(30):
+        result = await full.session.call_tool("solve_minizinc_model", {"model": HARD_MODEL, "timeout_ms": 1500})
+    res = structured(result)
+    # MiniZinc stopped itself at --time-limit: our wall clock did not fire.
+    assert res["timed_out"] is False
+    assert res["return_code"] == 0
+    assert res["status"] == "satisfied"
+    assert res["solutions"] and res["objective"] is not None
+    assert res["diagnostic"]["category"] == "timeout_with_incumbent"
+    assert 1500 <= res["elapsed_ms"] < 10000

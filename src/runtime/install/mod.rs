@@ -1,0 +1,396 @@
+//! Installing the pinned MiniZinc bundle: download (or a local archive),
+//! SHA256 check, safe extraction into a staging directory beside the
+//! target, a smoke check of the staged binary, then a rename into place,
+//! the `.solvergate-runtime.json` marker and the saved config.
+//!
+//! What must not break: a failed or interrupted install leaves the previous
+//! runtime, the config and the parent directory as they were — the staging
+//! directory is a guard that removes itself. A non-empty target is replaced
+//! only when it carries our marker and the caller confirmed; anything else
+//! (a home directory, a checkout) is refused whatever the flags.
+//!
+//! Prompts and progress bars belong to the CLI: this module reports events
+//! and takes decisions as arguments.
+
+mod archive;
+mod download;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+pub use archive::ArchiveError;
+
+use super::catalog::SolverCatalog;
+use super::config;
+use super::manifest::Bundle;
+use crate::exec::{self, ChildCommand, Ending, Limits};
+
+/// The marker file that makes a directory ours to replace.
+pub const MARKER_FILE: &str = ".solvergate-runtime.json";
+
+const STAGING_PREFIX: &str = ".solvergate-staging-";
+
+/// What the marker records about an install.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeMarker {
+    pub version: String,
+    pub source_url: String,
+    pub sha256: String,
+    /// RFC 3339, UTC.
+    pub installed_at: String,
+}
+
+/// What is at the install target now.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TargetState {
+    Missing,
+    Empty,
+    /// A previous install of ours.
+    Managed(RuntimeMarker),
+    /// Something else: never touched.
+    Unmanaged,
+}
+
+/// Looks at `target` without changing it.
+pub fn target_state(target: &Path) -> TargetState {
+    let Ok(meta) = fs::symlink_metadata(target) else {
+        return TargetState::Missing;
+    };
+    if !meta.is_dir() {
+        return TargetState::Unmanaged;
+    }
+    let empty = fs::read_dir(target)
+        .map(|mut entries| entries.next().is_none())
+        .unwrap_or(false);
+    if empty {
+        return TargetState::Empty;
+    }
+    fs::read_to_string(target.join(MARKER_FILE))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .map_or(TargetState::Unmanaged, TargetState::Managed)
+}
+
+/// Where the archive comes from.
+#[derive(Debug, Clone)]
+pub enum ArchiveSource {
+    /// The manifest's URL.
+    Download,
+    /// A file already on disk (offline machines, mirrors), same checks.
+    Local(PathBuf),
+}
+
+/// Milestones, for whoever renders progress.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InstallEvent {
+    Downloading { url: String },
+    Progress { done: u64, total: Option<u64> },
+    Verifying,
+    Extracting,
+    SmokeCheck,
+}
+
+/// Why an install did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("download failed: {0}")]
+    Network(String),
+    #[error("download failed: {url} answered HTTP {status}")]
+    HttpStatus { url: String, status: u16 },
+    #[error(
+        "SHA256 mismatch: the manifest pins {expected}, the archive is {actual}; nothing was installed"
+    )]
+    HashMismatch { expected: String, actual: String },
+    #[error(transparent)]
+    Archive(#[from] ArchiveError),
+    #[error("the installed runtime does not work: {0}")]
+    SmokeCheck(String),
+    #[error("could not {what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{path} is not empty and was not installed by solvergate (no {MARKER_FILE}); refusing to replace it — pick an empty or new directory"
+    )]
+    Unmanaged { path: PathBuf },
+    #[error("install cancelled; nothing was changed")]
+    Cancelled,
+}
+
+impl InstallError {
+    pub(crate) fn io(what: &'static str, path: &Path, source: std::io::Error) -> Self {
+        InstallError::Io {
+            what,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// What an install request needs: which archive, where, and whether the
+/// caller confirmed replacing a previous managed install.
+#[derive(Debug, Clone)]
+pub struct InstallRequest {
+    pub bundle: Bundle,
+    pub version: String,
+    pub target: PathBuf,
+    pub source: ArchiveSource,
+    pub replace_confirmed: bool,
+    pub config_dir: PathBuf,
+}
+
+/// What an install did.
+#[derive(Debug, Clone)]
+pub struct InstallOutcome {
+    pub target: PathBuf,
+    pub marker: RuntimeMarker,
+    pub minizinc_version: String,
+    pub solver_count: usize,
+    pub config_path: PathBuf,
+}
+
+/// Installs the bundle into `request.target`.
+pub async fn install_minizinc(
+    request: &InstallRequest,
+    events: &(dyn Fn(InstallEvent) + Send + Sync),
+    cancel: &CancellationToken,
+) -> Result<InstallOutcome, InstallError> {
+    let target = &request.target;
+    match target_state(target) {
+        TargetState::Unmanaged => {
+            return Err(InstallError::Unmanaged {
+                path: target.clone(),
+            });
+        }
+        TargetState::Managed(_) if !request.replace_confirmed => {
+            return Err(InstallError::Unmanaged {
+                path: target.clone(),
+            });
+        }
+        _ => {}
+    }
+    let parent = target.parent().ok_or_else(|| {
+        InstallError::io("use", target, std::io::Error::other("no parent directory"))
+    })?;
+    fs::create_dir_all(parent).map_err(|source| InstallError::io("create", parent, source))?;
+    let staging = tempfile::Builder::new()
+        .prefix(STAGING_PREFIX)
+        .tempdir_in(parent)
+        .map_err(|source| InstallError::io("create a staging directory in", parent, source))?;
+
+    let archive_path = match &request.source {
+        ArchiveSource::Download => {
+            let path = staging.path().join("bundle.download");
+            events(InstallEvent::Downloading {
+                url: request.bundle.url.clone(),
+            });
+            let progress = |done, total| events(InstallEvent::Progress { done, total });
+            let actual = download::fetch(&request.bundle.url, &path, &progress, cancel).await?;
+            verify(&request.bundle.sha256, &actual)?;
+            path
+        }
+        ArchiveSource::Local(path) => {
+            events(InstallEvent::Verifying);
+            let hashed = path.clone();
+            let actual = tokio::task::spawn_blocking(move || download::hash_file(&hashed))
+                .await
+                .map_err(|error| InstallError::io("hash", path, std::io::Error::other(error)))??;
+            verify(&request.bundle.sha256, &actual)?;
+            path.clone()
+        }
+    };
+
+    events(InstallEvent::Extracting);
+    let root = staging.path().join("root");
+    fs::create_dir(&root).map_err(|source| InstallError::io("create", &root, source))?;
+    extract(
+        &archive_path,
+        &root,
+        request.bundle.strip_prefix.clone(),
+        cancel,
+    )
+    .await?;
+
+    events(InstallEvent::SmokeCheck);
+    let (minizinc_version, solver_count) = smoke_check(&root, cancel).await?;
+
+    let marker = RuntimeMarker {
+        version: request.version.clone(),
+        source_url: request.bundle.url.clone(),
+        sha256: request.bundle.sha256.clone(),
+        installed_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+    };
+    let marker_path = root.join(MARKER_FILE);
+    let marker_text = serde_json::to_string_pretty(&marker)
+        .map_err(|error| InstallError::io("encode", &marker_path, std::io::Error::other(error)))?;
+    fs::write(&marker_path, marker_text)
+        .map_err(|source| InstallError::io("write", &marker_path, source))?;
+    if cancel.is_cancelled() {
+        return Err(InstallError::Cancelled);
+    }
+
+    swap_into_place(&root, target, staging.path())?;
+    let config_path = save_config(&request.config_dir, target)?;
+    Ok(InstallOutcome {
+        target: target.clone(),
+        marker,
+        minizinc_version,
+        solver_count,
+        config_path,
+    })
+}
+
+fn verify(expected: &str, actual: &str) -> Result<(), InstallError> {
+    if expected.eq_ignore_ascii_case(actual) {
+        Ok(())
+    } else {
+        Err(InstallError::HashMismatch {
+            expected: expected.to_owned(),
+            actual: actual.to_owned(),
+        })
+    }
+}
+
+async fn extract(
+    archive_path: &Path,
+    root: &Path,
+    strip_prefix: Option<String>,
+    cancel: &CancellationToken,
+) -> Result<(), InstallError> {
+    let file = fs::File::open(archive_path)
+        .map_err(|source| InstallError::io("open", archive_path, source))?;
+    let root = root.to_path_buf();
+    let token = cancel.clone();
+    let extracted = tokio::task::spawn_blocking(move || {
+        archive::extract_tar_gz(
+            std::io::BufReader::new(file),
+            &root,
+            strip_prefix.as_deref(),
+            &|| token.is_cancelled(),
+        )
+    })
+    .await
+    .map_err(|error| InstallError::io("extract", archive_path, std::io::Error::other(error)))?;
+    match extracted {
+        Err(ArchiveError::Cancelled) => Err(InstallError::Cancelled),
+        other => other.map(|_| ()).map_err(InstallError::from),
+    }
+}
+
+/// Runs the staged `bin/minizinc --version` and `--solvers-json`.
+async fn smoke_check(
+    root: &Path,
+    cancel: &CancellationToken,
+) -> Result<(String, usize), InstallError> {
+    let binary = super::minizinc_binary(root);
+    if !super::is_executable(&binary) {
+        return Err(InstallError::SmokeCheck(format!(
+            "the archive has no executable bin/minizinc (looked for {})",
+            binary.display()
+        )));
+    }
+    let run = |flag: &'static str| {
+        let binary = binary.clone();
+        async move {
+            let command = ChildCommand::new(&binary).arg(flag);
+            let output = exec::run(&command, Limits::new(Duration::from_secs(60)), cancel)
+                .await
+                .map_err(|error| InstallError::SmokeCheck(error.to_string()))?;
+            match (output.ending, output.return_code) {
+                (Ending::Exited, Some(0)) => Ok(output.stdout),
+                (Ending::Cancelled, _) => Err(InstallError::Cancelled),
+                _ => Err(InstallError::SmokeCheck(format!(
+                    "`minizinc {flag}` failed (return code {:?}): {}",
+                    output.return_code,
+                    output.stderr.trim()
+                ))),
+            }
+        }
+    };
+    let version = run("--version").await?;
+    let solvers = run("--solvers-json").await?;
+    let catalog = SolverCatalog::parse(&solvers).map_err(InstallError::SmokeCheck)?;
+    let version = version.lines().next().unwrap_or_default().trim().to_owned();
+    Ok((version, catalog.solvers.len()))
+}
+
+/// Moves the staged root to `target`; an existing (empty or managed) target
+/// goes into the staging dir first and comes back if the move fails.
+fn swap_into_place(root: &Path, target: &Path, staging: &Path) -> Result<(), InstallError> {
+    let previous = staging.join("previous");
+    let had_previous = target.exists();
+    if had_previous {
+        fs::rename(target, &previous)
+            .map_err(|source| InstallError::io("move aside", target, source))?;
+    }
+    if let Err(source) = fs::rename(root, target) {
+        if had_previous {
+            let _ = fs::rename(&previous, target);
+        }
+        return Err(InstallError::io("move into place", target, source));
+    }
+    Ok(())
+}
+
+/// Records the runtime in `install.json`, keeping whatever else is there.
+fn save_config(config_dir: &Path, target: &Path) -> Result<PathBuf, InstallError> {
+    let mut saved = match config::read(config_dir) {
+        config::ConfigRead::Found(saved) => saved,
+        config::ConfigRead::Missing | config::ConfigRead::Corrupt(_) => {
+            config::InstallConfig::default()
+        }
+    };
+    saved.runtime_dir = Some(target.to_path_buf());
+    config::write(config_dir, &saved)
+        .map_err(|source| InstallError::io("write the config in", config_dir, source))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_states() {
+        let scratch = tempfile::tempdir().unwrap();
+        let root = scratch.path();
+        assert_eq!(target_state(&root.join("new")), TargetState::Missing);
+        fs::create_dir(root.join("empty")).unwrap();
+        assert_eq!(target_state(&root.join("empty")), TargetState::Empty);
+        fs::create_dir(root.join("home")).unwrap();
+        fs::write(root.join("home/notes.txt"), "mine").unwrap();
+        assert_eq!(target_state(&root.join("home")), TargetState::Unmanaged);
+        fs::write(root.join("file"), "x").unwrap();
+        assert_eq!(target_state(&root.join("file")), TargetState::Unmanaged);
+        fs::create_dir(root.join("ours")).unwrap();
+        let marker = RuntimeMarker {
+            version: "2.9.7".into(),
+            source_url: "https://example.invalid/b.tgz".into(),
+            sha256: "00".into(),
+            installed_at: "2026-01-01T00:00:00Z".into(),
+        };
+        fs::write(
+            root.join("ours").join(MARKER_FILE),
+            serde_json::to_string(&marker).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            target_state(&root.join("ours")),
+            TargetState::Managed(marker)
+        );
+    }
+
+    #[test]
+    fn hashes_compare_without_case() {
+        assert!(verify("ABCD", "abcd").is_ok());
+        assert!(matches!(
+            verify("abcd", "abce"),
+            Err(InstallError::HashMismatch { .. })
+        ));
+    }
+}

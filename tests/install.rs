@@ -1,0 +1,612 @@
+//! `solvergate install-runtime` against a loopback HTTP server started by
+//! the test: good installs, re-installs, refusals, broken downloads, hostile
+//! archives and interruptions. After every failure nothing may be left: no
+//! target, no staging dir, no config.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+const PREFIX: &str = "FakeMiniZinc-bundle";
+
+/// How the loopback server answers every request.
+#[derive(Clone)]
+enum Serve {
+    Ok(Vec<u8>),
+    Status(u16),
+    /// Announces the full length, sends half, closes.
+    Truncated(Vec<u8>),
+    /// Chunked: one chunk, then the connection drops.
+    Dropped(Vec<u8>),
+    /// The full body, 4 KiB every 100 ms.
+    Slow(Vec<u8>),
+}
+
+/// Starts a server on 127.0.0.1 and returns the URL of `/bundle.tgz`.
+fn serve(mode: Serve) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = Vec::new();
+            let mut byte = [0u8; 1];
+            while !request.ends_with(b"\r\n\r\n") {
+                match stream.read(&mut byte) {
+                    Ok(1) => request.push(byte[0]),
+                    _ => break,
+                }
+            }
+            let _ = respond(&mut stream, &mode);
+        }
+    });
+    format!("http://127.0.0.1:{port}/bundle.tgz")
+}
+
+fn respond(stream: &mut std::net::TcpStream, mode: &Serve) -> std::io::Result<()> {
+    let head = |length: usize| {
+        format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n")
+    };
+    match mode {
+        Serve::Ok(body) => {
+            stream.write_all(head(body.len()).as_bytes())?;
+            stream.write_all(body)
+        }
+        Serve::Status(code) => write!(
+            stream,
+            "HTTP/1.1 {code} Nope\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        ),
+        Serve::Truncated(body) => {
+            stream.write_all(head(body.len()).as_bytes())?;
+            stream.write_all(&body[..body.len() / 2])
+        }
+        Serve::Dropped(body) => {
+            stream.write_all(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+            )?;
+            let half = &body[..body.len() / 2];
+            write!(stream, "{:x}\r\n", half.len())?;
+            stream.write_all(half)?;
+            stream.write_all(b"\r\n")
+        }
+        Serve::Slow(body) => {
+            stream.write_all(head(body.len()).as_bytes())?;
+            for chunk in body.chunks(4096) {
+                stream.write_all(chunk)?;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// One archive entry; raw names so hostile paths survive the tar builder.
+enum Entry<'a> {
+    Dir(&'a str),
+    File(&'a str, &'a [u8], u32),
+    Symlink(&'a str, &'a str),
+    Hardlink(&'a str, &'a str),
+    Fifo(&'a str),
+    CharDevice(&'a str),
+}
+
+fn tar_gz(entries: &[Entry]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    for entry in entries {
+        let mut header = tar::Header::new_gnu();
+        let (name, kind, body, mode, link): (&str, tar::EntryType, &[u8], u32, Option<&str>) =
+            match entry {
+                Entry::Dir(name) => (name, tar::EntryType::Directory, b"", 0o755, None),
+                Entry::File(name, body, mode) => (name, tar::EntryType::Regular, body, *mode, None),
+                Entry::Symlink(name, target) => {
+                    (name, tar::EntryType::Symlink, b"", 0o777, Some(target))
+                }
+                Entry::Hardlink(name, target) => {
+                    (name, tar::EntryType::Link, b"", 0o644, Some(target))
+                }
+                Entry::Fifo(name) => (name, tar::EntryType::Fifo, b"", 0o644, None),
+                Entry::CharDevice(name) => (name, tar::EntryType::Char, b"", 0o644, None),
+            };
+        header.set_entry_type(kind);
+        header.set_size(body.len() as u64);
+        header.set_mode(mode);
+        let raw = header.as_old_mut();
+        raw.name[..name.len()].copy_from_slice(name.as_bytes());
+        if let Some(link) = link {
+            raw.linkname[..link.len()].copy_from_slice(link.as_bytes());
+        }
+        header.set_cksum();
+        builder.append(&header, body).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+const FAKE_MINIZINC: &[u8] = b"#!/bin/sh\n\
+case \"$1\" in\n\
+  --version) echo 'MiniZinc to FlatZinc converter, version 2.9.7 (fake)';;\n\
+  --solvers-json) echo '[{\"id\": \"org.gecode.gecode\", \"name\": \"Gecode\", \"version\": \"6.3.0\", \"stdFlags\": [\"-a\"], \"tags\": [\"cp\"], \"extraInfo\": {\"isDefault\": true}}]';;\n\
+  *) exit 2;;\n\
+esac\n";
+
+fn good_bundle() -> Vec<u8> {
+    tar_gz(&[
+        Entry::Dir("FakeMiniZinc-bundle/"),
+        Entry::Dir("FakeMiniZinc-bundle/bin/"),
+        Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
+        Entry::Dir("FakeMiniZinc-bundle/lib/"),
+        Entry::File(
+            "FakeMiniZinc-bundle/lib/libmzn.so.1",
+            b"not really a library",
+            0o644,
+        ),
+        Entry::Symlink("FakeMiniZinc-bundle/lib/libmzn.so", "libmzn.so.1"),
+        Entry::Hardlink(
+            "FakeMiniZinc-bundle/lib/libmzn.so.copy",
+            "FakeMiniZinc-bundle/lib/libmzn.so.1",
+        ),
+    ])
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+fn platform() -> String {
+    format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+/// A private home with config/data dirs and a place for manifests.
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Home {
+        Home {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn manifest(&self, url: &str, sha256: &str, platform: &str) -> PathBuf {
+        let path = self.path().join("manifest.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "schema = 1\n[minizinc]\nversion = \"2.9.7\"\n[[minizinc.bundle]]\nplatform = \"{platform}\"\nurl = \"{url}\"\nsha256 = \"{sha256}\"\narchive = \"tar.gz\"\nstrip_prefix = \"{PREFIX}\"\n"
+            ),
+        )
+        .unwrap();
+        path
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_solvergate"));
+        command
+            .args(args)
+            .env("XDG_CONFIG_HOME", self.path().join("config"))
+            .env("XDG_DATA_HOME", self.path().join("data"))
+            .env("HOME", self.path())
+            .env_remove("SOLVERGATE_RUNTIME_DIR")
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn install(&self, manifest: &Path, target: &Path, extra: &[&str]) -> Output {
+        let mut args = vec![
+            "install-runtime",
+            "--manifest",
+            manifest.to_str().unwrap(),
+            "--runtime-dir",
+            target.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        self.command(&args).output().unwrap()
+    }
+
+    fn config(&self) -> PathBuf {
+        self.path().join("config/solvergate/install.json")
+    }
+
+    fn runtimes(&self) -> PathBuf {
+        let dir = self.path().join("runtimes");
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Everything the install left in the runtimes dir besides `keep`.
+    fn leftovers(&self, keep: &[&str]) -> Vec<String> {
+        std::fs::read_dir(self.runtimes())
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| !keep.contains(&name.as_str()))
+            .collect()
+    }
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn installs_verifies_and_remembers_the_runtime() {
+    let home = Home::new();
+    let bundle = good_bundle();
+    let manifest = home.manifest(
+        &serve(Serve::Ok(bundle.clone())),
+        &sha256(&bundle),
+        &platform(),
+    );
+    let target = home.runtimes().join("minizinc");
+    let output = home.install(&manifest, &target, &["--yes"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("Installed MiniZinc 2.9.7"));
+    assert!(
+        stderr(&output).contains("downloaded 100%"),
+        "{}",
+        stderr(&output)
+    );
+
+    assert!(target.join("bin/minizinc").is_file());
+    assert_eq!(
+        std::fs::read_link(target.join("lib/libmzn.so")).unwrap(),
+        PathBuf::from("libmzn.so.1")
+    );
+    assert!(target.join("lib/libmzn.so.copy").is_file());
+    let marker: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(target.join(".solvergate-runtime.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(marker["version"], "2.9.7");
+    assert_eq!(marker["sha256"], sha256(&bundle));
+    assert!(
+        marker["source_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:")
+    );
+    assert!(marker["installed_at"].as_str().unwrap().ends_with('Z'));
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.config()).unwrap()).unwrap();
+    assert_eq!(config["runtime_dir"], target.to_str().unwrap());
+    assert!(
+        home.leftovers(&["minizinc"]).is_empty(),
+        "{:?}",
+        home.leftovers(&["minizinc"])
+    );
+
+    // The saved location is what later commands use.
+    let check = home.command(&["check-runtime", "--json"]).output().unwrap();
+    assert!(check.status.success());
+    let status: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(status["source"], "config");
+    assert!(
+        status["minizinc_version"]
+            .as_str()
+            .unwrap()
+            .contains("2.9.7")
+    );
+
+    // Re-install over our own install: needs --yes when nobody can be asked.
+    let again = home.install(&manifest, &target, &[]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("--yes"), "{}", stderr(&again));
+    std::fs::write(target.join("stale-file"), "from the old install").unwrap();
+    let replaced = home.install(&manifest, &target, &["--yes"]);
+    assert!(replaced.status.success(), "{}", stderr(&replaced));
+    assert!(
+        !target.join("stale-file").exists(),
+        "the old tree is replaced wholesale"
+    );
+    assert!(home.leftovers(&["minizinc"]).is_empty());
+}
+
+#[test]
+fn installs_from_a_local_archive_with_the_same_check() {
+    let home = Home::new();
+    let bundle = good_bundle();
+    let archive = home.path().join("bundle.tgz");
+    std::fs::write(&archive, &bundle).unwrap();
+    // The URL is never used: nothing listens there.
+    let manifest = home.manifest(
+        "http://127.0.0.1:9/unused.tgz",
+        &sha256(&bundle),
+        &platform(),
+    );
+    let target = home.runtimes().join("minizinc");
+    let output = home.install(
+        &manifest,
+        &target,
+        &["--yes", "--from-archive", archive.to_str().unwrap()],
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(target.join("bin/minizinc").is_file());
+
+    let tampered = home.path().join("tampered.tgz");
+    let mut bytes = bundle.clone();
+    bytes.extend_from_slice(b"extra");
+    std::fs::write(&tampered, &bytes).unwrap();
+    let other = home.runtimes().join("other");
+    let refused = home.install(
+        &manifest,
+        &other,
+        &["--yes", "--from-archive", tampered.to_str().unwrap()],
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(stderr(&refused).contains("SHA256 mismatch"));
+    assert!(!other.exists());
+}
+
+#[test]
+fn refuses_an_unmanaged_directory_whatever_the_flags() {
+    let home = Home::new();
+    let bundle = good_bundle();
+    let manifest = home.manifest(
+        &serve(Serve::Ok(bundle.clone())),
+        &sha256(&bundle),
+        &platform(),
+    );
+    let target = home.runtimes().join("checkout");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(target.join("precious.txt"), "keep me").unwrap();
+    let output = home.install(&manifest, &target, &["--yes"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("not installed by solvergate"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        std::fs::read_to_string(target.join("precious.txt")).unwrap(),
+        "keep me"
+    );
+    assert!(!home.config().exists());
+    assert!(home.leftovers(&["checkout"]).is_empty());
+}
+
+#[test]
+fn a_non_terminal_without_yes_is_told_what_to_pass() {
+    let home = Home::new();
+    let bundle = good_bundle();
+    let manifest = home.manifest(
+        &serve(Serve::Ok(bundle.clone())),
+        &sha256(&bundle),
+        &platform(),
+    );
+    let output = home
+        .command(&["install-runtime", "--manifest", manifest.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("pass --yes"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!home.config().exists());
+}
+
+#[test]
+fn a_platform_without_a_bundle_points_at_configure_runtime() {
+    let home = Home::new();
+    let manifest = home.manifest("http://127.0.0.1:9/x.tgz", &"0".repeat(64), "plan9-mips");
+    let target = home.runtimes().join("minizinc");
+    let output = home.install(&manifest, &target, &["--yes"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("configure-runtime"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// Every broken download fails cleanly: message, no target, no staging, no config.
+#[test]
+fn broken_downloads_leave_nothing_behind() {
+    let bundle = good_bundle();
+    let cases: Vec<(&str, Serve, String, &str)> = vec![
+        (
+            "wrong hash",
+            Serve::Ok(bundle.clone()),
+            "0".repeat(64),
+            "SHA256 mismatch",
+        ),
+        ("404", Serve::Status(404), sha256(&bundle), "HTTP 404"),
+        ("500", Serve::Status(500), sha256(&bundle), "HTTP 500"),
+        (
+            "truncated body",
+            Serve::Truncated(bundle.clone()),
+            sha256(&bundle),
+            "download failed",
+        ),
+        (
+            "dropped connection",
+            Serve::Dropped(bundle.clone()),
+            sha256(&bundle),
+            "download failed",
+        ),
+    ];
+    for (name, mode, hash, expected) in cases {
+        let home = Home::new();
+        let manifest = home.manifest(&serve(mode), &hash, &platform());
+        let target = home.runtimes().join("minizinc");
+        let output = home.install(&manifest, &target, &["--yes"]);
+        assert_eq!(output.status.code(), Some(1), "{name}");
+        assert!(
+            stderr(&output).contains(expected),
+            "{name}: {}",
+            stderr(&output)
+        );
+        assert!(!target.exists(), "{name}: target created");
+        assert!(!home.config().exists(), "{name}: config written");
+        assert!(
+            home.leftovers(&[]).is_empty(),
+            "{name}: left {:?}",
+            home.leftovers(&[])
+        );
+    }
+}
+
+#[test]
+fn hostile_archives_are_refused() {
+    let bin = |extra: Entry<'static>| {
+        vec![
+            Entry::Dir("FakeMiniZinc-bundle/"),
+            Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
+            extra,
+        ]
+    };
+    let cases: Vec<(&str, Vec<Entry>, &str)> = vec![
+        (
+            "absolute path",
+            bin(Entry::File("/tmp/solvergate-evil", b"x", 0o644)),
+            "absolute path",
+        ),
+        (
+            "dot-dot",
+            bin(Entry::File("FakeMiniZinc-bundle/../../evil", b"x", 0o644)),
+            "`..`",
+        ),
+        (
+            "absolute symlink",
+            bin(Entry::Symlink("FakeMiniZinc-bundle/etc", "/etc")),
+            "absolute",
+        ),
+        (
+            "escaping symlink",
+            bin(Entry::Symlink(
+                "FakeMiniZinc-bundle/lib/up",
+                "../../../outside",
+            )),
+            "leaves the root",
+        ),
+        (
+            "write through a symlinked parent",
+            vec![
+                Entry::Dir("FakeMiniZinc-bundle/"),
+                Entry::Dir("FakeMiniZinc-bundle/real/"),
+                Entry::Symlink("FakeMiniZinc-bundle/alias", "real"),
+                Entry::File("FakeMiniZinc-bundle/alias/file", b"x", 0o644),
+            ],
+            "is a symlink",
+        ),
+        (
+            "hardlink out of the root",
+            bin(Entry::Hardlink("FakeMiniZinc-bundle/passwd", "/etc/passwd")),
+            "refusing",
+        ),
+        (
+            "hardlink with dot-dot",
+            bin(Entry::Hardlink(
+                "FakeMiniZinc-bundle/x",
+                "FakeMiniZinc-bundle/../../secret",
+            )),
+            "refusing",
+        ),
+        ("fifo", bin(Entry::Fifo("FakeMiniZinc-bundle/pipe")), "FIFO"),
+        (
+            "device",
+            bin(Entry::CharDevice("FakeMiniZinc-bundle/tty")),
+            "device",
+        ),
+        (
+            "wrong layout",
+            bin(Entry::File("Other/bin/minizinc", b"x", 0o755)),
+            "top-level directory",
+        ),
+    ];
+    for (name, entries, expected) in cases {
+        let home = Home::new();
+        let archive = tar_gz(&entries);
+        let manifest = home.manifest(
+            &serve(Serve::Ok(archive.clone())),
+            &sha256(&archive),
+            &platform(),
+        );
+        let target = home.runtimes().join("minizinc");
+        let output = home.install(&manifest, &target, &["--yes"]);
+        assert_eq!(output.status.code(), Some(1), "{name}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains(expected),
+            "{name}: {}",
+            stderr(&output)
+        );
+        assert!(!target.exists(), "{name}: target created");
+        assert!(!home.config().exists(), "{name}: config written");
+        assert!(
+            home.leftovers(&[]).is_empty(),
+            "{name}: left {:?}",
+            home.leftovers(&[])
+        );
+    }
+    assert!(!Path::new("/tmp/solvergate-evil").exists());
+}
+
+#[test]
+fn an_interrupted_download_leaves_nothing_behind() {
+    for signal in [
+        nix::sys::signal::Signal::SIGINT,
+        nix::sys::signal::Signal::SIGTERM,
+    ] {
+        let home = Home::new();
+        // ~40 KiB at 4 KiB per 100 ms: about a second of download.
+        let mut bundle = good_bundle();
+        bundle.extend(std::iter::repeat_n(0u8, 40_000));
+        let manifest = home.manifest(
+            &serve(Serve::Slow(bundle.clone())),
+            &sha256(&bundle),
+            &platform(),
+        );
+        let target = home.runtimes().join("minizinc");
+        let child = home
+            .command(&[
+                "install-runtime",
+                "--manifest",
+                manifest.to_str().unwrap(),
+                "--runtime-dir",
+                target.to_str().unwrap(),
+                "--yes",
+            ])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until the download has started writing, then interrupt.
+        let started = Instant::now();
+        while home.leftovers(&[]).is_empty() && started.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        nix::sys::signal::kill(pid, signal).unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{signal}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains("cancelled"),
+            "{signal}: {}",
+            stderr(&output)
+        );
+        assert!(!target.exists(), "{signal}: target created");
+        assert!(!home.config().exists(), "{signal}: config written");
+        assert!(
+            home.leftovers(&[]).is_empty(),
+            "{signal}: left {:?}",
+            home.leftovers(&[])
+        );
+    }
+}
