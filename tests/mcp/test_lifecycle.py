@@ -181,6 +181,9 @@ def test_stdout_is_only_jsonrpc_and_no_zombies_remain(harness, raw):
     server.notify("notifications/cancelled", {"requestId": request_id, "reason": "test"})
     left = leftover_solver_procs(set(), harness.marker, 5.0)
     assert not left, f"still running after notifications/cancelled: {describe(left)}"
+    time.sleep(0.3)
+    answered = [line for line in server.lines if json.loads(line).get("id") == request_id]
+    assert not answered, f"a cancelled request got a response: {answered[0][:300]}"
     reply = server.call("tools/list")
     assert len(reply["result"]["tools"]) == 8
     reply = server.call("no/such/method")

@@ -1,0 +1,123 @@
+//! Only `install-runtime` may touch the network.
+//!
+//! Two proofs: the sources name the HTTP client in exactly one file, and
+//! the other commands do their whole job inside a network namespace with no
+//! interface up (`unshare -n`, which CI runs as root).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const NETWORK_FILE: &str = "src/runtime/install/download.rs";
+
+fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, found);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn only_the_downloader_names_an_http_client() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let mut users = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        if ["reqwest", "TcpStream", "UdpSocket", "hyper::"]
+            .iter()
+            .any(|needle| text.contains(needle))
+        {
+            users.push(
+                file.strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+        }
+    }
+    assert_eq!(users, [NETWORK_FILE], "network code outside the installer");
+}
+
+#[test]
+fn commands_work_without_a_network() {
+    let runtime = std::env::var("SOLVERGATE_TEST_RUNTIME").unwrap_or_else(|_| "/usr".into());
+    let home = tempfile::tempdir().unwrap();
+    let model = home.path().join("m.mzn");
+    std::fs::write(&model, "var 1..5: x; solve maximize x;\n").unwrap();
+    let binary = env!("CARGO_BIN_EXE_solvergate");
+    let model = model.to_str().unwrap();
+    let commands: [&[&str]; 3] = [
+        &["check-runtime"],
+        &["list-solvers"],
+        &["solve", model, "--json"],
+    ];
+    for args in commands {
+        let output = Command::new("unshare")
+            .args(["--net", "--", binary, "--runtime-dir", &runtime])
+            .args(args)
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .output()
+            .expect("unshare (util-linux) must be installed");
+        assert!(
+            output.status.success(),
+            "{args:?} failed without a network: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+#[test]
+fn an_mcp_session_solves_without_a_network() {
+    use std::io::{BufRead, BufReader, Write};
+    let runtime = std::env::var("SOLVERGATE_TEST_RUNTIME").unwrap_or_else(|_| "/usr".into());
+    let home = tempfile::tempdir().unwrap();
+    let mut child = Command::new("unshare")
+        .args([
+            "--net",
+            "--",
+            env!("CARGO_BIN_EXE_solvergate"),
+            "--runtime-dir",
+            &runtime,
+        ])
+        .arg("stdio")
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("unshare (util-linux) must be installed");
+    let mut stdin = child.stdin.take().unwrap();
+    let messages = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"solve_minizinc_model","arguments":{"model":"var 1..5: x; solve maximize x;"}}}"#,
+    ];
+    for message in messages {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let answer = loop {
+        line.clear();
+        assert!(
+            reader.read_line(&mut line).unwrap() > 0,
+            "the server closed stdout"
+        );
+        let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 2 {
+            break message;
+        }
+    };
+    drop(stdin);
+    let _ = child.wait();
+    assert_eq!(answer["result"]["structuredContent"]["status"], "optimal");
+    assert_eq!(answer["result"]["structuredContent"]["objective"], 5);
+}
