@@ -9,11 +9,16 @@ use std::path::PathBuf;
 /// Environment variable that overrides the MiniZinc runtime root.
 pub const RUNTIME_DIR_VAR: &str = "SOLVERGATE_RUNTIME_DIR";
 
+/// Environment variable naming the CP-SAT runtime's Python interpreter.
+pub const CPSAT_PYTHON_VAR: &str = "SOLVERGATE_CPSAT_PYTHON";
+
 /// Everything the environment can configure.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     /// `SOLVERGATE_RUNTIME_DIR`, when set and not empty.
     pub runtime_dir: Option<PathBuf>,
+    /// `SOLVERGATE_CPSAT_PYTHON`, when set and not empty.
+    pub cpsat_python: Option<PathBuf>,
 }
 
 /// A variable whose value cannot be used.
@@ -35,21 +40,28 @@ impl Settings {
     pub fn from_lookup(
         lookup: impl Fn(&str) -> Option<std::ffi::OsString>,
     ) -> Result<Settings, SettingsError> {
-        let runtime_dir = lookup(RUNTIME_DIR_VAR)
-            .filter(|value| !value.is_empty())
-            .map(PathBuf::from);
-        if let Some(dir) = &runtime_dir
-            && !dir.is_absolute()
-        {
-            return Err(SettingsError {
-                variable: RUNTIME_DIR_VAR,
-                problem: format!(
-                    "must be an absolute path to a runtime root (the directory holding bin/minizinc), got {}",
-                    dir.display()
-                ),
-            });
-        }
-        Ok(Settings { runtime_dir })
+        let absolute_path = |variable: &'static str, what: &str| {
+            let value = lookup(variable)
+                .filter(|value| !value.is_empty())
+                .map(PathBuf::from);
+            match value {
+                Some(path) if !path.is_absolute() => Err(SettingsError {
+                    variable,
+                    problem: format!("must be an absolute path to {what}, got {}", path.display()),
+                }),
+                other => Ok(other),
+            }
+        };
+        Ok(Settings {
+            runtime_dir: absolute_path(
+                RUNTIME_DIR_VAR,
+                "a runtime root (the directory holding bin/minizinc)",
+            )?,
+            cpsat_python: absolute_path(
+                CPSAT_PYTHON_VAR,
+                "a Python interpreter that can import ortools",
+            )?,
+        })
     }
 }
 

@@ -70,7 +70,7 @@ fn code(output: &Output) -> i32 {
 #[test]
 fn check_runtime_without_a_runtime_says_how_to_get_one() {
     let home = Home::new();
-    let output = home.run(&["check-runtime"]);
+    let output = home.run(&["check-runtime", "--only", "minizinc"]);
     assert_eq!(code(&output), 1);
     let stdout = text(&output.stdout);
     assert!(stdout.contains("not installed"), "{stdout}");
@@ -105,7 +105,7 @@ fn configure_runtime_validates_then_persists() {
         serde_json::from_str(&std::fs::read_to_string(home.config_file()).unwrap()).unwrap();
     assert_eq!(saved["runtime_dir"], runtime.to_str().unwrap());
 
-    let status = home.run(&["check-runtime", "--json"]);
+    let status = home.run(&["check-runtime", "--only", "minizinc", "--json"]);
     assert_eq!(code(&status), 0);
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(status["installed"], true);
@@ -125,7 +125,7 @@ fn resolution_order_flag_beats_env_beats_config() {
     let empty_dir = empty.path().to_str().unwrap();
 
     let from_env = home
-        .command(&["check-runtime", "--json"])
+        .command(&["check-runtime", "--only", "minizinc", "--json"])
         .env("SOLVERGATE_RUNTIME_DIR", empty_dir)
         .output()
         .unwrap();
@@ -138,6 +138,8 @@ fn resolution_order_flag_beats_env_beats_config() {
     let from_flag = home
         .command(&[
             "check-runtime",
+            "--only",
+            "minizinc",
             "--json",
             "--runtime-dir",
             runtime.to_str().unwrap(),
@@ -274,4 +276,55 @@ fn solve_runs_in_the_models_directory() {
     let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(result["objective"], 4);
     assert!(Path::new(&dir).join("main.mzn").exists());
+}
+
+/// A Python that can import ortools, for the CP-SAT runtime tests.
+fn test_python() -> PathBuf {
+    let python = std::env::var("SOLVERGATE_TEST_PYTHON").expect(
+        "set SOLVERGATE_TEST_PYTHON to a Python that can import ortools (scripts/test does)",
+    );
+    PathBuf::from(python)
+}
+
+#[test]
+fn configure_runtime_adopts_a_python_with_ortools() {
+    let home = Home::adopted();
+    let missing_cpsat = home.run(&["check-runtime"]);
+    assert_eq!(
+        code(&missing_cpsat),
+        1,
+        "both runtimes are asked about by default"
+    );
+    assert!(text(&missing_cpsat.stdout).contains("install-runtime --only cpsat"));
+
+    let no_ortools = home.run(&["configure-runtime", "--python", "/bin/sh"]);
+    assert_eq!(code(&no_ortools), 1);
+    assert!(
+        text(&no_ortools.stderr).contains("ortools"),
+        "{}",
+        text(&no_ortools.stderr)
+    );
+
+    let python = test_python();
+    let adopted = home.run(&["configure-runtime", "--python", python.to_str().unwrap()]);
+    assert_eq!(code(&adopted), 0, "{}", text(&adopted.stderr));
+    assert!(text(&adopted.stdout).contains("OR-Tools"));
+
+    let both = home.run(&["check-runtime", "--json"]);
+    assert_eq!(code(&both), 0, "{}", text(&both.stdout));
+    let status: serde_json::Value = serde_json::from_slice(&both.stdout).unwrap();
+    assert_eq!(status["installed"], true, "the MiniZinc setting survived");
+    assert_eq!(status["cpsat"]["installed"], true);
+    assert_eq!(status["cpsat"]["source"], "config");
+    assert_eq!(status["cpsat"]["python"], python.to_str().unwrap());
+    assert!(
+        status["cpsat"]["ortools_version"]
+            .as_str()
+            .unwrap()
+            .contains('.')
+    );
+
+    let only = home.run(&["check-runtime", "--only", "cpsat"]);
+    assert_eq!(code(&only), 0);
+    assert!(!text(&only.stdout).contains("MiniZinc"));
 }

@@ -287,7 +287,10 @@ fn installs_verifies_and_remembers_the_runtime() {
     );
 
     // The saved location is what later commands use.
-    let check = home.command(&["check-runtime", "--json"]).output().unwrap();
+    let check = home
+        .command(&["check-runtime", "--only", "minizinc", "--json"])
+        .output()
+        .unwrap();
     assert!(check.status.success());
     let status: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
     assert_eq!(status["source"], "config");

@@ -9,6 +9,7 @@
 
 mod install;
 mod render;
+mod runtime_commands;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,7 +22,8 @@ use crate::diagnostics::ToolError;
 use crate::mcp::{SolvergateServer, Toolset};
 use crate::minizinc::{DEFAULT_TIMEOUT_MS, MiniZinc, SolveControls, SolveRequest, Sources};
 use crate::progress::Progress;
-use crate::runtime::{self, Runtime, SolverList, UserDirs, config};
+use crate::runtime::cpsat::CpsatRuntime;
+use crate::runtime::{self, Runtime, UserDirs};
 use crate::settings::Settings;
 
 #[derive(Debug, Parser)]
@@ -63,10 +65,18 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         manifest: Option<PathBuf>,
     },
-    /// Adopt an existing MiniZinc install and remember it in install.json.
-    ConfigureRuntime,
-    /// Say whether the MiniZinc runtime is installed (exit 0) or not (exit 1).
+    /// Adopt an existing MiniZinc (--runtime-dir) and/or a Python that can
+    /// import ortools (--python), and remember them in install.json.
+    ConfigureRuntime {
+        /// A Python interpreter that can import ortools, for the CP-SAT tools.
+        #[arg(long, value_name = "PATH")]
+        python: Option<PathBuf>,
+    },
+    /// Report both runtimes; exit 0 when what you asked about is installed, 1 otherwise.
     CheckRuntime {
+        /// Ask about one runtime only.
+        #[arg(long, value_enum)]
+        only: Option<RuntimeKind>,
         /// Print the status as JSON.
         #[arg(long)]
         json: bool,
@@ -79,6 +89,15 @@ pub enum Command {
     },
     /// Solve a model file and print the status, solution and statistics.
     Solve(SolveArgs),
+}
+
+/// One of the two runtimes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RuntimeKind {
+    /// MiniZinc and its solvers.
+    Minizinc,
+    /// Python with OR-Tools CP-SAT.
+    Cpsat,
 }
 
 #[derive(Debug, Args)]
@@ -149,110 +168,54 @@ pub fn run(cli: Cli) -> ExitCode {
 }
 
 async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
+    let flag = cli.runtime_dir;
+    let resolve = || {
+        let (location, warning) = runtime::resolve_location(flag.as_deref(), &settings, &dirs);
+        if let Some(warning) = warning {
+            eprintln!("solvergate: warning: {warning}");
+        }
+        let cpsat = CpsatRuntime::resolve(&settings, &dirs);
+        (Arc::new(Runtime::new(location)), Arc::new(cpsat))
+    };
     match cli.command {
-        Command::ConfigureRuntime => return configure_runtime(cli.runtime_dir, &dirs).await,
+        Command::ConfigureRuntime { python } => {
+            runtime_commands::configure(flag.clone(), python, &dirs).await
+        }
         Command::InstallRuntime {
             yes,
             from_archive,
             manifest,
         } => {
             let options = install::InstallOptions {
-                runtime_dir: cli.runtime_dir,
+                runtime_dir: flag.clone(),
                 yes,
                 from_archive,
                 manifest,
             };
-            return install::install_runtime(options, &settings, &dirs).await;
+            install::install_runtime(options, &settings, &dirs).await
         }
-        _ => {}
-    }
-    let (location, warning) =
-        runtime::resolve_location(cli.runtime_dir.as_deref(), &settings, &dirs);
-    if let Some(warning) = warning {
-        eprintln!("solvergate: warning: {warning}");
-    }
-    let runtime = Arc::new(Runtime::new(location));
-    match cli.command {
-        Command::Stdio { toolset } => serve_stdio(runtime, toolset).await,
-        Command::CheckRuntime { json } => check_runtime(&runtime, json).await,
-        Command::ListSolvers { json } => list_solvers(&runtime, json).await,
-        Command::Solve(args) => solve(runtime, args).await,
-        Command::ConfigureRuntime | Command::InstallRuntime { .. } => ExitCode::from(1),
+        Command::Stdio { toolset } => {
+            let (minizinc, cpsat) = resolve();
+            serve_stdio(minizinc, cpsat, toolset).await
+        }
+        Command::CheckRuntime { only, json } => {
+            let (minizinc, cpsat) = resolve();
+            runtime_commands::check(&minizinc, &cpsat, only, json).await
+        }
+        Command::ListSolvers { json } => {
+            let (minizinc, _) = resolve();
+            runtime_commands::list_solvers(&minizinc, json).await
+        }
+        Command::Solve(args) => {
+            let (minizinc, _) = resolve();
+            solve(minizinc, args).await
+        }
     }
 }
 
-fn fail(error: &ToolError) -> ExitCode {
+pub(crate) fn fail(error: &ToolError) -> ExitCode {
     eprintln!("solvergate: {error}");
     ExitCode::from(1)
-}
-
-async fn configure_runtime(dir: Option<PathBuf>, dirs: &UserDirs) -> ExitCode {
-    let Some(dir) = dir else {
-        eprintln!(
-            "solvergate: configure-runtime needs --runtime-dir PATH (the directory holding bin/minizinc)"
-        );
-        return ExitCode::from(1);
-    };
-    let dir = match std::path::absolute(&dir) {
-        Ok(dir) => dir,
-        Err(error) => {
-            eprintln!("solvergate: cannot resolve {}: {error}", dir.display());
-            return ExitCode::from(1);
-        }
-    };
-    let runtime = Runtime::new(runtime::RuntimeLocation {
-        dir: dir.clone(),
-        source: runtime::LocationSource::Flag,
-    });
-    let version = match runtime.version(&CancellationToken::new()).await {
-        Ok(version) => version,
-        Err(error) => return fail(&error),
-    };
-    let config = config::InstallConfig {
-        runtime_dir: Some(dir.clone()),
-    };
-    match config::write(&dirs.config_dir, &config) {
-        Ok(path) => {
-            println!("Runtime configured: {} ({version})", dir.display());
-            println!("Saved in {}", path.display());
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!(
-                "solvergate: could not write the config in {}: {error}",
-                dirs.config_dir.display()
-            );
-            ExitCode::from(1)
-        }
-    }
-}
-
-async fn check_runtime(runtime: &Runtime, json: bool) -> ExitCode {
-    let status = runtime.status(&CancellationToken::new()).await;
-    if json {
-        println!("{}", render::json(&status));
-    } else {
-        print!("{}", render::runtime_status(&status));
-    }
-    if status.installed {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
-}
-
-async fn list_solvers(runtime: &Runtime, json: bool) -> ExitCode {
-    let catalog = match runtime.catalog(&CancellationToken::new()).await {
-        Ok(catalog) => catalog,
-        Err(error) => return fail(&error),
-    };
-    let list = SolverList::from_catalog(catalog);
-    if json {
-        println!("{}", render::json(&list));
-    } else {
-        print!("{}", render::solver_table(&list));
-    }
-    ExitCode::SUCCESS
 }
 
 async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
@@ -299,7 +262,11 @@ async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
     }
 }
 
-async fn serve_stdio(runtime: Arc<Runtime>, toolset: Toolset) -> ExitCode {
+async fn serve_stdio(
+    runtime: Arc<Runtime>,
+    cpsat: Arc<CpsatRuntime>,
+    toolset: Toolset,
+) -> ExitCode {
     use rmcp::ServiceExt;
 
     let location = runtime.location();
@@ -322,7 +289,7 @@ async fn serve_stdio(runtime: Arc<Runtime>, toolset: Toolset) -> ExitCode {
         eprintln!("minizinc: not installed — {}", runtime::INSTALL_HINT);
     }
 
-    let server = SolvergateServer::new(runtime, toolset);
+    let server = SolvergateServer::new(runtime, cpsat, toolset);
     let service = match server.serve(rmcp::transport::io::stdio_pipes()).await {
         Ok(service) => service,
         Err(error) => {

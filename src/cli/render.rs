@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use super::RuntimeKind;
 use crate::minizinc::SolveResult;
 use crate::runtime::{INSTALL_HINT, RuntimeStatus, SolverList};
 
@@ -14,24 +15,50 @@ pub fn json<T: Serialize>(value: &T) -> String {
         .unwrap_or_else(|error| format!("{{\"error\": \"{error}\"}}"))
 }
 
-pub fn runtime_status(status: &RuntimeStatus) -> String {
+pub fn runtime_status(status: &RuntimeStatus, only: Option<RuntimeKind>) -> String {
     let mut text = String::new();
-    let _ = writeln!(
-        text,
-        "runtime dir: {} ({})",
-        status.runtime_dir,
-        status.source.describe()
-    );
-    match &status.minizinc_binary {
-        Some(binary) => {
-            let _ = writeln!(text, "minizinc:    {binary}");
-            if let Some(version) = &status.minizinc_version {
-                let _ = writeln!(text, "version:     {version}");
+    if only != Some(RuntimeKind::Cpsat) {
+        text.push_str("MiniZinc\n");
+        let _ = writeln!(
+            text,
+            "  runtime dir: {} ({})",
+            status.runtime_dir,
+            status.source.describe()
+        );
+        match &status.minizinc_binary {
+            Some(binary) => {
+                let _ = writeln!(text, "  minizinc:    {binary}");
+                if let Some(version) = &status.minizinc_version {
+                    let _ = writeln!(text, "  version:     {version}");
+                }
+                text.push_str("  status:      installed\n");
             }
-            text.push_str("status:      installed\n");
+            None => {
+                let _ = writeln!(text, "  status:      not installed — {INSTALL_HINT}");
+            }
         }
-        None => {
-            let _ = writeln!(text, "status:      not installed — {INSTALL_HINT}");
+    }
+    if only != Some(RuntimeKind::Minizinc) {
+        let cpsat = &status.cpsat;
+        text.push_str("CP-SAT\n");
+        let _ = writeln!(
+            text,
+            "  python:      {} ({})",
+            cpsat.python,
+            cpsat.source.describe()
+        );
+        match &cpsat.ortools_version {
+            Some(version) => {
+                let _ = writeln!(text, "  ortools:     {version}");
+                text.push_str("  status:      installed\n");
+            }
+            None => {
+                let _ = writeln!(
+                    text,
+                    "  status:      not installed — {}; run `solvergate install-runtime --only cpsat` or `solvergate configure-runtime --python <path>`",
+                    cpsat.problem.as_deref().unwrap_or("unknown problem")
+                );
+            }
         }
     }
     text

@@ -33,7 +33,8 @@ use crate::diagnostics::ToolError;
 use crate::minizinc::{
     CheckResult, MiniZinc, ModelInspectionResult, PreflightRequest, SolveRequest, SolveResult,
 };
-use crate::runtime::{Runtime, RuntimeStatus, SolverList};
+use crate::runtime::cpsat::CpsatRuntime;
+use crate::runtime::{self, Runtime, RuntimeStatus, SolverList};
 use args::{FilesArgs, ModelArgs, SolveFilesArgs, SolveModelArgs};
 
 /// Which tools the server advertises.
@@ -65,6 +66,7 @@ an `ok` check means the model compiles, not that it is satisfiable.";
 #[derive(Clone)]
 pub struct SolvergateServer {
     minizinc: MiniZinc,
+    cpsat: Arc<CpsatRuntime>,
     tool_router: ToolRouter<Self>,
     log_level: Arc<Mutex<LoggingLevel>>,
 }
@@ -101,7 +103,7 @@ fn answer<T: Serialize>(
 
 #[tool_router]
 impl SolvergateServer {
-    pub fn new(runtime: Arc<Runtime>, toolset: Toolset) -> Self {
+    pub fn new(runtime: Arc<Runtime>, cpsat: Arc<CpsatRuntime>, toolset: Toolset) -> Self {
         let mut tool_router = Self::tool_router();
         if toolset == Toolset::Core {
             for name in FULL_ONLY {
@@ -110,6 +112,7 @@ impl SolvergateServer {
         }
         SolvergateServer {
             minizinc: MiniZinc::new(runtime),
+            cpsat,
             tool_router,
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
         }
@@ -134,14 +137,14 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Report whether the MiniZinc runtime is installed: its directory, binary, version and which rule chose it. Call first when a solve fails with runtime_missing.",
+        description = "Report whether the runtimes are installed: MiniZinc (directory, binary, version, which rule chose it) and CP-SAT (the Python interpreter and its OR-Tools version). Call first when a tool fails with runtime_missing.",
         output_schema = schema_for_output::<RuntimeStatus>()
     )]
     async fn check_runtime(
         &self,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let status = self.minizinc.runtime().status(&context.ct).await;
+        let status = runtime::status(self.minizinc.runtime(), &self.cpsat, &context.ct).await;
         let text = render::runtime_status(&status);
         reply(&status, text)
     }

@@ -26,9 +26,9 @@ fn block(text: &mut String, title: &str, body: &str) {
 }
 
 pub fn runtime_status(status: &RuntimeStatus) -> String {
-    match (&status.minizinc_binary, &status.minizinc_version) {
+    let mut text = match (&status.minizinc_binary, &status.minizinc_version) {
         (Some(binary), version) => format!(
-            "MiniZinc runtime installed: {binary}{}\nRuntime dir: {} ({})",
+            "MiniZinc runtime installed: {binary}{}\nRuntime dir: {} ({})\n",
             version
                 .as_ref()
                 .map(|v| format!(" — {v}"))
@@ -37,12 +37,31 @@ pub fn runtime_status(status: &RuntimeStatus) -> String {
             status.source.describe()
         ),
         (None, _) => format!(
-            "MiniZinc runtime not installed at {} ({}). {}",
+            "MiniZinc runtime not installed at {} ({}). {}\n",
             status.runtime_dir,
             status.source.describe(),
             crate::runtime::INSTALL_HINT
         ),
+    };
+    let cpsat = &status.cpsat;
+    match &cpsat.ortools_version {
+        Some(version) => {
+            let _ = writeln!(
+                text,
+                "CP-SAT runtime installed: {} (OR-Tools {version}, {})",
+                cpsat.python,
+                cpsat.source.describe()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                text,
+                "CP-SAT runtime not usable: {}. Run `solvergate install-runtime --only cpsat`, or adopt a Python that can import ortools with `solvergate configure-runtime --python <path>`.",
+                cpsat.problem.as_deref().unwrap_or("unknown problem")
+            );
+        }
     }
+    text
 }
 
 pub fn solver_list(list: &SolverList) -> String {

@@ -21,6 +21,9 @@ pub struct InstallConfig {
     /// Root of the MiniZinc runtime (the directory holding `bin/minizinc`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_dir: Option<PathBuf>,
+    /// Python interpreter of the CP-SAT runtime (it can import ortools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpsat_python: Option<PathBuf>,
 }
 
 /// The outcome of reading the config: a value, nothing, or a warning.
@@ -63,6 +66,20 @@ pub fn write(config_dir: &Path, config: &InstallConfig) -> std::io::Result<PathB
     Ok(path)
 }
 
+/// Reads the config (a missing or corrupt one counts as empty), applies
+/// `change` and writes it back, so one setting never erases another.
+pub fn update(
+    config_dir: &Path,
+    change: impl FnOnce(&mut InstallConfig),
+) -> std::io::Result<PathBuf> {
+    let mut config = match read(config_dir) {
+        ConfigRead::Found(config) => config,
+        ConfigRead::Missing | ConfigRead::Corrupt(_) => InstallConfig::default(),
+    };
+    change(&mut config);
+    write(config_dir, &config)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,10 +91,26 @@ mod tests {
 
         let config = InstallConfig {
             runtime_dir: Some(PathBuf::from("/opt/minizinc")),
+            cpsat_python: None,
         };
         write(dir.path(), &config).unwrap();
         match read(dir.path()) {
             ConfigRead::Found(found) => assert_eq!(found, config),
+            other => panic!("expected a config, got {other:?}"),
+        }
+
+        update(dir.path(), |config| {
+            config.cpsat_python = Some(PathBuf::from("/venv/bin/python"))
+        })
+        .unwrap();
+        match read(dir.path()) {
+            ConfigRead::Found(found) => {
+                assert_eq!(
+                    found.runtime_dir, config.runtime_dir,
+                    "update keeps other settings"
+                );
+                assert_eq!(found.cpsat_python, Some(PathBuf::from("/venv/bin/python")));
+            }
             other => panic!("expected a config, got {other:?}"),
         }
 

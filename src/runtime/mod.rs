@@ -10,6 +10,7 @@
 
 pub mod catalog;
 pub mod config;
+pub mod cpsat;
 pub mod install;
 pub mod manifest;
 
@@ -101,6 +102,7 @@ pub fn resolve_location(
     match config::read(&dirs.config_dir) {
         config::ConfigRead::Found(config::InstallConfig {
             runtime_dir: Some(dir),
+            ..
         }) => return (located(&dir, LocationSource::Config), None),
         config::ConfigRead::Found(_) | config::ConfigRead::Missing => {}
         config::ConfigRead::Corrupt(message) => {
@@ -145,6 +147,35 @@ pub struct RuntimeStatus {
     pub source: LocationSource,
     /// First line of `minizinc --version`, when it ran.
     pub minizinc_version: Option<String>,
+    /// The CP-SAT (Python + OR-Tools) runtime.
+    pub cpsat: cpsat::CpsatStatus,
+}
+
+/// Both runtimes' status, probed concurrently.
+pub async fn status(
+    minizinc: &Runtime,
+    cpsat: &cpsat::CpsatRuntime,
+    cancel: &CancellationToken,
+) -> RuntimeStatus {
+    let (minizinc_version, cpsat) = tokio::join!(
+        async {
+            if minizinc.is_installed() {
+                minizinc.version(cancel).await.ok()
+            } else {
+                None
+            }
+        },
+        cpsat.status(cancel)
+    );
+    let installed = minizinc.is_installed();
+    RuntimeStatus {
+        installed,
+        runtime_dir: minizinc.location.dir.display().to_string(),
+        minizinc_binary: installed.then(|| minizinc.binary().display().to_string()),
+        source: minizinc.location.source,
+        minizinc_version,
+        cpsat,
+    }
 }
 
 /// A resolved MiniZinc runtime, shared by every request of a process.
@@ -189,23 +220,6 @@ impl Runtime {
                     binary.display()
                 ),
             ))
-        }
-    }
-
-    /// Installed or not, with the version when the binary answers.
-    pub async fn status(&self, cancel: &CancellationToken) -> RuntimeStatus {
-        let installed = self.is_installed();
-        let minizinc_version = if installed {
-            self.version(cancel).await.ok()
-        } else {
-            None
-        };
-        RuntimeStatus {
-            installed,
-            runtime_dir: self.location.dir.display().to_string(),
-            minizinc_binary: installed.then(|| self.binary().display().to_string()),
-            source: self.location.source,
-            minizinc_version,
         }
     }
 
@@ -280,6 +294,7 @@ mod tests {
         let dirs = dirs(scratch.path());
         let env = Settings {
             runtime_dir: Some(PathBuf::from("/from/env")),
+            cpsat_python: None,
         };
         let none = Settings::default();
 
@@ -301,6 +316,7 @@ mod tests {
             &dirs.config_dir,
             &config::InstallConfig {
                 runtime_dir: Some(PathBuf::from("/from/config")),
+                cpsat_python: None,
             },
         )
         .unwrap();

@@ -1,0 +1,125 @@
+//! `configure-runtime`, `check-runtime` and `list-solvers`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{RuntimeKind, fail, render};
+use crate::runtime::cpsat::{self, CpsatRuntime};
+use crate::runtime::{
+    self, LocationSource, Runtime, RuntimeLocation, SolverList, UserDirs, config,
+};
+
+fn refuse(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("solvergate: {message}");
+    ExitCode::from(1)
+}
+
+/// Validates what the user points at, then saves it; nothing is saved
+/// unless everything named is usable.
+pub async fn configure(
+    runtime_dir: Option<PathBuf>,
+    python: Option<PathBuf>,
+    dirs: &UserDirs,
+) -> ExitCode {
+    if runtime_dir.is_none() && python.is_none() {
+        return refuse(
+            "configure-runtime needs --runtime-dir PATH (the directory holding bin/minizinc) and/or --python PATH (an interpreter that can import ortools)",
+        );
+    }
+    let cancel = CancellationToken::new();
+    let absolute = |path: PathBuf| {
+        std::path::absolute(&path)
+            .map_err(|error| format!("cannot resolve {}: {error}", path.display()))
+    };
+    let mut lines = Vec::new();
+    let runtime_dir = match runtime_dir.map(absolute).transpose() {
+        Ok(dir) => dir,
+        Err(message) => return refuse(message),
+    };
+    if let Some(dir) = &runtime_dir {
+        let runtime = Runtime::new(RuntimeLocation {
+            dir: dir.clone(),
+            source: LocationSource::Flag,
+        });
+        match runtime.version(&cancel).await {
+            Ok(version) => lines.push(format!("MiniZinc runtime: {} ({version})", dir.display())),
+            Err(error) => return fail(&error),
+        }
+    }
+    // Keep the venv's own path: its python is a symlink to the base
+    // interpreter, and resolving it would lose the venv.
+    let python = match python.map(absolute).transpose() {
+        Ok(python) => python,
+        Err(message) => return refuse(message),
+    };
+    if let Some(python) = &python {
+        match cpsat::probe_python(python, &cancel).await {
+            Ok(version) => lines.push(format!(
+                "CP-SAT runtime: {} (OR-Tools {version})",
+                python.display()
+            )),
+            Err(problem) => return refuse(problem),
+        }
+    }
+    let saved = config::update(&dirs.config_dir, |config| {
+        if let Some(dir) = runtime_dir {
+            config.runtime_dir = Some(dir);
+        }
+        if let Some(python) = python {
+            config.cpsat_python = Some(python);
+        }
+    });
+    match saved {
+        Ok(path) => {
+            for line in lines {
+                println!("{line}");
+            }
+            println!("Saved in {}", path.display());
+            ExitCode::SUCCESS
+        }
+        Err(error) => refuse(format!(
+            "could not write the config in {}: {error}",
+            dirs.config_dir.display()
+        )),
+    }
+}
+
+pub async fn check(
+    minizinc: &Runtime,
+    cpsat: &CpsatRuntime,
+    only: Option<RuntimeKind>,
+    json: bool,
+) -> ExitCode {
+    let status = runtime::status(minizinc, cpsat, &CancellationToken::new()).await;
+    if json {
+        println!("{}", render::json(&status));
+    } else {
+        print!("{}", render::runtime_status(&status, only));
+    }
+    let ready = match only {
+        Some(RuntimeKind::Minizinc) => status.installed,
+        Some(RuntimeKind::Cpsat) => status.cpsat.installed,
+        None => status.installed && status.cpsat.installed,
+    };
+    if ready {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+pub async fn list_solvers(runtime: &Runtime, json: bool) -> ExitCode {
+    let catalog = match runtime.catalog(&CancellationToken::new()).await {
+        Ok(catalog) => catalog,
+        Err(error) => return fail(&error),
+    };
+    let list = SolverList::from_catalog(catalog);
+    if json {
+        println!("{}", render::json(&list));
+    } else {
+        print!("{}", render::solver_table(&list));
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,120 @@
+//! The CP-SAT runtime: a Python interpreter that can import OR-Tools.
+//!
+//! Resolved like the MiniZinc runtime, most specific first:
+//! `SOLVERGATE_CPSAT_PYTHON`, then `cpsat_python` in `install.json`, then
+//! the managed venv `<data dir>/cpsat/bin/python`. "Installed" means the
+//! interpreter answered `import ortools.sat.python.cp_model`, not merely
+//! that a file exists.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::{LocationSource, UserDirs, config, is_executable};
+use crate::exec::{self, ChildCommand, Ending, Limits};
+use crate::settings::Settings;
+
+/// Python run by the probe: imports the CP-SAT API and prints the version.
+const PROBE: &str = "import ortools, ortools.sat.python.cp_model; print(ortools.__version__)";
+
+/// Where the managed venv lives inside the data dir.
+pub fn default_venv(dirs: &UserDirs) -> PathBuf {
+    dirs.data_dir.join("cpsat")
+}
+
+/// The interpreter inside a venv.
+pub fn venv_python(venv: &Path) -> PathBuf {
+    venv.join("bin").join("python")
+}
+
+/// A resolved CP-SAT interpreter and why it was chosen.
+#[derive(Debug, Clone)]
+pub struct CpsatRuntime {
+    pub python: PathBuf,
+    pub source: LocationSource,
+}
+
+/// What `check_runtime` says about CP-SAT.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CpsatStatus {
+    /// The interpreter imports `ortools.sat.python.cp_model`.
+    pub installed: bool,
+    /// The interpreter solvergate would run.
+    pub python: String,
+    /// Which rule chose it.
+    pub source: LocationSource,
+    /// `ortools.__version__`, when the import worked.
+    pub ortools_version: Option<String>,
+    /// Why it is not usable, when it is not.
+    pub problem: Option<String>,
+}
+
+impl CpsatRuntime {
+    /// Resolves the interpreter: env, then config, then the managed venv.
+    pub fn resolve(settings: &Settings, dirs: &UserDirs) -> CpsatRuntime {
+        if let Some(python) = &settings.cpsat_python {
+            return CpsatRuntime {
+                python: python.clone(),
+                source: LocationSource::Env,
+            };
+        }
+        if let config::ConfigRead::Found(config::InstallConfig {
+            cpsat_python: Some(python),
+            ..
+        }) = config::read(&dirs.config_dir)
+        {
+            return CpsatRuntime {
+                python,
+                source: LocationSource::Config,
+            };
+        }
+        CpsatRuntime {
+            python: venv_python(&default_venv(dirs)),
+            source: LocationSource::Default,
+        }
+    }
+
+    /// Asks the interpreter for its OR-Tools version.
+    pub async fn probe(&self, cancel: &CancellationToken) -> Result<String, String> {
+        probe_python(&self.python, cancel).await
+    }
+
+    pub async fn status(&self, cancel: &CancellationToken) -> CpsatStatus {
+        let probed = self.probe(cancel).await;
+        CpsatStatus {
+            installed: probed.is_ok(),
+            python: self.python.display().to_string(),
+            source: self.source,
+            ortools_version: probed.as_ref().ok().cloned(),
+            problem: probed.err(),
+        }
+    }
+}
+
+/// Runs `python -c PROBE`; the version on success, the reason otherwise.
+pub async fn probe_python(python: &Path, cancel: &CancellationToken) -> Result<String, String> {
+    if !is_executable(python) {
+        return Err(format!("no executable Python at {}", python.display()));
+    }
+    let command = ChildCommand::new(python).args(["-c", PROBE]);
+    let output = exec::run(&command, Limits::new(Duration::from_secs(60)), cancel)
+        .await
+        .map_err(|error| error.to_string())?;
+    match (output.ending, output.return_code) {
+        (Ending::Exited, Some(0)) => Ok(output.stdout.trim().to_owned()),
+        (Ending::Cancelled, _) => Err("cancelled".to_owned()),
+        _ => Err(format!(
+            "{} cannot import ortools.sat.python.cp_model: {}",
+            python.display(),
+            output
+                .stderr
+                .lines()
+                .last()
+                .unwrap_or("no error message")
+                .trim()
+        )),
+    }
+}
