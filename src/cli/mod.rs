@@ -289,8 +289,11 @@ async fn serve_stdio(
         eprintln!("minizinc: not installed — {}", runtime::INSTALL_HINT);
     }
 
-    let server = SolvergateServer::new(runtime, cpsat, toolset);
-    let service = match server.serve(rmcp::transport::io::stdio_pipes()).await {
+    let shutdown = CancellationToken::new();
+    let server = SolvergateServer::new(runtime, cpsat, toolset, shutdown.clone());
+    let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
+    let stdin = crate::mcp::EofSignal::new(stdin, shutdown.clone());
+    let service = match server.serve((stdin, stdout)).await {
         Ok(service) => service,
         Err(error) => {
             eprintln!("solvergate: MCP session did not start: {error}");
@@ -300,6 +303,7 @@ async fn serve_stdio(
     let cancel = service.cancellation_token();
     tokio::spawn(async move {
         shutdown_signal().await;
+        shutdown.cancel();
         cancel.cancel();
     });
     match service.waiting().await {

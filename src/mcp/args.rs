@@ -2,10 +2,33 @@
 //! clients see in each tool's input schema. Unknown fields are refused so a
 //! misspelt argument (`timeout` for `timeout_ms`) cannot pass silently.
 
+use std::sync::Arc;
+
+use rmcp::model::JsonObject;
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
+use crate::diagnostics::ToolError;
 use crate::minizinc::{DEFAULT_TIMEOUT_MS, PreflightRequest, SolveControls, SolveRequest, Sources};
+
+/// Reads a tool's arguments; a malformed one is an `invalid_request` that
+/// names the problem (rmcp's own extractor would answer without our
+/// `Diagnostic:` line).
+pub fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, ToolError> {
+    serde_json::from_value(serde_json::Value::Object(arguments))
+        .map_err(|error| ToolError::invalid(format!("invalid arguments: {error}")))
+}
+
+/// The input schema published for `T`.
+pub fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
+    rmcp::handler::server::common::schema_for_input::<T>().unwrap_or_else(|_| {
+        Arc::new(JsonObject::from_iter([(
+            "type".to_owned(),
+            serde_json::Value::String("object".to_owned()),
+        )]))
+    })
+}
 
 fn default_timeout_ms() -> i64 {
     DEFAULT_TIMEOUT_MS

@@ -15,27 +15,31 @@
 mod args;
 mod progress;
 mod render;
+mod shutdown;
 
 use std::sync::{Arc, Mutex};
 
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, LoggingLevel, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams,
+    CallToolResult, ContentBlock, Implementation, JsonObject, LoggingLevel, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::diagnostics::ToolError;
 use crate::minizinc::{
     CheckResult, MiniZinc, ModelInspectionResult, PreflightRequest, SolveRequest, SolveResult,
 };
+use crate::progress::Progress;
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{self, Runtime, RuntimeStatus, SolverList};
 use args::{FilesArgs, ModelArgs, SolveFilesArgs, SolveModelArgs};
+pub use shutdown::EofSignal;
 
 /// Which tools the server advertises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -67,6 +71,8 @@ an `ok` check means the model compiles, not that it is satisfiable.";
 pub struct SolvergateServer {
     minizinc: MiniZinc,
     cpsat: Arc<CpsatRuntime>,
+    /// Cancelled when the client goes away; every call runs under a child.
+    shutdown: CancellationToken,
     tool_router: ToolRouter<Self>,
     log_level: Arc<Mutex<LoggingLevel>>,
 }
@@ -103,7 +109,12 @@ fn answer<T: Serialize>(
 
 #[tool_router]
 impl SolvergateServer {
-    pub fn new(runtime: Arc<Runtime>, cpsat: Arc<CpsatRuntime>, toolset: Toolset) -> Self {
+    pub fn new(
+        runtime: Arc<Runtime>,
+        cpsat: Arc<CpsatRuntime>,
+        toolset: Toolset,
+        shutdown: CancellationToken,
+    ) -> Self {
         let mut tool_router = Self::tool_router();
         if toolset == Toolset::Core {
             for name in FULL_ONLY {
@@ -113,6 +124,7 @@ impl SolvergateServer {
         SolvergateServer {
             minizinc: MiniZinc::new(runtime),
             cpsat,
+            shutdown,
             tool_router,
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
         }
@@ -125,6 +137,47 @@ impl SolvergateServer {
             .into_iter()
             .map(|tool| tool.name.to_string())
             .collect()
+    }
+
+    /// A token cancelled when this request is cancelled or the server shuts
+    /// down; the guard ends the link when the call returns.
+    fn call_token(&self, context: &RequestContext<RoleServer>) -> (CancellationToken, DropGuard) {
+        let token = self.shutdown.child_token();
+        let request = context.ct.clone();
+        let linked = token.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = request.cancelled() => linked.cancel(),
+                () = linked.cancelled() => {}
+            }
+        });
+        (token.clone(), token.drop_guard())
+    }
+
+    /// The shape of every MiniZinc tool: parse the arguments, report stages,
+    /// run under the call's token, answer with the result or the error.
+    async fn minizinc_call<A, R, T>(
+        &self,
+        tool: &'static str,
+        arguments: JsonObject,
+        context: &RequestContext<RoleServer>,
+        call: impl AsyncFnOnce(&MiniZinc, R, &Progress, &CancellationToken) -> Result<T, ToolError>,
+        render: fn(&T) -> String,
+    ) -> Result<CallToolResult, ErrorData>
+    where
+        A: DeserializeOwned,
+        R: From<A>,
+        T: Serialize,
+    {
+        let request = match args::parse::<A>(arguments) {
+            Ok(args) => R::from(args),
+            Err(error) => return refuse(&error),
+        };
+        let (cancel, _link) = self.call_token(context);
+        let (progress, done) = progress::start(context, tool, self.wants_info_logs());
+        let outcome = call(&self.minizinc, request, &progress, &cancel).await;
+        progress::finish(progress, done).await;
+        answer(outcome, render)
     }
 
     fn wants_info_logs(&self) -> bool {
@@ -144,7 +197,8 @@ impl SolvergateServer {
         &self,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let status = runtime::status(self.minizinc.runtime(), &self.cpsat, &context.ct).await;
+        let (cancel, _link) = self.call_token(&context);
+        let status = runtime::status(self.minizinc.runtime(), &self.cpsat, &cancel).await;
         let text = render::runtime_status(&status);
         reply(&status, text)
     }
@@ -160,7 +214,7 @@ impl SolvergateServer {
         let outcome = self
             .minizinc
             .runtime()
-            .catalog(&context.ct)
+            .catalog(&self.call_token(&context).0)
             .await
             .map(SolverList::from_catalog);
         answer(outcome, render::solver_list)
@@ -168,110 +222,134 @@ impl SolvergateServer {
 
     #[tool(
         description = "Compile-check a complete MiniZinc model (and optional inline data) for a solver without solving: catches syntax, type, missing-data and unsupported-construct errors cheaply. status \"ok\" means it compiles, not that it is satisfiable. Use before solve_minizinc_model, with the same data.",
+        input_schema = args::schema::<ModelArgs>(),
         output_schema = schema_for_output::<CheckResult>()
     )]
     async fn check_minizinc_model(
         &self,
-        Parameters(args): Parameters<ModelArgs>,
+        arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = PreflightRequest::from(args);
-        let (progress, done) =
-            progress::start(&context, "check_minizinc_model", self.wants_info_logs());
-        let outcome = self.minizinc.check(&request, &progress, &context.ct).await;
-        progress::finish(progress, done).await;
-        answer(outcome, render::check)
+        self.minizinc_call::<ModelArgs, PreflightRequest, _>(
+            "check_minizinc_model",
+            arguments,
+            &context,
+            async |service, request, progress, cancel| {
+                service.check(&request, progress, cancel).await
+            },
+            render::check,
+        )
+        .await
     }
 
     #[tool(
         description = "Report a MiniZinc model's interface without solving: the parameters it still needs (given any data passed), its output variables, and whether it minimises, maximises or satisfies. Use to learn what data to write before a solve.",
+        input_schema = args::schema::<ModelArgs>(),
         output_schema = schema_for_output::<ModelInspectionResult>()
     )]
     async fn inspect_minizinc_model(
         &self,
-        Parameters(args): Parameters<ModelArgs>,
+        arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = PreflightRequest::from(args);
-        let (progress, done) =
-            progress::start(&context, "inspect_minizinc_model", self.wants_info_logs());
-        let outcome = self
-            .minizinc
-            .inspect(&request, &progress, &context.ct)
-            .await;
-        progress::finish(progress, done).await;
-        answer(outcome, render::inspection)
+        self.minizinc_call::<ModelArgs, PreflightRequest, _>(
+            "inspect_minizinc_model",
+            arguments,
+            &context,
+            async |service, request, progress, cancel| {
+                service.inspect(&request, progress, cancel).await
+            },
+            render::inspection,
+        )
+        .await
     }
 
     #[tool(
         description = "Solve a constraint satisfaction or optimisation problem — scheduling, rostering, timetabling, assignment, routing, packing, knapsack, resource allocation — written as a complete MiniZinc model (plus optional inline .dzn data and an optional solution checker) on the local runtime. Returns the solver's status, every solution as a variable map, the objective, statistics and, with a checker, a verdict per solution.",
+        input_schema = args::schema::<SolveModelArgs>(),
         output_schema = schema_for_output::<SolveResult>()
     )]
     async fn solve_minizinc_model(
         &self,
-        Parameters(args): Parameters<SolveModelArgs>,
+        arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = SolveRequest::from(args);
-        let (progress, done) =
-            progress::start(&context, "solve_minizinc_model", self.wants_info_logs());
-        let outcome = self.minizinc.solve(&request, &progress, &context.ct).await;
-        progress::finish(progress, done).await;
-        answer(outcome, render::solve)
+        self.minizinc_call::<SolveModelArgs, SolveRequest, _>(
+            "solve_minizinc_model",
+            arguments,
+            &context,
+            async |service, request, progress, cancel| {
+                service.solve(&request, progress, cancel).await
+            },
+            render::solve,
+        )
+        .await
     }
 
     #[tool(
         description = "Compile-check a MiniZinc model file (and optional .dzn/.json data file) without solving. Runs in the model's directory so relative includes resolve. Prefer absolute paths.",
+        input_schema = args::schema::<FilesArgs>(),
         output_schema = schema_for_output::<CheckResult>()
     )]
     async fn check_minizinc_files(
         &self,
-        Parameters(args): Parameters<FilesArgs>,
+        arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = PreflightRequest::from(args);
-        let (progress, done) =
-            progress::start(&context, "check_minizinc_files", self.wants_info_logs());
-        let outcome = self.minizinc.check(&request, &progress, &context.ct).await;
-        progress::finish(progress, done).await;
-        answer(outcome, render::check)
+        self.minizinc_call::<FilesArgs, PreflightRequest, _>(
+            "check_minizinc_files",
+            arguments,
+            &context,
+            async |service, request, progress, cancel| {
+                service.check(&request, progress, cancel).await
+            },
+            render::check,
+        )
+        .await
     }
 
     #[tool(
         description = "Report the interface of a MiniZinc model file (required parameters, output variables, method) without solving. Runs in the model's directory so relative includes resolve.",
+        input_schema = args::schema::<FilesArgs>(),
         output_schema = schema_for_output::<ModelInspectionResult>()
     )]
     async fn inspect_minizinc_files(
         &self,
-        Parameters(args): Parameters<FilesArgs>,
+        arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = PreflightRequest::from(args);
-        let (progress, done) =
-            progress::start(&context, "inspect_minizinc_files", self.wants_info_logs());
-        let outcome = self
-            .minizinc
-            .inspect(&request, &progress, &context.ct)
-            .await;
-        progress::finish(progress, done).await;
-        answer(outcome, render::inspection)
+        self.minizinc_call::<FilesArgs, PreflightRequest, _>(
+            "inspect_minizinc_files",
+            arguments,
+            &context,
+            async |service, request, progress, cancel| {
+                service.inspect(&request, progress, cancel).await
+            },
+            render::inspection,
+        )
+        .await
     }
 
     #[tool(
         description = "Solve a constraint satisfaction or optimisation problem whose MiniZinc model is a local file (plus optional data file and checker file ending .mzc or .mzc.mzn). Runs in the model's directory so relative includes resolve; returns the same result as solve_minizinc_model. Prefer absolute paths.",
+        input_schema = args::schema::<SolveFilesArgs>(),
         output_schema = schema_for_output::<SolveResult>()
     )]
     async fn solve_minizinc_files(
         &self,
-        Parameters(args): Parameters<SolveFilesArgs>,
+        arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = SolveRequest::from(args);
-        let (progress, done) =
-            progress::start(&context, "solve_minizinc_files", self.wants_info_logs());
-        let outcome = self.minizinc.solve(&request, &progress, &context.ct).await;
-        progress::finish(progress, done).await;
-        answer(outcome, render::solve)
+        self.minizinc_call::<SolveFilesArgs, SolveRequest, _>(
+            "solve_minizinc_files",
+            arguments,
+            &context,
+            async |service, request, progress, cancel| {
+                service.solve(&request, progress, cancel).await
+            },
+            render::solve,
+        )
+        .await
     }
 }
 

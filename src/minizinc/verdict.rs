@@ -124,12 +124,35 @@ pub fn solve_diagnostic(
     Some(diagnostic)
 }
 
+/// Phrases MiniZinc uses when a listed solver cannot run (missing plugin,
+/// library or licence), on the stream or on stderr.
+const SOLVER_UNUSABLE: &[&str] = &[
+    "no solver with tag",
+    "config exception",
+    "plugin loading error",
+    "failed to load plugin",
+    "cannot load",
+    "could not load",
+];
+
 /// Sorts a failed compile or run into a category with a one-line message.
 pub fn classify_error(errors: &[StreamError], stderr: &str) -> (Category, String) {
+    let unusable = |text: &str| {
+        let text = text.to_ascii_lowercase();
+        SOLVER_UNUSABLE.iter().any(|phrase| text.contains(phrase))
+    };
+    if let Some(error) = errors.iter().find(|error| unusable(&error.message)) {
+        return (Category::SolverUnavailable, error.render());
+    }
     if let Some(first) = errors.first() {
         let message = first.render();
         let lower = first.message.to_ascii_lowercase();
+        let in_checker = first
+            .location
+            .as_deref()
+            .is_some_and(|location| location.contains(".mzc"));
         let category = match first.what.as_str() {
+            _ if in_checker => Category::CheckerFailed,
             "syntax error" => Category::SyntaxOrCompileError,
             "type error"
                 if lower.contains("must be defined")
@@ -149,17 +172,12 @@ pub fn classify_error(errors: &[StreamError], stderr: &str) -> (Category, String
     let first_line = stderr
         .lines()
         .map(str::trim)
-        .find(|line| line.contains("rror") || line.contains("exception"))
+        .find(|line| line.contains("rror") || line.contains("xception"))
         .or_else(|| stderr.lines().map(str::trim).find(|line| !line.is_empty()))
         .unwrap_or("minizinc failed without a message")
         .to_owned();
     let lower = stderr.to_ascii_lowercase();
-    let category = if lower.contains("no solver with tag")
-        || lower.contains("config exception")
-        || lower.contains("cannot load")
-        || lower.contains("could not load")
-        || lower.contains("dll")
-    {
+    let category = if unusable(stderr) {
         Category::SolverUnavailable
     } else if lower.contains("syntax error") {
         Category::SyntaxOrCompileError
@@ -488,6 +506,18 @@ mod tests {
             classify_error(&[], "Config exception: no solver with tag foo found").0,
             Category::SolverUnavailable
         );
+        let plugin = parse(
+            r#"{"type": "error", "what": "Error", "message": "plugin loading error: Failed to load plugin libscip"}"#,
+        );
+        assert_eq!(classify_error(&plugin, "").0, Category::SolverUnavailable);
+        let dll = parse(
+            r#"{"type": "error", "what": "Error", "message": "cannot load cplex dll, specify --cplex-dll"}"#,
+        );
+        assert_eq!(classify_error(&dll, "").0, Category::SolverUnavailable);
+        let checker = parse(
+            r#"{"type": "error", "what": "syntax error", "location": {"filename": "/tmp/x/checker.mzc.mzn", "firstLine": 1, "firstColumn": 1}, "message": "unexpected"}"#,
+        );
+        assert_eq!(classify_error(&checker, "").0, Category::CheckerFailed);
         assert_eq!(classify_error(&[], "").0, Category::Unknown);
     }
 
