@@ -205,6 +205,8 @@ impl Home {
     fn install(&self, manifest: &Path, target: &Path, extra: &[&str]) -> Output {
         let mut args = vec![
             "install-runtime",
+            "--only",
+            "minizinc",
             "--manifest",
             manifest.to_str().unwrap(),
             "--runtime-dir",
@@ -388,7 +390,13 @@ fn a_non_terminal_without_yes_is_told_what_to_pass() {
         &platform(),
     );
     let output = home
-        .command(&["install-runtime", "--manifest", manifest.to_str().unwrap()])
+        .command(&[
+            "install-runtime",
+            "--only",
+            "minizinc",
+            "--manifest",
+            manifest.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
@@ -575,6 +583,8 @@ fn an_interrupted_download_leaves_nothing_behind() {
         let child = home
             .command(&[
                 "install-runtime",
+                "--only",
+                "minizinc",
                 "--manifest",
                 manifest.to_str().unwrap(),
                 "--runtime-dir",

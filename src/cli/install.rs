@@ -9,6 +9,9 @@ use std::sync::Mutex;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
+use super::{RuntimeKind, refuse};
+use crate::runtime::cpsat;
+use crate::runtime::install::cpsat::CpsatInstallRequest;
 use crate::runtime::install::{self, ArchiveSource, InstallEvent, InstallRequest, TargetState};
 use crate::runtime::manifest::{self, Manifest};
 use crate::runtime::{self, UserDirs};
@@ -20,84 +23,23 @@ pub struct InstallOptions {
     pub yes: bool,
     pub from_archive: Option<PathBuf>,
     pub manifest: Option<PathBuf>,
+    pub only: Option<RuntimeKind>,
+    pub python: Option<PathBuf>,
 }
 
-fn refuse(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("solvergate: {message}");
-    ExitCode::from(1)
-}
-
+/// Installs what was asked for (both runtimes by default); exit 1 when any
+/// part failed, each failure explained.
 pub async fn install_runtime(
     options: InstallOptions,
     settings: &Settings,
     dirs: &UserDirs,
 ) -> ExitCode {
-    let manifest = match &options.manifest {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|error| format!("could not read the manifest {}: {error}", path.display()))
-            .and_then(|text| {
-                Manifest::parse(&text)
-                    .map_err(|error| format!("{} is not a valid manifest: {error}", path.display()))
-            }),
-        None => {
-            Manifest::builtin().map_err(|error| format!("the built-in manifest is broken: {error}"))
-        }
-    };
-    let manifest = match manifest {
+    if options.from_archive.is_some() && options.only == Some(RuntimeKind::Cpsat) {
+        return refuse("--from-archive is a MiniZinc bundle; it does not apply to --only cpsat");
+    }
+    let manifest = match load_manifest(options.manifest.as_deref()) {
         Ok(manifest) => manifest,
         Err(message) => return refuse(message),
-    };
-    let platform = manifest::current_platform();
-    let Some(bundle) = manifest.bundle_for(&platform).cloned() else {
-        return refuse(format!(
-            "there is no pinned MiniZinc bundle for {platform}; install MiniZinc yourself and adopt it with `solvergate configure-runtime --runtime-dir <dir>` (the directory holding bin/minizinc)"
-        ));
-    };
-    let version = manifest.minizinc.version.clone();
-
-    let interactive = std::io::stdin().is_terminal();
-    let target = match choose_target(&options, settings, dirs, interactive, &version) {
-        Ok(target) => target,
-        Err(message) => return refuse(message),
-    };
-    let replace_confirmed = match install::target_state(&target) {
-        TargetState::Unmanaged => {
-            return refuse(install::InstallError::Unmanaged { path: target });
-        }
-        TargetState::Managed(marker) if !options.yes => {
-            if !interactive {
-                return refuse(format!(
-                    "{} holds a solvergate runtime (MiniZinc {}); pass --yes to replace it",
-                    target.display(),
-                    marker.version
-                ));
-            }
-            let question = format!(
-                "Replace the solvergate runtime at {} (MiniZinc {}, installed {})? [y/N] ",
-                target.display(),
-                marker.version,
-                marker.installed_at
-            );
-            match ask(&question) {
-                Some(answer) if matches!(answer.trim(), "y" | "Y" | "yes") => true,
-                _ => return refuse("nothing was changed"),
-            }
-        }
-        TargetState::Managed(_) => true,
-        TargetState::Missing | TargetState::Empty => false,
-    };
-
-    let source = match options.from_archive {
-        Some(path) => ArchiveSource::Local(path),
-        None => ArchiveSource::Download,
-    };
-    let request = InstallRequest {
-        bundle,
-        version: version.clone(),
-        target,
-        source,
-        replace_confirmed,
-        config_dir: dirs.config_dir.clone(),
     };
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
@@ -105,28 +47,175 @@ pub async fn install_runtime(
         super::shutdown_signal().await;
         on_signal.cancel();
     });
+    let interactive = std::io::stdin().is_terminal();
     let reporter = Reporter::new();
-    let outcome =
-        install::install_minizinc(&request, &|event| reporter.event(event), &cancel).await;
-    reporter.finish();
-    match outcome {
-        Ok(outcome) => {
-            println!(
-                "Installed MiniZinc {} into {} ({}; {} solvers).",
-                outcome.marker.version,
-                outcome.target.display(),
-                outcome.minizinc_version,
-                outcome.solver_count
-            );
-            println!(
-                "SHA256 {} verified; location saved in {}.",
-                outcome.marker.sha256,
-                outcome.config_path.display()
-            );
-            ExitCode::SUCCESS
+    let mut failures = 0;
+    if options.only != Some(RuntimeKind::Cpsat) {
+        let outcome = install_minizinc(
+            &options,
+            &manifest,
+            settings,
+            dirs,
+            interactive,
+            &reporter,
+            &cancel,
+        )
+        .await;
+        reporter.finish();
+        if let Err(message) = outcome {
+            eprintln!("solvergate: MiniZinc: {message}");
+            failures += 1;
         }
-        Err(error) => refuse(error),
     }
+    if options.only != Some(RuntimeKind::Minizinc) && !cancel.is_cancelled() {
+        let outcome =
+            install_cpsat(&options, &manifest, dirs, interactive, &reporter, &cancel).await;
+        reporter.finish();
+        if let Err(message) = outcome {
+            eprintln!("solvergate: CP-SAT: {message}");
+            failures += 1;
+        }
+    }
+    if failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn load_manifest(path: Option<&Path>) -> Result<Manifest, String> {
+    match path {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|error| {
+                format!("could not read the manifest {}: {error}", path.display())
+            })?;
+            Manifest::parse(&text)
+                .map_err(|error| format!("{} is not a valid manifest: {error}", path.display()))
+        }
+        None => {
+            Manifest::builtin().map_err(|error| format!("the built-in manifest is broken: {error}"))
+        }
+    }
+}
+
+/// Whether replacing what is at `target` is allowed: never for a
+/// directory that is not ours, after --yes or a "y" for ours.
+fn confirm_replace(target: &Path, yes: bool, interactive: bool) -> Result<bool, String> {
+    match install::target_state(target) {
+        TargetState::Unmanaged => Err(install::InstallError::Unmanaged {
+            path: target.to_path_buf(),
+        }
+        .to_string()),
+        TargetState::Managed(_) if yes => Ok(true),
+        TargetState::Managed(marker) => {
+            if !interactive {
+                return Err(format!(
+                    "{} holds a solvergate runtime ({}); pass --yes to replace it",
+                    target.display(),
+                    marker.version
+                ));
+            }
+            let question = format!(
+                "Replace the solvergate runtime at {} ({}, installed {})? [y/N] ",
+                target.display(),
+                marker.version,
+                marker.installed_at
+            );
+            match ask(&question) {
+                Some(answer) if matches!(answer.trim(), "y" | "Y" | "yes") => Ok(true),
+                _ => Err("nothing was changed".to_owned()),
+            }
+        }
+        TargetState::Missing | TargetState::Empty => Ok(false),
+    }
+}
+
+async fn install_minizinc(
+    options: &InstallOptions,
+    manifest: &Manifest,
+    settings: &Settings,
+    dirs: &UserDirs,
+    interactive: bool,
+    reporter: &Reporter,
+    cancel: &CancellationToken,
+) -> Result<(), String> {
+    let platform = manifest::current_platform();
+    let bundle = manifest.bundle_for(&platform).cloned().ok_or_else(|| {
+        format!(
+            "there is no pinned MiniZinc bundle for {platform}; install MiniZinc yourself and adopt it with `solvergate configure-runtime --runtime-dir <dir>` (the directory holding bin/minizinc)"
+        )
+    })?;
+    let version = manifest.minizinc.version.clone();
+    let target = choose_target(options, settings, dirs, interactive, &version)?;
+    let replace_confirmed = confirm_replace(&target, options.yes, interactive)?;
+    let request = InstallRequest {
+        bundle,
+        version,
+        target,
+        source: match &options.from_archive {
+            Some(path) => ArchiveSource::Local(path.clone()),
+            None => ArchiveSource::Download,
+        },
+        replace_confirmed,
+        config_dir: dirs.config_dir.clone(),
+    };
+    let outcome = install::install_minizinc(&request, &|event| reporter.event(event), cancel)
+        .await
+        .map_err(|error| error.to_string())?;
+    println!(
+        "Installed MiniZinc {} into {} ({}; {} solvers).",
+        outcome.marker.version,
+        outcome.target.display(),
+        outcome.minizinc_version,
+        outcome.solver_count
+    );
+    println!(
+        "SHA256 {} verified; location saved in {}.",
+        outcome.marker.sha256,
+        outcome.config_path.display()
+    );
+    Ok(())
+}
+
+async fn install_cpsat(
+    options: &InstallOptions,
+    manifest: &Manifest,
+    dirs: &UserDirs,
+    interactive: bool,
+    reporter: &Reporter,
+    cancel: &CancellationToken,
+) -> Result<(), String> {
+    let pins = manifest
+        .cpsat
+        .clone()
+        .ok_or("the manifest pins no CP-SAT packages")?;
+    let target = cpsat::default_venv(dirs);
+    let replace_confirmed = confirm_replace(&target, options.yes, interactive)?;
+    if !options.yes && !interactive {
+        return Err("stdin is not a terminal, so nothing can be confirmed: pass --yes".to_owned());
+    }
+    let request = CpsatInstallRequest {
+        pins,
+        base_python: options.python.clone(),
+        target,
+        replace_confirmed,
+        config_dir: dirs.config_dir.clone(),
+        search_path: std::env::var_os("PATH"),
+    };
+    let outcome = install::cpsat::install_cpsat(&request, &|event| reporter.event(event), cancel)
+        .await
+        .map_err(|error| error.to_string())?;
+    println!(
+        "Installed OR-Tools {} into {} (built with {}).",
+        outcome.ortools_version,
+        outcome.target.display(),
+        outcome.base_python.display()
+    );
+    println!(
+        "Every package was hash-checked; interpreter saved in {}.",
+        outcome.config_path.display()
+    );
+    Ok(())
 }
 
 /// `--runtime-dir`, or the prompt on a terminal, or (with `--yes`) the
@@ -221,7 +310,11 @@ impl Reporter {
                 }
                 eprintln!("Extracting");
             }
-            InstallEvent::SmokeCheck => eprintln!("Checking the installed minizinc"),
+            InstallEvent::CreatingVenv { python } => eprintln!("Creating a venv with {python}"),
+            InstallEvent::InstallingPackages { count } => {
+                eprintln!("Installing {count} hash-pinned packages with pip")
+            }
+            InstallEvent::SmokeCheck => eprintln!("Checking the installed runtime"),
         }
     }
 

@@ -50,9 +50,16 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "core")]
         toolset: Toolset,
     },
-    /// Download, verify and install the pinned MiniZinc bundle (the only
-    /// command that uses the network).
+    /// Download, verify and install the pinned runtimes: the MiniZinc bundle
+    /// and a hash-locked CP-SAT venv (the only command that uses the network).
     InstallRuntime {
+        /// Install one runtime only.
+        #[arg(long, value_enum)]
+        only: Option<RuntimeKind>,
+        /// Build the CP-SAT venv with this Python (3.10–3.13) instead of the
+        /// newest suitable one on PATH.
+        #[arg(long, value_name = "PATH")]
+        python: Option<PathBuf>,
         /// Do not prompt: install where the runtime dir resolves to (or
         /// --runtime-dir) and replace a previous solvergate install there.
         #[arg(short = 'y', long)]
@@ -182,6 +189,8 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
             runtime_commands::configure(flag.clone(), python, &dirs).await
         }
         Command::InstallRuntime {
+            only,
+            python,
             yes,
             from_archive,
             manifest,
@@ -191,6 +200,8 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
                 yes,
                 from_archive,
                 manifest,
+                only,
+                python,
             };
             install::install_runtime(options, &settings, &dirs).await
         }
@@ -213,9 +224,14 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
     }
 }
 
-pub(crate) fn fail(error: &ToolError) -> ExitCode {
-    eprintln!("solvergate: {error}");
+/// Prints a problem on stderr and returns exit code 1.
+pub(crate) fn refuse(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("solvergate: {message}");
     ExitCode::from(1)
+}
+
+pub(crate) fn fail(error: &ToolError) -> ExitCode {
+    refuse(error)
 }
 
 async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {

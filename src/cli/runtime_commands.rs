@@ -5,16 +5,11 @@ use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{RuntimeKind, fail, render};
+use super::{RuntimeKind, fail, refuse, render};
 use crate::runtime::cpsat::{self, CpsatRuntime};
 use crate::runtime::{
     self, LocationSource, Runtime, RuntimeLocation, SolverList, UserDirs, config,
 };
-
-fn refuse(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("solvergate: {message}");
-    ExitCode::from(1)
-}
 
 /// Validates what the user points at, then saves it; nothing is saved
 /// unless everything named is usable.

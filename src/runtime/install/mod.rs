@@ -13,6 +13,7 @@
 //! and takes decisions as arguments.
 
 mod archive;
+pub mod cpsat;
 mod download;
 
 use std::fs;
@@ -91,6 +92,8 @@ pub enum InstallEvent {
     Progress { done: u64, total: Option<u64> },
     Verifying,
     Extracting,
+    CreatingVenv { python: String },
+    InstallingPackages { count: usize },
     SmokeCheck,
 }
 
@@ -119,6 +122,12 @@ pub enum InstallError {
         "{path} is not empty and was not installed by solvergate (no {MARKER_FILE}); refusing to replace it — pick an empty or new directory"
     )]
     Unmanaged { path: PathBuf },
+    #[error("{path} holds a previous solvergate install; confirm replacing it (--yes)")]
+    NeedsConfirmation { path: PathBuf },
+    #[error("no suitable Python: {0}")]
+    NoPython(String),
+    #[error("{0}")]
+    Step(String),
     #[error("install cancelled; nothing was changed")]
     Cancelled,
 }
@@ -169,20 +178,13 @@ pub async fn install_minizinc(
             });
         }
         TargetState::Managed(_) if !request.replace_confirmed => {
-            return Err(InstallError::Unmanaged {
+            return Err(InstallError::NeedsConfirmation {
                 path: target.clone(),
             });
         }
         _ => {}
     }
-    let parent = target.parent().ok_or_else(|| {
-        InstallError::io("use", target, std::io::Error::other("no parent directory"))
-    })?;
-    fs::create_dir_all(parent).map_err(|source| InstallError::io("create", parent, source))?;
-    let staging = tempfile::Builder::new()
-        .prefix(STAGING_PREFIX)
-        .tempdir_in(parent)
-        .map_err(|source| InstallError::io("create a staging directory in", parent, source))?;
+    let staging = stage_beside(target)?;
 
     let archive_path = match &request.source {
         ArchiveSource::Download => {
@@ -226,17 +228,15 @@ pub async fn install_minizinc(
         sha256: request.bundle.sha256.clone(),
         installed_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
     };
-    let marker_path = root.join(MARKER_FILE);
-    let marker_text = serde_json::to_string_pretty(&marker)
-        .map_err(|error| InstallError::io("encode", &marker_path, std::io::Error::other(error)))?;
-    fs::write(&marker_path, marker_text)
-        .map_err(|source| InstallError::io("write", &marker_path, source))?;
+    write_marker(&root, &marker)?;
     if cancel.is_cancelled() {
         return Err(InstallError::Cancelled);
     }
 
     swap_into_place(&root, target, staging.path())?;
-    let config_path = save_config(&request.config_dir, target)?;
+    let config_path = save_setting(&request.config_dir, |config| {
+        config.runtime_dir = Some(target.clone());
+    })?;
     Ok(InstallOutcome {
         target: target.clone(),
         marker,
@@ -338,16 +338,32 @@ fn swap_into_place(root: &Path, target: &Path, staging: &Path) -> Result<(), Ins
     Ok(())
 }
 
-/// Records the runtime in `install.json`, keeping whatever else is there.
-fn save_config(config_dir: &Path, target: &Path) -> Result<PathBuf, InstallError> {
-    let mut saved = match config::read(config_dir) {
-        config::ConfigRead::Found(saved) => saved,
-        config::ConfigRead::Missing | config::ConfigRead::Corrupt(_) => {
-            config::InstallConfig::default()
-        }
-    };
-    saved.runtime_dir = Some(target.to_path_buf());
-    config::write(config_dir, &saved)
+/// A staging directory in the target's parent (same filesystem, so the
+/// final move is a rename); it removes itself unless emptied by the move.
+fn stage_beside(target: &Path) -> Result<tempfile::TempDir, InstallError> {
+    let parent = target.parent().ok_or_else(|| {
+        InstallError::io("use", target, std::io::Error::other("no parent directory"))
+    })?;
+    fs::create_dir_all(parent).map_err(|source| InstallError::io("create", parent, source))?;
+    tempfile::Builder::new()
+        .prefix(STAGING_PREFIX)
+        .tempdir_in(parent)
+        .map_err(|source| InstallError::io("create a staging directory in", parent, source))
+}
+
+fn write_marker(root: &Path, marker: &RuntimeMarker) -> Result<(), InstallError> {
+    let path = root.join(MARKER_FILE);
+    let text = serde_json::to_string_pretty(marker)
+        .map_err(|error| InstallError::io("encode", &path, std::io::Error::other(error)))?;
+    fs::write(&path, text).map_err(|source| InstallError::io("write", &path, source))
+}
+
+/// Records a setting in `install.json`, keeping whatever else is there.
+fn save_setting(
+    config_dir: &Path,
+    change: impl FnOnce(&mut config::InstallConfig),
+) -> Result<PathBuf, InstallError> {
+    config::update(config_dir, change)
         .map_err(|source| InstallError::io("write the config in", config_dir, source))
 }
 

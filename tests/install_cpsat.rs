@@ -1,0 +1,137 @@
+//! `solvergate install-runtime --only cpsat` for real: a venv built with a
+//! system Python and filled by pip from the registry with the manifest's
+//! hash-locked pins. Needs the package registry (CI has it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const BUILTIN: &str = include_str!("../runtime-manifest.toml");
+
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Home {
+        Home {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_solvergate"))
+            .args(args)
+            .env("XDG_CONFIG_HOME", self.path().join("config"))
+            .env("XDG_DATA_HOME", self.path().join("data"))
+            .env("HOME", self.path())
+            // Share downloads between runs; pip still checks every hash.
+            .env(
+                "PIP_CACHE_DIR",
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("pip-cache"),
+            )
+            .env_remove("SOLVERGATE_CPSAT_PYTHON")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn venv(&self) -> PathBuf {
+        self.path().join("data/solvergate/cpsat")
+    }
+
+    fn config(&self) -> PathBuf {
+        self.path().join("config/solvergate/install.json")
+    }
+
+    /// What is in the data dir besides `keep`.
+    fn leftovers(&self, keep: &[&str]) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.path().join("data/solvergate")) else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| !keep.contains(&name.as_str()))
+            .collect()
+    }
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn builds_a_hash_locked_venv_that_imports_cp_sat() {
+    let home = Home::new();
+    let output = home.run(&["install-runtime", "--only", "cpsat", "--yes"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("Installed OR-Tools 9.15.6755"), "{stdout}");
+
+    let python = home.venv().join("bin/python");
+    assert!(python.exists());
+    let marker: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(home.venv().join(".solvergate-runtime.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(marker["version"], "9.15.6755");
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(home.config()).unwrap()).unwrap();
+    assert_eq!(config["cpsat_python"], python.to_str().unwrap());
+    assert!(
+        home.leftovers(&["cpsat"]).is_empty(),
+        "{:?}",
+        home.leftovers(&["cpsat"])
+    );
+
+    let check = home.run(&["check-runtime", "--only", "cpsat", "--json"]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let status: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(status["cpsat"]["ortools_version"], "9.15.6755");
+    assert_eq!(status["cpsat"]["source"], "config");
+
+    // Replacing our own venv needs a confirmation nobody can give here.
+    let again = home.run(&["install-runtime", "--only", "cpsat"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("--yes"), "{}", stderr(&again));
+    assert!(python.exists(), "a refused re-install keeps the venv");
+}
+
+#[test]
+fn a_wrong_pin_is_refused_and_leaves_nothing() {
+    let home = Home::new();
+    // Every ortools hash in the manifest replaced by one that matches no wheel.
+    let start = BUILTIN.find("name = \"ortools\"").unwrap();
+    let list_start = start + BUILTIN[start..].find("sha256 = [").unwrap();
+    let list_end = list_start + BUILTIN[list_start..].find(']').unwrap() + 1;
+    let manifest_text = format!(
+        "{}sha256 = [\"{}\"]{}",
+        &BUILTIN[..list_start],
+        "0".repeat(64),
+        &BUILTIN[list_end..]
+    );
+    let manifest = home.path().join("manifest.toml");
+    std::fs::write(&manifest, manifest_text).unwrap();
+    let output = home.run(&[
+        "install-runtime",
+        "--only",
+        "cpsat",
+        "--yes",
+        "--manifest",
+        manifest.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let message = stderr(&output).to_ascii_lowercase();
+    assert!(message.contains("hash"), "{message}");
+    assert!(!home.venv().exists());
+    assert!(!home.config().exists());
+    assert!(home.leftovers(&[]).is_empty(), "{:?}", home.leftovers(&[]));
+}
