@@ -13,6 +13,7 @@
 pub mod cli;
 pub mod diagnostics;
 pub mod exec;
+pub mod jobs;
 pub mod mcp;
 pub mod minizinc;
 pub mod progress;

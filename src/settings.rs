@@ -12,6 +12,27 @@ pub const RUNTIME_DIR_VAR: &str = "SOLVERGATE_RUNTIME_DIR";
 /// Environment variable naming the CP-SAT runtime's Python interpreter.
 pub const CPSAT_PYTHON_VAR: &str = "SOLVERGATE_CPSAT_PYTHON";
 
+/// Bounds of a background job registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobBounds {
+    /// Jobs running at once (at least 1).
+    pub max_running: usize,
+    /// Jobs waiting for a slot (at least 0).
+    pub max_queued: usize,
+    /// Finished jobs kept for polling, oldest evicted first (at least 1).
+    pub max_retained_terminal: usize,
+}
+
+impl Default for JobBounds {
+    fn default() -> Self {
+        JobBounds {
+            max_running: 4,
+            max_queued: 16,
+            max_retained_terminal: 64,
+        }
+    }
+}
+
 /// Everything the environment can configure.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
@@ -19,6 +40,9 @@ pub struct Settings {
     pub runtime_dir: Option<PathBuf>,
     /// `SOLVERGATE_CPSAT_PYTHON`, when set and not empty.
     pub cpsat_python: Option<PathBuf>,
+    /// `SOLVERGATE_MAX_RUNNING_JOBS`, `..._MAX_QUEUED_JOBS`,
+    /// `..._MAX_RETAINED_TERMINAL`: the MiniZinc job registry.
+    pub jobs: JobBounds,
 }
 
 /// A variable whose value cannot be used.
@@ -52,7 +76,31 @@ impl Settings {
                 other => Ok(other),
             }
         };
+        let count = |variable: &'static str, default: usize, minimum: usize| {
+            let Some(value) = lookup(variable).filter(|value| !value.is_empty()) else {
+                return Ok(default);
+            };
+            let text = value.to_string_lossy();
+            match text.trim().parse::<usize>() {
+                Ok(number) if number >= minimum => Ok(number),
+                _ => Err(SettingsError {
+                    variable,
+                    problem: format!("must be a whole number of at least {minimum}, got {text:?}"),
+                }),
+            }
+        };
+        let defaults = JobBounds::default();
+        let jobs = JobBounds {
+            max_running: count("SOLVERGATE_MAX_RUNNING_JOBS", defaults.max_running, 1)?,
+            max_queued: count("SOLVERGATE_MAX_QUEUED_JOBS", defaults.max_queued, 0)?,
+            max_retained_terminal: count(
+                "SOLVERGATE_MAX_RETAINED_TERMINAL",
+                defaults.max_retained_terminal,
+                1,
+            )?,
+        };
         Ok(Settings {
+            jobs,
             runtime_dir: absolute_path(
                 RUNTIME_DIR_VAR,
                 "a runtime root (the directory holding bin/minizinc)",
@@ -76,8 +124,32 @@ mod tests {
     }
 
     #[test]
+    fn job_bounds_default_and_validate() {
+        let settings = Settings::from_lookup(|_| None).unwrap();
+        assert_eq!(settings.jobs, JobBounds::default());
+        let custom = Settings::from_lookup(|name| match name {
+            "SOLVERGATE_MAX_RUNNING_JOBS" => Some("2".into()),
+            "SOLVERGATE_MAX_QUEUED_JOBS" => Some("0".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!((custom.jobs.max_running, custom.jobs.max_queued), (2, 0));
+        for (variable, value) in [
+            ("SOLVERGATE_MAX_RUNNING_JOBS", "0"),
+            ("SOLVERGATE_MAX_QUEUED_JOBS", "-1"),
+            ("SOLVERGATE_MAX_RETAINED_TERMINAL", "many"),
+        ] {
+            let error =
+                Settings::from_lookup(|name| (name == variable).then(|| value.into())).unwrap_err();
+            assert!(error.to_string().starts_with(variable), "{error}");
+        }
+    }
+
+    #[test]
     fn relative_runtime_dir_names_the_variable() {
-        let error = Settings::from_lookup(|_| Some("minizinc".into())).unwrap_err();
+        let error =
+            Settings::from_lookup(|name| (name == RUNTIME_DIR_VAR).then(|| "minizinc".into()))
+                .unwrap_err();
         assert!(error.to_string().starts_with("SOLVERGATE_RUNTIME_DIR:"));
     }
 }

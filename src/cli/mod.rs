@@ -207,7 +207,7 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
         }
         Command::Stdio { toolset } => {
             let (minizinc, cpsat) = resolve();
-            serve_stdio(minizinc, cpsat, toolset).await
+            serve_stdio(minizinc, cpsat, toolset, settings.jobs).await
         }
         Command::CheckRuntime { only, json } => {
             let (minizinc, cpsat) = resolve();
@@ -282,6 +282,7 @@ async fn serve_stdio(
     runtime: Arc<Runtime>,
     cpsat: Arc<CpsatRuntime>,
     toolset: Toolset,
+    bounds: crate::settings::JobBounds,
 ) -> ExitCode {
     use rmcp::ServiceExt;
 
@@ -306,7 +307,8 @@ async fn serve_stdio(
     }
 
     let shutdown = CancellationToken::new();
-    let server = SolvergateServer::new(runtime, cpsat, toolset, shutdown.clone());
+    let server = SolvergateServer::new(runtime, cpsat, toolset, bounds, shutdown.clone());
+    let jobs = server.clone();
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
     let stdin = crate::mcp::EofSignal::new(stdin, shutdown.clone());
     let service = match server.serve((stdin, stdout)).await {
@@ -317,17 +319,19 @@ async fn serve_stdio(
         }
     };
     let cancel = service.cancellation_token();
+    let on_signal = shutdown.clone();
     tokio::spawn(async move {
         shutdown_signal().await;
-        shutdown.cancel();
+        on_signal.cancel();
         cancel.cancel();
     });
-    match service.waiting().await {
+    let ended = service.waiting().await;
+    // Jobs outlive requests but not the server: kill every tree first.
+    shutdown.cancel();
+    jobs.shutdown_jobs().await;
+    match ended {
         Ok(_) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("solvergate: MCP session ended with an error: {error}");
-            ExitCode::from(1)
-        }
+        Err(error) => refuse(format!("MCP session ended with an error: {error}")),
     }
 }
 

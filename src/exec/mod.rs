@@ -94,7 +94,9 @@ impl ChildCommand {
 pub struct Limits {
     /// Wall-clock budget from spawn; past it the tree is stopped.
     pub timeout: Duration,
-    /// Time between SIGTERM to the group and SIGKILL to the session.
+    /// Time between SIGTERM to the group and SIGKILL to the session, when
+    /// the deadline or the cap stops a child (a cancelled child is killed at
+    /// once).
     pub term_grace: Duration,
     /// Combined cap on stdout + stderr bytes kept.
     pub output_cap: u64,
@@ -231,9 +233,12 @@ pub async fn run(
 
     let status = match status {
         Some(status) => Some(status.map_err(io_error("wait"))?),
+        // Cancelled means "stop now": straight to the SIGKILL sweep below.
+        None if ending == Ending::Cancelled => None,
         None => {
-            // Ask nicely first: MiniZinc forwards SIGTERM to its solver and
-            // flushes what it has. Then make sure.
+            // Past the deadline or the cap, ask nicely first: MiniZinc
+            // forwards SIGTERM to its solver and flushes what it has. Then
+            // make sure.
             tree::signal_group(guard.leader, Signal::SIGTERM);
             let _ = tokio::time::timeout(limits.term_grace, child.wait()).await;
             None

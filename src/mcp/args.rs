@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
 use crate::diagnostics::ToolError;
+use crate::jobs::PortfolioRequest;
 use crate::minizinc::{DEFAULT_TIMEOUT_MS, PreflightRequest, SolveControls, SolveRequest, Sources};
 
 /// Reads a tool's arguments; a malformed one is an `invalid_request` that
@@ -217,6 +218,80 @@ impl From<SolveFilesArgs> for SolveRequest {
                 all_solutions: args.all_solutions,
                 num_solutions: args.num_solutions,
             },
+        }
+    }
+}
+
+/// Arguments of the get and cancel job tools.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobIdArgs {
+    /// The id a submit returned.
+    pub job_id: String,
+}
+
+/// Arguments of the list job tools (none).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+fn one() -> i64 {
+    1
+}
+
+/// Arguments of `submit_portfolio_job`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PortfolioArgs {
+    /// Alternative formulations of the same instance (complete MiniZinc
+    /// models sharing `data` and `checker`); not a batch of different problems.
+    pub models: Vec<String>,
+    /// Solvers to race (ids, short names or tags).
+    pub solvers: Vec<String>,
+    /// Optional inline `.dzn` data shared by every attempt.
+    #[serde(default)]
+    pub data: Option<String>,
+    /// Optional MiniZinc checker shared by every attempt.
+    #[serde(default)]
+    pub checker: Option<String>,
+    /// 1: each (model, solver) runs once unseeded; n > 1: with seeds 1..n
+    /// (every solver must support -r).
+    #[serde(default = "one")]
+    pub seed_count: i64,
+    /// Exact seeds instead of seed_count (non-empty, no repeats).
+    #[serde(default)]
+    pub seeds: Option<Vec<i64>>,
+    /// Budget of each attempt in milliseconds; strictly positive.
+    #[serde(default = "default_timeout_ms")]
+    pub per_attempt_timeout_ms: i64,
+    /// `-f` for every attempt.
+    #[serde(default)]
+    pub free_search: bool,
+    /// `-p <n>` for every attempt, at least 1.
+    #[serde(default)]
+    pub parallel: Option<i64>,
+    /// `-a` for every attempt.
+    #[serde(default)]
+    pub all_solutions: bool,
+    /// `-n <n>` for every attempt, at least 1.
+    #[serde(default)]
+    pub num_solutions: Option<i64>,
+}
+
+impl From<PortfolioArgs> for PortfolioRequest {
+    fn from(args: PortfolioArgs) -> Self {
+        PortfolioRequest {
+            models: args.models,
+            solvers: args.solvers,
+            data: args.data,
+            checker: args.checker,
+            seed_count: args.seed_count,
+            seeds: args.seeds,
+            per_attempt_timeout_ms: args.per_attempt_timeout_ms,
+            free_search: args.free_search,
+            parallel: args.parallel,
+            all_solutions: args.all_solutions,
+            num_solutions: args.num_solutions,
         }
     }
 }

@@ -32,13 +32,20 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::diagnostics::ToolError;
+use crate::jobs::{
+    PortfolioJobList, PortfolioJobStatus, PortfolioRequest, Portfolios, SolveJobList,
+    SolveJobStatus, SolveJobs,
+};
 use crate::minizinc::{
     CheckResult, MiniZinc, ModelInspectionResult, PreflightRequest, SolveRequest, SolveResult,
 };
 use crate::progress::Progress;
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{self, Runtime, RuntimeStatus, SolverList};
-use args::{FilesArgs, ModelArgs, SolveFilesArgs, SolveModelArgs};
+use crate::settings::JobBounds;
+use args::{
+    FilesArgs, JobIdArgs, ModelArgs, NoArgs, PortfolioArgs, SolveFilesArgs, SolveModelArgs,
+};
 pub use shutdown::EofSignal;
 
 /// Which tools the server advertises.
@@ -51,7 +58,18 @@ pub enum Toolset {
 }
 
 /// Tools only the full toolset advertises.
-const FULL_ONLY: &[&str] = &["inspect_minizinc_model", "inspect_minizinc_files"];
+const FULL_ONLY: &[&str] = &[
+    "inspect_minizinc_model",
+    "inspect_minizinc_files",
+    "submit_solve_job",
+    "get_solve_job",
+    "cancel_solve_job",
+    "list_solve_jobs",
+    "submit_portfolio_job",
+    "get_portfolio_job",
+    "cancel_portfolio_job",
+    "list_portfolio_jobs",
+];
 
 const INSTRUCTIONS: &str = "\
 solvergate runs constraint models on a local MiniZinc runtime and reports the runtime's own answer. \
@@ -70,6 +88,8 @@ an `ok` check means the model compiles, not that it is satisfiable.";
 #[derive(Clone)]
 pub struct SolvergateServer {
     minizinc: MiniZinc,
+    solve_jobs: SolveJobs,
+    portfolios: Portfolios,
     cpsat: Arc<CpsatRuntime>,
     /// Cancelled when the client goes away; every call runs under a child.
     shutdown: CancellationToken,
@@ -113,6 +133,7 @@ impl SolvergateServer {
         runtime: Arc<Runtime>,
         cpsat: Arc<CpsatRuntime>,
         toolset: Toolset,
+        bounds: JobBounds,
         shutdown: CancellationToken,
     ) -> Self {
         let mut tool_router = Self::tool_router();
@@ -121,13 +142,24 @@ impl SolvergateServer {
                 tool_router.remove_route(name);
             }
         }
+        let minizinc = MiniZinc::new(runtime);
+        let solve_jobs = SolveJobs::new(minizinc.clone(), bounds, shutdown.clone());
+        let portfolios = Portfolios::new(solve_jobs.clone(), bounds, shutdown.clone());
         SolvergateServer {
-            minizinc: MiniZinc::new(runtime),
+            minizinc,
+            solve_jobs,
+            portfolios,
             cpsat,
             shutdown,
             tool_router,
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
         }
+    }
+
+    /// Stops every background job and waits until their processes are gone.
+    pub async fn shutdown_jobs(&self) {
+        self.portfolios.shutdown().await;
+        self.solve_jobs.shutdown().await;
     }
 
     /// Names of the tools this server advertises.
@@ -350,6 +382,140 @@ impl SolvergateServer {
             render::solve,
         )
         .await
+    }
+
+    #[tool(
+        description = "Start a MiniZinc solve in the background and return at once with a job_id (state queued or running). Same arguments as solve_minizinc_model; argument errors are reported before a job exists. Poll get_solve_job; use for solves that may outlast a client's request timeout.",
+        input_schema = args::schema::<SolveModelArgs>(),
+        output_schema = schema_for_output::<SolveJobStatus>()
+    )]
+    async fn submit_solve_job(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let args: SolveModelArgs = match args::parse(arguments) {
+            Ok(args) => args,
+            Err(error) => return refuse(&error),
+        };
+        let (cancel, _link) = self.call_token(&context);
+        let outcome = self
+            .solve_jobs
+            .submit(SolveRequest::from(args), &cancel)
+            .await;
+        answer(outcome, render::solve_job)
+    }
+
+    #[tool(
+        description = "Read a background solve job: state (queued, running, succeeded, failed, timeout, cancelled), timing, and the full SolveResult once it is succeeded or timeout. Pace polls against timeout_ms - elapsed_ms.",
+        input_schema = args::schema::<JobIdArgs>(),
+        output_schema = schema_for_output::<SolveJobStatus>()
+    )]
+    async fn get_solve_job(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<JobIdArgs>(arguments) {
+            Ok(args) => answer(self.solve_jobs.get(&args.job_id), render::solve_job),
+            Err(error) => refuse(&error),
+        }
+    }
+
+    #[tool(
+        description = "Cancel a background solve job: a queued job is dropped, a running one has its MiniZinc and solver processes killed. Returns when the job is cancelled; idempotent.",
+        input_schema = args::schema::<JobIdArgs>(),
+        output_schema = schema_for_output::<SolveJobStatus>()
+    )]
+    async fn cancel_solve_job(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<JobIdArgs>(arguments) {
+            Ok(args) => answer(
+                self.solve_jobs.cancel(&args.job_id).await,
+                render::solve_job,
+            ),
+            Err(error) => refuse(&error),
+        }
+    }
+
+    #[tool(
+        description = "List the retained background solve jobs (portfolio attempts included), oldest first. Finished jobs are kept only up to a cap.",
+        input_schema = args::schema::<NoArgs>(),
+        output_schema = schema_for_output::<SolveJobList>()
+    )]
+    async fn list_solve_jobs(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<NoArgs>(arguments) {
+            Ok(_) => answer(
+                Ok::<_, ToolError>(self.solve_jobs.list()),
+                render::solve_jobs,
+            ),
+            Err(error) => refuse(&error),
+        }
+    }
+
+    #[tool(
+        description = "Race several formulations of one instance across solvers and seeds in the background; returns at once with a job_id. The first attempt with a decisive verdict (optimal, satisfied, unsatisfiable, unbounded) wins and the server kills the others immediately; otherwise the best attempt wins. Poll get_portfolio_job for the winner and the full attempts table.",
+        input_schema = args::schema::<PortfolioArgs>(),
+        output_schema = schema_for_output::<PortfolioJobStatus>()
+    )]
+    async fn submit_portfolio_job(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let args: PortfolioArgs = match args::parse(arguments) {
+            Ok(args) => args,
+            Err(error) => return refuse(&error),
+        };
+        let (cancel, _link) = self.call_token(&context);
+        let outcome = self
+            .portfolios
+            .submit(PortfolioRequest::from(args), &cancel)
+            .await;
+        answer(outcome, render::portfolio_job)
+    }
+
+    #[tool(
+        description = "Read a portfolio job: state (running, succeeded, cancelled) and, once succeeded, the PortfolioSolveResult with the winner, every attempt and provenance hashes. Reading never changes the race.",
+        input_schema = args::schema::<JobIdArgs>(),
+        output_schema = schema_for_output::<PortfolioJobStatus>()
+    )]
+    async fn get_portfolio_job(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<JobIdArgs>(arguments) {
+            Ok(args) => answer(self.portfolios.get(&args.job_id), render::portfolio_job),
+            Err(error) => refuse(&error),
+        }
+    }
+
+    #[tool(
+        description = "Stop a portfolio race and every attempt (their processes are killed). Returns when all are stopped; idempotent.",
+        input_schema = args::schema::<JobIdArgs>(),
+        output_schema = schema_for_output::<PortfolioJobStatus>()
+    )]
+    async fn cancel_portfolio_job(
+        &self,
+        arguments: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<JobIdArgs>(arguments) {
+            Ok(args) => answer(
+                self.portfolios.cancel(&args.job_id).await,
+                render::portfolio_job,
+            ),
+            Err(error) => refuse(&error),
+        }
+    }
+
+    #[tool(
+        description = "List the retained portfolio jobs, oldest first.",
+        input_schema = args::schema::<NoArgs>(),
+        output_schema = schema_for_output::<PortfolioJobList>()
+    )]
+    async fn list_portfolio_jobs(
+        &self,
+        arguments: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<NoArgs>(arguments) {
+            Ok(_) => answer(
+                Ok::<_, ToolError>(self.portfolios.list()),
+                render::portfolio_jobs,
+            ),
+            Err(error) => refuse(&error),
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use crate::diagnostics::Diagnostic;
+use crate::jobs::{PortfolioJobList, PortfolioJobStatus, SolveJobList, SolveJobStatus};
 use crate::minizinc::{CheckResult, ModelInspectionResult, SolveResult};
 use crate::runtime::{RuntimeStatus, SolverList};
 
@@ -165,6 +166,115 @@ pub fn solve(result: &SolveResult) -> String {
         }
         text.push_str(
             "When you answer, include the Statistics section as given; do not omit it.\n",
+        );
+    }
+    text
+}
+
+pub fn solve_job(status: &SolveJobStatus) -> String {
+    let mut text = format!(
+        "Solve job {}: {} ({} ms of a {} ms budget)\n",
+        status.job_id,
+        status.state.as_str(),
+        status.elapsed_ms,
+        status.timeout_ms
+    );
+    if let Some(message) = &status.message {
+        let _ = writeln!(text, "Message: {message}");
+    }
+    match &status.result {
+        Some(result) => text.push_str(&solve(result)),
+        None => diagnostic_line(&mut text, status.diagnostic.as_ref()),
+    }
+    text
+}
+
+pub fn solve_jobs(list: &SolveJobList) -> String {
+    if list.jobs.is_empty() {
+        return "No solve jobs are retained.\n".to_owned();
+    }
+    let mut text =
+        String::from("| job_id | state | elapsed_ms | status |\n| --- | --- | --- | --- |\n");
+    for job in &list.jobs {
+        let status = job
+            .result
+            .as_ref()
+            .map_or("", |result| result.status.as_str());
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} | {status} |",
+            job.job_id,
+            job.state.as_str(),
+            job.elapsed_ms
+        );
+    }
+    text
+}
+
+pub fn portfolio_job(status: &PortfolioJobStatus) -> String {
+    let mut text = format!(
+        "Portfolio job {}: {} ({} attempts, {} ms)\n",
+        status.job_id,
+        status.state.as_str(),
+        status.attempt_job_ids.len(),
+        status.elapsed_ms
+    );
+    diagnostic_line(&mut text, status.diagnostic.as_ref());
+    let Some(result) = &status.result else {
+        return text;
+    };
+    if let Some(index) = result.winner_index
+        && let Some(attempt) = result.attempts.get(index)
+    {
+        let seed = attempt
+            .seed
+            .map_or("unseeded".to_owned(), |seed| format!("seed {seed}"));
+        let _ = writeln!(
+            text,
+            "Winner: attempt {index} — model {} with {} ({seed})",
+            attempt.model_index, attempt.solver
+        );
+    } else {
+        text.push_str("No winner.\n");
+    }
+    text.push_str("| attempt | model | solver | seed | state | status | objective |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+    for attempt in &result.attempts {
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            attempt.index,
+            attempt.model_index,
+            attempt.solver,
+            attempt.seed.map_or("-".to_owned(), |seed| seed.to_string()),
+            attempt.state.as_str(),
+            attempt.status.as_deref().unwrap_or("-"),
+            attempt
+                .objective
+                .as_ref()
+                .map_or("-".to_owned(), ToString::to_string)
+        );
+    }
+    if let Some(winner) = &result.winner {
+        text.push_str("\nWinning solve:\n");
+        text.push_str(&solve(winner));
+    }
+    text
+}
+
+pub fn portfolio_jobs(list: &PortfolioJobList) -> String {
+    if list.jobs.is_empty() {
+        return "No portfolio jobs are retained.\n".to_owned();
+    }
+    let mut text =
+        String::from("| job_id | state | attempts | elapsed_ms |\n| --- | --- | --- | --- |\n");
+    for job in &list.jobs {
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} | {} |",
+            job.job_id,
+            job.state.as_str(),
+            job.attempt_job_ids.len(),
+            job.elapsed_ms
         );
     }
     text

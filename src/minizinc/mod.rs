@@ -186,6 +186,34 @@ impl MiniZinc {
         Ok(result)
     }
 
+    /// Everything about a solve request that can be checked without running
+    /// it: budget, controls, sources, solver, capability gate.
+    async fn validate_solve(
+        &self,
+        request: &SolveRequest,
+        cancel: &CancellationToken,
+    ) -> Result<(u64, &SolverInfo), ToolError> {
+        let timeout_ms = validate_timeout(request.timeout_ms)?;
+        request.controls.validate()?;
+        request.sources.validate()?;
+        let solver = self
+            .select_solver(request.solver.as_deref(), cancel)
+            .await?;
+        request.controls.gate(solver)?;
+        Ok((timeout_ms, solver))
+    }
+
+    /// Checks a solve request completely (paths included) without running
+    /// it, so a background job is refused before it exists.
+    pub async fn admit(
+        &self,
+        request: &SolveRequest,
+        cancel: &CancellationToken,
+    ) -> Result<(), ToolError> {
+        self.validate_solve(request, cancel).await?;
+        request.sources.prepare().map(drop)
+    }
+
     /// The solver a request means, from the runtime's catalog.
     pub async fn select_solver(
         &self,

@@ -294,7 +294,7 @@ mod tests {
         let dirs = dirs(scratch.path());
         let env = Settings {
             runtime_dir: Some(PathBuf::from("/from/env")),
-            cpsat_python: None,
+            ..Settings::default()
         };
         let none = Settings::default();
 

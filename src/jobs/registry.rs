@@ -1,0 +1,546 @@
+//! A bounded, in-process registry of background jobs, generic over what a
+//! job produces.
+//!
+//! At most `max_running` jobs run; up to `max_queued` more wait and start in
+//! submission order as slots free; a submission beyond that is refused.
+//! Finished jobs are kept for polling up to `max_retained_terminal`, oldest
+//! evicted first. A job's work gets a cancellation token (a child of the
+//! registry's shutdown token); cancelling a queued job drops it before it
+//! starts, cancelling a running one cancels its token and waits for the work
+//! to end, so its processes are gone when `cancel` returns.
+//!
+//! The one rule a maintainer must keep: the registry lock is never held
+//! across an `.await`.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Instant, SystemTime};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::settings::JobBounds;
+
+/// Where a job is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+    Timeout,
+    Cancelled,
+}
+
+impl JobState {
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, JobState::Queued | JobState::Running)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Queued => "queued",
+            JobState::Running => "running",
+            JobState::Succeeded => "succeeded",
+            JobState::Failed => "failed",
+            JobState::Timeout => "timeout",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// How a job's work ended.
+#[derive(Debug, Clone)]
+pub enum Outcome<R> {
+    Succeeded(R),
+    /// Ran out of time; the partial result is kept.
+    TimedOut(R),
+    /// Our machinery failed; no result.
+    Failed(String),
+    Cancelled,
+}
+
+/// The work of one job, started with its cancellation token.
+pub type Work<R> = Pin<Box<dyn Future<Output = Outcome<R>> + Send>>;
+pub type Start<R> = Box<dyn FnOnce(CancellationToken) -> Work<R> + Send>;
+
+/// A job as a poll sees it.
+#[derive(Debug, Clone)]
+pub struct JobSnapshot<R, M> {
+    pub id: String,
+    /// What the submitter attached (e.g. the requested budget).
+    pub meta: M,
+    pub state: JobState,
+    pub submitted_at: SystemTime,
+    pub started_at: Option<SystemTime>,
+    pub finished_at: Option<SystemTime>,
+    /// Running time so far, or in all once finished; 0 while queued.
+    pub elapsed_ms: u64,
+    pub result: Option<R>,
+    pub message: Option<String>,
+}
+
+/// A submission the registry has no room for.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the {what} registry is full ({running} running of {max_running}, {queued} queued of {max_queued}); {asked} more cannot be admitted — retry when a job finishes, or raise the bounds"
+)]
+pub struct RegistryFull {
+    pub what: &'static str,
+    pub asked: usize,
+    pub running: usize,
+    pub max_running: usize,
+    pub queued: usize,
+    pub max_queued: usize,
+}
+
+struct Entry<R, M> {
+    meta: M,
+    state: JobState,
+    submitted_at: SystemTime,
+    started_at: Option<SystemTime>,
+    started: Option<Instant>,
+    finished_at: Option<SystemTime>,
+    ran_ms: u64,
+    result: Option<R>,
+    message: Option<String>,
+    token: CancellationToken,
+    start: Option<Start<R>>,
+    done: watch::Sender<bool>,
+}
+
+struct Inner<R, M> {
+    jobs: HashMap<String, Entry<R, M>>,
+    /// Every retained job, in submission order.
+    order: Vec<String>,
+    queue: VecDeque<String>,
+    running: usize,
+    terminal: VecDeque<String>,
+}
+
+struct Shared<R, M> {
+    what: &'static str,
+    bounds: JobBounds,
+    shutdown: CancellationToken,
+    inner: Mutex<Inner<R, M>>,
+}
+
+/// The registry; cloning shares it. `R` is what a job produces, `M` what
+/// the submitter attaches to it.
+pub struct JobRegistry<R, M = ()> {
+    shared: Arc<Shared<R, M>>,
+}
+
+impl<R, M> Clone for JobRegistry<R, M> {
+    fn clone(&self) -> Self {
+        JobRegistry {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<R: Clone + Send + 'static, M: Clone + Send + 'static> JobRegistry<R, M> {
+    /// `what` names the registry in messages ("solve job").
+    pub fn new(what: &'static str, bounds: JobBounds, shutdown: CancellationToken) -> Self {
+        JobRegistry {
+            shared: Arc::new(Shared {
+                what,
+                bounds,
+                shutdown,
+                inner: Mutex::new(Inner {
+                    jobs: HashMap::new(),
+                    order: Vec::new(),
+                    queue: VecDeque::new(),
+                    running: 0,
+                    terminal: VecDeque::new(),
+                }),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner<R, M>> {
+        // A panic while holding the lock cannot leave the maps half-updated
+        // in a way later calls could not live with; keep serving.
+        self.shared
+            .inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn bounds(&self) -> JobBounds {
+        self.shared.bounds
+    }
+
+    /// Admits one job.
+    pub fn submit(&self, meta: M, start: Start<R>) -> Result<JobSnapshot<R, M>, RegistryFull> {
+        let mut admitted = self.submit_all(vec![(meta, start)])?;
+        admitted.pop().ok_or(RegistryFull {
+            what: self.shared.what,
+            asked: 1,
+            running: 0,
+            max_running: self.shared.bounds.max_running,
+            queued: 0,
+            max_queued: self.shared.bounds.max_queued,
+        })
+    }
+
+    /// Admits every job or none: all fit in the free running and queued
+    /// slots, or the whole batch is refused.
+    pub fn submit_all(
+        &self,
+        starts: Vec<(M, Start<R>)>,
+    ) -> Result<Vec<JobSnapshot<R, M>>, RegistryFull> {
+        let bounds = self.shared.bounds;
+        let mut to_start = Vec::new();
+        let mut ids = Vec::new();
+        {
+            let mut inner = self.lock();
+            let free = bounds.max_running.saturating_sub(inner.running)
+                + bounds.max_queued.saturating_sub(inner.queue.len());
+            if starts.len() > free {
+                return Err(RegistryFull {
+                    what: self.shared.what,
+                    asked: starts.len(),
+                    running: inner.running,
+                    max_running: bounds.max_running,
+                    queued: inner.queue.len(),
+                    max_queued: bounds.max_queued,
+                });
+            }
+            for (meta, start) in starts {
+                let id = uuid::Uuid::new_v4().simple().to_string();
+                let (done, _) = watch::channel(false);
+                inner.jobs.insert(
+                    id.clone(),
+                    Entry {
+                        meta,
+                        state: JobState::Queued,
+                        submitted_at: SystemTime::now(),
+                        started_at: None,
+                        started: None,
+                        finished_at: None,
+                        ran_ms: 0,
+                        result: None,
+                        message: None,
+                        token: self.shared.shutdown.child_token(),
+                        start: Some(start),
+                        done,
+                    },
+                );
+                inner.order.push(id.clone());
+                inner.queue.push_back(id.clone());
+                ids.push(id);
+            }
+            to_start.extend(self.take_startable(&mut inner));
+        }
+        for (id, token, start) in to_start {
+            self.spawn(id, token, start);
+        }
+        Ok(ids.iter().filter_map(|id| self.get(id)).collect())
+    }
+
+    /// Moves queued jobs into free running slots; returns what to spawn.
+    fn take_startable(
+        &self,
+        inner: &mut Inner<R, M>,
+    ) -> Vec<(String, CancellationToken, Start<R>)> {
+        let mut startable = Vec::new();
+        while inner.running < self.shared.bounds.max_running {
+            let Some(id) = inner.queue.pop_front() else {
+                break;
+            };
+            let Some(entry) = inner.jobs.get_mut(&id) else {
+                continue;
+            };
+            let Some(start) = entry.start.take() else {
+                continue;
+            };
+            entry.state = JobState::Running;
+            entry.started_at = Some(SystemTime::now());
+            entry.started = Some(Instant::now());
+            inner.running += 1;
+            startable.push((id, entry.token.clone(), start));
+        }
+        startable
+    }
+
+    fn spawn(&self, id: String, token: CancellationToken, start: Start<R>) {
+        let registry = self.clone();
+        tokio::spawn(async move {
+            let work = start(token);
+            let outcome = work.await;
+            registry.finish(&id, outcome);
+        });
+    }
+
+    /// Records how a running job ended and starts the next queued ones.
+    fn finish(&self, id: &str, outcome: Outcome<R>) {
+        let to_start = {
+            let mut inner = self.lock();
+            inner.running = inner.running.saturating_sub(1);
+            if let Some(entry) = inner.jobs.get_mut(id) {
+                let (state, result, message) = match outcome {
+                    Outcome::Succeeded(result) => (JobState::Succeeded, Some(result), None),
+                    Outcome::TimedOut(result) => (JobState::Timeout, Some(result), None),
+                    Outcome::Failed(message) => (JobState::Failed, None, Some(message)),
+                    Outcome::Cancelled => (
+                        JobState::Cancelled,
+                        None,
+                        Some("cancelled; its processes were stopped".to_owned()),
+                    ),
+                };
+                entry.state = state;
+                entry.result = result;
+                entry.message = message;
+                entry.finished_at = Some(SystemTime::now());
+                entry.ran_ms = entry.started.map_or(0, elapsed_ms);
+                entry.done.send_replace(true);
+                self.retire(&mut inner, id);
+            }
+            self.take_startable(&mut inner)
+        };
+        for (id, token, start) in to_start {
+            self.spawn(id, token, start);
+        }
+    }
+
+    /// Keeps at most `max_retained_terminal` finished jobs.
+    fn retire(&self, inner: &mut Inner<R, M>, id: &str) {
+        inner.terminal.push_back(id.to_owned());
+        while inner.terminal.len() > self.shared.bounds.max_retained_terminal {
+            if let Some(old) = inner.terminal.pop_front() {
+                inner.jobs.remove(&old);
+                inner.order.retain(|kept| *kept != old);
+            }
+        }
+    }
+
+    pub fn get(&self, id: &str) -> Option<JobSnapshot<R, M>> {
+        let inner = self.lock();
+        inner.jobs.get(id).map(|entry| snapshot(id, entry))
+    }
+
+    /// Every retained job, in submission order.
+    pub fn list(&self) -> Vec<JobSnapshot<R, M>> {
+        let inner = self.lock();
+        inner
+            .order
+            .iter()
+            .filter_map(|id| inner.jobs.get(id).map(|entry| snapshot(id, entry)))
+            .collect()
+    }
+
+    /// Cancels a job without waiting: a queued one is dropped at once, a
+    /// running one has its token cancelled. Unknown ids return false.
+    pub fn request_cancel(&self, id: &str) -> bool {
+        let mut inner = self.lock();
+        let Some(entry) = inner.jobs.get_mut(id) else {
+            return false;
+        };
+        match entry.state {
+            JobState::Queued => {
+                entry.state = JobState::Cancelled;
+                entry.start = None;
+                entry.finished_at = Some(SystemTime::now());
+                entry.message = Some("cancelled before it started".to_owned());
+                entry.token.cancel();
+                entry.done.send_replace(true);
+                inner.queue.retain(|queued| queued != id);
+                self.retire(&mut inner, id);
+            }
+            JobState::Running => entry.token.cancel(),
+            _ => {}
+        }
+        true
+    }
+
+    /// Cancels a job and waits until it is terminal (its processes gone).
+    /// Idempotent; `None` for an unknown id.
+    pub async fn cancel(&self, id: &str) -> Option<JobSnapshot<R, M>> {
+        if !self.request_cancel(id) {
+            return None;
+        }
+        self.wait(id).await
+    }
+
+    /// Waits until a job is terminal; `None` for an unknown id.
+    pub async fn wait(&self, id: &str) -> Option<JobSnapshot<R, M>> {
+        let mut done = {
+            let inner = self.lock();
+            inner.jobs.get(id)?.done.subscribe()
+        };
+        let _ = done.wait_for(|finished| *finished).await;
+        self.get(id)
+    }
+
+    /// Cancels every job and waits until none runs.
+    pub async fn shutdown(&self) {
+        let ids: Vec<String> = self.lock().order.clone();
+        for id in &ids {
+            self.request_cancel(id);
+        }
+        for id in &ids {
+            self.wait(id).await;
+        }
+    }
+}
+
+fn elapsed_ms(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+fn snapshot<R: Clone, M: Clone>(id: &str, entry: &Entry<R, M>) -> JobSnapshot<R, M> {
+    let elapsed_ms = match entry.state {
+        JobState::Running => entry.started.map_or(0, elapsed_ms),
+        JobState::Queued => 0,
+        _ => entry.ran_ms,
+    };
+    JobSnapshot {
+        id: id.to_owned(),
+        meta: entry.meta.clone(),
+        state: entry.state,
+        submitted_at: entry.submitted_at,
+        started_at: entry.started_at,
+        finished_at: entry.finished_at,
+        elapsed_ms,
+        result: entry.result.clone(),
+        message: entry.message.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn bounds(max_running: usize, max_queued: usize, max_retained_terminal: usize) -> JobBounds {
+        JobBounds {
+            max_running,
+            max_queued,
+            max_retained_terminal,
+        }
+    }
+
+    /// Work that finishes with `value` after `millis`, or on cancellation.
+    fn sleeper(millis: u64, value: u32) -> Start<u32> {
+        Box::new(move |token: CancellationToken| {
+            Box::pin(async move {
+                tokio::select! {
+                    () = tokio::time::sleep(Duration::from_millis(millis)) => Outcome::Succeeded(value),
+                    () = token.cancelled() => Outcome::Cancelled,
+                }
+            })
+        })
+    }
+
+    #[tokio::test]
+    async fn admits_running_plus_queued_and_refuses_the_rest() {
+        let registry: JobRegistry<u32> =
+            JobRegistry::new("test job", bounds(2, 1, 10), CancellationToken::new());
+        let first = registry.submit((), sleeper(200, 1)).unwrap();
+        let second = registry.submit((), sleeper(200, 2)).unwrap();
+        let third = registry.submit((), sleeper(10, 3)).unwrap();
+        assert_eq!(first.state, JobState::Running);
+        assert_eq!(second.state, JobState::Running);
+        assert_eq!(third.state, JobState::Queued);
+        let refused = registry.submit((), sleeper(10, 4)).unwrap_err();
+        assert!(refused.to_string().contains("retry"), "{refused}");
+
+        // The queued job starts when a slot frees and finishes in turn.
+        let done = registry.wait(&third.id).await.unwrap();
+        assert_eq!(done.state, JobState::Succeeded);
+        assert_eq!(done.result, Some(3));
+        assert!(done.started_at.unwrap() >= first.submitted_at);
+    }
+
+    #[tokio::test]
+    async fn a_batch_is_all_or_nothing() {
+        let registry: JobRegistry<u32> =
+            JobRegistry::new("test job", bounds(1, 1, 10), CancellationToken::new());
+        let refused = registry.submit_all(vec![
+            ((), sleeper(10, 1)),
+            ((), sleeper(10, 2)),
+            ((), sleeper(10, 3)),
+        ]);
+        assert!(refused.is_err());
+        assert!(
+            registry.list().is_empty(),
+            "nothing of a refused batch is kept"
+        );
+        assert_eq!(
+            registry
+                .submit_all(vec![((), sleeper(10, 1)), ((), sleeper(10, 2))])
+                .unwrap()
+                .len(),
+            2
+        );
+    }
+
+    #[tokio::test]
+    async fn cancel_drops_queued_and_stops_running() {
+        let registry: JobRegistry<u32> =
+            JobRegistry::new("test job", bounds(1, 4, 10), CancellationToken::new());
+        let running = registry.submit((), sleeper(60_000, 1)).unwrap();
+        let queued = registry.submit((), sleeper(60_000, 2)).unwrap();
+        let dropped = registry.cancel(&queued.id).await.unwrap();
+        assert_eq!(dropped.state, JobState::Cancelled);
+        assert_eq!(dropped.started_at, None, "a dropped job never starts");
+        let stopped = registry.cancel(&running.id).await.unwrap();
+        assert_eq!(stopped.state, JobState::Cancelled);
+        assert!(stopped.result.is_none());
+        // Idempotent.
+        assert_eq!(
+            registry.cancel(&running.id).await.unwrap().state,
+            JobState::Cancelled
+        );
+        assert!(registry.cancel("no-such-job").await.is_none());
+    }
+
+    #[tokio::test]
+    async fn evicts_the_oldest_finished_jobs() {
+        let registry: JobRegistry<u32> =
+            JobRegistry::new("test job", bounds(4, 4, 2), CancellationToken::new());
+        let mut ids = Vec::new();
+        for value in 0..4 {
+            let job = registry.submit((), sleeper(1, value)).unwrap();
+            registry.wait(&job.id).await;
+            ids.push(job.id);
+        }
+        assert!(registry.get(&ids[0]).is_none());
+        assert!(registry.get(&ids[1]).is_none());
+        let kept: Vec<_> = registry.list().into_iter().map(|job| job.id).collect();
+        assert_eq!(kept, ids[2..]);
+    }
+
+    #[tokio::test]
+    async fn ids_are_opaque_and_distinct() {
+        let registry: JobRegistry<u32> =
+            JobRegistry::new("test job", bounds(4, 4, 8), CancellationToken::new());
+        let a = registry.submit((), sleeper(1, 1)).unwrap().id;
+        let b = registry.submit((), sleeper(1, 2)).unwrap().id;
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 32);
+    }
+
+    #[tokio::test]
+    async fn shutdown_stops_everything() {
+        let shutdown = CancellationToken::new();
+        let registry: JobRegistry<u32> =
+            JobRegistry::new("test job", bounds(2, 2, 8), shutdown.clone());
+        for value in 0..4 {
+            registry.submit((), sleeper(60_000, value)).unwrap();
+        }
+        registry.shutdown().await;
+        assert!(
+            registry
+                .list()
+                .iter()
+                .all(|job| job.state == JobState::Cancelled)
+        );
+    }
+}

@@ -1,0 +1,193 @@
+//! MiniZinc solves as background jobs: submit returns at once, the solve
+//! runs on the registry, polls read its state.
+//!
+//! State contract: `result` is present exactly for `succeeded` and
+//! `timeout`. A solver-level `error` is a `succeeded` job whose result says
+//! `error`; `failed` means our machinery failed (see `message`).
+
+use std::time::SystemTime;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome, RegistryFull, Start};
+use crate::diagnostics::{Category, Diagnostic, ToolError};
+use crate::minizinc::{MiniZinc, SolveRequest, SolveResult};
+use crate::progress::Progress;
+use crate::settings::JobBounds;
+
+/// What a solve job carries besides its result.
+#[derive(Debug, Clone)]
+pub struct SolveJobMeta {
+    pub timeout_ms: i64,
+}
+
+/// One solve job as `get_solve_job` reports it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SolveJobStatus {
+    /// Opaque id for get / cancel.
+    pub job_id: String,
+    /// `queued`, `running`, `succeeded`, `failed`, `timeout` or `cancelled`.
+    pub state: JobState,
+    /// The requested solve budget, echoed.
+    pub timeout_ms: i64,
+    /// RFC 3339 times; `started_at` and `finished_at` once they happen.
+    pub submitted_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// Running time so far, or in all once finished; 0 while queued.
+    pub elapsed_ms: u64,
+    /// The full result: present exactly when `state` is `succeeded` or `timeout`.
+    pub result: Option<SolveResult>,
+    pub message: Option<String>,
+    /// `cancelled`, `job_failed`, or the result's own diagnostic.
+    pub diagnostic: Option<Diagnostic>,
+}
+
+/// `list_solve_jobs`: every retained job, oldest first.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SolveJobList {
+    pub jobs: Vec<SolveJobStatus>,
+}
+
+/// RFC 3339 with milliseconds, UTC.
+pub(crate) fn timestamp(time: SystemTime) -> String {
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+/// The error for a job id we do not have.
+pub(crate) fn unknown_job(kind: &str, id: &str, retained: usize) -> ToolError {
+    ToolError::invalid(format!(
+        "no {kind} with id {id:?}; ids come from submit, and only the last {retained} finished jobs are kept"
+    ))
+}
+
+pub(crate) fn full(error: RegistryFull) -> ToolError {
+    ToolError::invalid(error.to_string())
+}
+
+/// Background MiniZinc solves.
+#[derive(Clone)]
+pub struct SolveJobs {
+    minizinc: MiniZinc,
+    registry: JobRegistry<SolveResult, SolveJobMeta>,
+}
+
+impl SolveJobs {
+    pub fn new(minizinc: MiniZinc, bounds: JobBounds, shutdown: CancellationToken) -> Self {
+        SolveJobs {
+            minizinc,
+            registry: JobRegistry::new("solve job", bounds, shutdown),
+        }
+    }
+
+    pub fn minizinc(&self) -> &MiniZinc {
+        &self.minizinc
+    }
+
+    pub(crate) fn registry(&self) -> &JobRegistry<SolveResult, SolveJobMeta> {
+        &self.registry
+    }
+
+    /// Validates the request completely, then admits it.
+    pub async fn submit(
+        &self,
+        request: SolveRequest,
+        cancel: &CancellationToken,
+    ) -> Result<SolveJobStatus, ToolError> {
+        self.minizinc.admit(&request, cancel).await?;
+        let meta = SolveJobMeta {
+            timeout_ms: request.timeout_ms,
+        };
+        let admitted = self
+            .registry
+            .submit(meta, self.start(request))
+            .map_err(full)?;
+        Ok(status(admitted))
+    }
+
+    /// The work of one solve job (also a portfolio attempt).
+    pub(crate) fn start(&self, request: SolveRequest) -> Start<SolveResult> {
+        let minizinc = self.minizinc.clone();
+        Box::new(move |token: CancellationToken| {
+            Box::pin(async move {
+                match minizinc.solve(&request, &Progress::none(), &token).await {
+                    Ok(result) if result.status == "timeout" => Outcome::TimedOut(result),
+                    Ok(result) => Outcome::Succeeded(result),
+                    Err(_) if token.is_cancelled() => Outcome::Cancelled,
+                    Err(error) => Outcome::Failed(error.to_string()),
+                }
+            })
+        })
+    }
+
+    pub fn get(&self, id: &str) -> Result<SolveJobStatus, ToolError> {
+        self.registry
+            .get(id)
+            .map(status)
+            .ok_or_else(|| self.unknown(id))
+    }
+
+    /// Cancels and waits until the job's processes are gone.
+    pub async fn cancel(&self, id: &str) -> Result<SolveJobStatus, ToolError> {
+        self.registry
+            .cancel(id)
+            .await
+            .map(status)
+            .ok_or_else(|| self.unknown(id))
+    }
+
+    pub fn list(&self) -> SolveJobList {
+        SolveJobList {
+            jobs: self.registry.list().into_iter().map(status).collect(),
+        }
+    }
+
+    pub async fn shutdown(&self) {
+        self.registry.shutdown().await;
+    }
+
+    fn unknown(&self, id: &str) -> ToolError {
+        unknown_job(
+            "solve job",
+            id,
+            self.registry.bounds().max_retained_terminal,
+        )
+    }
+}
+
+fn status(snapshot: JobSnapshot<SolveResult, SolveJobMeta>) -> SolveJobStatus {
+    let diagnostic = match snapshot.state {
+        JobState::Cancelled => Some(Diagnostic::new(
+            Category::Cancelled,
+            snapshot
+                .message
+                .clone()
+                .unwrap_or_else(|| "cancelled".to_owned()),
+        )),
+        JobState::Failed => Some(Diagnostic::new(
+            Category::JobFailed,
+            snapshot
+                .message
+                .clone()
+                .unwrap_or_else(|| "the job failed".to_owned()),
+        )),
+        _ => snapshot
+            .result
+            .as_ref()
+            .and_then(|result| result.diagnostic.clone()),
+    };
+    SolveJobStatus {
+        job_id: snapshot.id,
+        state: snapshot.state,
+        timeout_ms: snapshot.meta.timeout_ms,
+        submitted_at: timestamp(snapshot.submitted_at),
+        started_at: snapshot.started_at.map(timestamp),
+        finished_at: snapshot.finished_at.map(timestamp),
+        elapsed_ms: snapshot.elapsed_ms,
+        result: snapshot.result,
+        message: snapshot.message,
+        diagnostic,
+    }
+}
