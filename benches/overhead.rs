@@ -7,103 +7,18 @@
 //! `SOLVERGATE_BENCH_RUNTIME`, default `/usr`). Targets: overhead ≤ 5 ms,
 //! cold start ≤ 20 ms.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use common::{Client, median, ms};
+use serde_json::json;
 
 const MODEL: &str =
     "var 1..10: x; var 1..10: y;\nconstraint x + y <= 12;\nsolve maximize 2*x + y;\n";
 const ROUNDS: usize = 30;
-
-/// A minimal JSON-RPC client over the server's stdio.
-struct Client {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Client {
-    fn start(runtime: &Path) -> Client {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_solvergate"))
-            .args(["stdio", "--runtime-dir"])
-            .arg(runtime)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start solvergate");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        Client {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        }
-    }
-
-    fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(
-                self.stdout.read_line(&mut line).expect("read") > 0,
-                "server closed"
-            );
-            let message: Value = serde_json::from_str(&line).expect("json");
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-
-    fn initialize(&mut self) {
-        self.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "bench", "version": "0"}}),
-        );
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    }
-
-    fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
-            .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
-}
 
 fn main() {
     let runtime =
@@ -121,8 +36,9 @@ fn main() {
     std::fs::write(&model, MODEL).expect("write model");
 
     // Same solver and flags the server uses for a solve.
-    let mut client = Client::start(&runtime);
+    let mut client = Client::start(&runtime, &[], &[]);
     client.initialize();
+    let idle_rss = client.rss_kib();
     let catalog = client.request(
         "tools/call",
         json!({"name": "list_available_solvers", "arguments": {}}),
@@ -172,13 +88,13 @@ fn main() {
     }
     let direct_median = median(direct_samples);
     let mcp_median = median(mcp_samples);
-    let idle_rss = client.rss_kib();
+    let busy_rss = client.rss_kib();
     drop(client);
 
     let mut cold = Vec::new();
     for _ in 0..20 {
         let started = Instant::now();
-        let mut fresh = Client::start(&runtime);
+        let mut fresh = Client::start(&runtime, &[], &[]);
         fresh.initialize();
         let tools = fresh.request("tools/list", json!({}));
         cold.push(started.elapsed());
@@ -202,5 +118,6 @@ fn main() {
         "cold start to tools/list:   median {:8.2} ms (target <= 20 ms)",
         ms(median(cold))
     );
-    println!("server RSS after the solves:       {idle_rss} KiB");
+    println!("server RSS idle after start-up:    {idle_rss} KiB");
+    println!("server RSS after the solves:       {busy_rss} KiB");
 }

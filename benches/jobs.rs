@@ -1,0 +1,169 @@
+//! The job registry under load and the portfolio's loser kill, as figures
+//! (nothing is asserted on time):
+//! - 500 submits pipelined at once against the 4 running / 16 queued caps:
+//!   how many are admitted and refused;
+//! - 10,000 `get_solve_job` polls while 4 jobs run: polls per second, and
+//!   the server's RSS before and after;
+//! - portfolio races of an easy and a hard formulation: time from the
+//!   winner's verdict to the last loser process gone (target <= 100 ms).
+//!
+//! Run: `cargo bench --bench jobs` (runtime at `SOLVERGATE_BENCH_RUNTIME`,
+//! default `/usr`). Everything stays on loopback pipes and stops by itself.
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use common::{Client, median, ms};
+use serde_json::json;
+
+const LONG_MODEL: &str = "int: n = 60; array[1..n] of var 1..n: q;\ninclude \"alldifferent.mzn\";\nconstraint alldifferent(q);\nconstraint alldifferent([q[i] + i | i in 1..n]);\nconstraint alldifferent([q[i] - i | i in 1..n]);\nsolve maximize sum(i in 1..n)(q[i] * q[i] * i);\n";
+const EASY_MODEL: &str = "var 1..10: x; solve maximize x;\n";
+const MARK: &str = "SOLVERGATE_BENCH_MARK";
+
+/// Live processes started under the server (they inherit the marker).
+fn marked_processes(mark: &str) -> usize {
+    let needle = format!("{MARK}={mark}");
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|entry| entry.file_name().to_string_lossy().parse::<u32>().is_ok())
+                .filter(|entry| {
+                    let comm =
+                        std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+                    (comm.starts_with("minizinc") || comm.starts_with("fzn-"))
+                        && std::fs::read(entry.path().join("environ"))
+                            .map(|env| {
+                                String::from_utf8_lossy(&env)
+                                    .split('\0')
+                                    .any(|var| var == needle)
+                            })
+                            .unwrap_or(false)
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn main() {
+    let runtime =
+        PathBuf::from(std::env::var("SOLVERGATE_BENCH_RUNTIME").unwrap_or_else(|_| "/usr".into()));
+    if !runtime.join("bin/minizinc").exists() {
+        eprintln!(
+            "no MiniZinc under {}; set SOLVERGATE_BENCH_RUNTIME",
+            runtime.display()
+        );
+        return;
+    }
+    let mark = format!("{}", std::process::id());
+    let mut client = Client::start(&runtime, &["--toolset", "full"], &[(MARK, &mark)]);
+    client.initialize();
+    let rss_start = client.rss_kib();
+
+    // 500 submits at once.
+    let submit = json!({"name": "submit_solve_job", "arguments": {"model": LONG_MODEL, "timeout_ms": 60_000}});
+    let started = Instant::now();
+    for _ in 0..500 {
+        client.send_request("tools/call", submit.clone());
+    }
+    let mut admitted = Vec::new();
+    let mut refused = 0;
+    for _ in 0..500 {
+        let response = client.read_response();
+        if response["result"]["isError"] == true {
+            refused += 1;
+        } else if let Some(id) = response["result"]["structuredContent"]["job_id"].as_str() {
+            admitted.push(id.to_owned());
+        }
+    }
+    let admission = started.elapsed();
+    let rss_admitted = client.rss_kib();
+
+    // 10,000 polls while the 4 admitted-and-running jobs solve.
+    let running_id = admitted.first().cloned().unwrap_or_default();
+    let poll = json!({"name": "get_solve_job", "arguments": {"job_id": running_id}});
+    let started = Instant::now();
+    for _ in 0..100 {
+        for _ in 0..100 {
+            client.send_request("tools/call", poll.clone());
+        }
+        for _ in 0..100 {
+            client.read_response();
+        }
+    }
+    let polling = started.elapsed();
+    let rss_polled = client.rss_kib();
+    for id in &admitted {
+        client.call("cancel_solve_job", json!({"job_id": id}));
+    }
+    let left_after_cancel = marked_processes(&mark);
+
+    // Portfolio races: an easy and a hard formulation, one solver.
+    let mut kill_latencies = Vec::new();
+    for _ in 0..10 {
+        let submitted = client.call(
+            "submit_portfolio_job",
+            json!({"models": [EASY_MODEL, LONG_MODEL, LONG_MODEL], "solvers": ["gecode"], "per_attempt_timeout_ms": 60_000}),
+        );
+        let job_id = submitted["result"]["structuredContent"]["job_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let attempts: Vec<String> = submitted["result"]["structuredContent"]["attempt_job_ids"]
+            .as_array()
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(|id| id.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        // Watch /proc until the hard attempts' processes are gone.
+        let watch_started = Instant::now();
+        let mut seen = false;
+        let gone_at = loop {
+            let alive = marked_processes(&mark);
+            seen |= alive > 0;
+            if seen && alive == 0 {
+                break SystemTime::now();
+            }
+            if watch_started.elapsed() > Duration::from_secs(60) {
+                break SystemTime::now();
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let winner = client.call("get_solve_job", json!({"job_id": attempts[0]}));
+        let verdict_at = winner["result"]["structuredContent"]["finished_at"]
+            .as_str()
+            .and_then(|text| humantime::parse_rfc3339(text).ok());
+        if let Some(verdict_at) = verdict_at {
+            kill_latencies.push(gone_at.duration_since(verdict_at).unwrap_or(Duration::ZERO));
+        }
+        client.call("get_portfolio_job", json!({"job_id": job_id}));
+    }
+
+    println!(
+        "500 submits at once: {} admitted, {refused} refused (caps 4 running + 16 queued) in {:.1} ms",
+        admitted.len(),
+        ms(admission)
+    );
+    println!(
+        "10,000 get_solve_job polls with 4 jobs running: {:.0} polls/s ({:.2} s)",
+        10_000.0 / polling.as_secs_f64(),
+        polling.as_secs_f64()
+    );
+    println!(
+        "server RSS: {rss_start} KiB at start, {rss_admitted} KiB with 20 jobs admitted, {rss_polled} KiB after the polls"
+    );
+    println!("solver processes left after cancelling every job: {left_after_cancel}");
+    if !kill_latencies.is_empty() {
+        let worst = kill_latencies.iter().max().copied().unwrap_or_default();
+        println!(
+            "portfolio: winner's verdict to last loser process gone: median {:.1} ms, worst {:.1} ms over {} races (target <= 100 ms)",
+            ms(median(kill_latencies)),
+            ms(worst),
+            10
+        );
+    }
+}
