@@ -11,6 +11,7 @@
 //! See ARCHITECTURE.md at the repository root for the invariants.
 
 pub mod cli;
+pub mod cpsat;
 pub mod diagnostics;
 pub mod exec;
 pub mod jobs;

@@ -43,6 +43,9 @@ pub struct Settings {
     /// `SOLVERGATE_MAX_RUNNING_JOBS`, `..._MAX_QUEUED_JOBS`,
     /// `..._MAX_RETAINED_TERMINAL`: the MiniZinc job registry.
     pub jobs: JobBounds,
+    /// `SOLVERGATE_CPSAT_MAX_RUNNING_JOBS`, `..._MAX_QUEUED_JOBS`,
+    /// `..._MAX_RETAINED_TERMINAL`: the CP-SAT job registry.
+    pub cpsat_jobs: JobBounds,
 }
 
 /// A variable whose value cannot be used.
@@ -90,17 +93,24 @@ impl Settings {
             }
         };
         let defaults = JobBounds::default();
-        let jobs = JobBounds {
-            max_running: count("SOLVERGATE_MAX_RUNNING_JOBS", defaults.max_running, 1)?,
-            max_queued: count("SOLVERGATE_MAX_QUEUED_JOBS", defaults.max_queued, 0)?,
-            max_retained_terminal: count(
-                "SOLVERGATE_MAX_RETAINED_TERMINAL",
-                defaults.max_retained_terminal,
-                1,
-            )?,
+        let bounds = |running: &'static str, queued: &'static str, retained: &'static str| {
+            Ok::<_, SettingsError>(JobBounds {
+                max_running: count(running, defaults.max_running, 1)?,
+                max_queued: count(queued, defaults.max_queued, 0)?,
+                max_retained_terminal: count(retained, defaults.max_retained_terminal, 1)?,
+            })
         };
         Ok(Settings {
-            jobs,
+            jobs: bounds(
+                "SOLVERGATE_MAX_RUNNING_JOBS",
+                "SOLVERGATE_MAX_QUEUED_JOBS",
+                "SOLVERGATE_MAX_RETAINED_TERMINAL",
+            )?,
+            cpsat_jobs: bounds(
+                "SOLVERGATE_CPSAT_MAX_RUNNING_JOBS",
+                "SOLVERGATE_CPSAT_MAX_QUEUED_JOBS",
+                "SOLVERGATE_CPSAT_MAX_RETAINED_TERMINAL",
+            )?,
             runtime_dir: absolute_path(
                 RUNTIME_DIR_VAR,
                 "a runtime root (the directory holding bin/minizinc)",
@@ -135,6 +145,7 @@ mod tests {
         .unwrap();
         assert_eq!((custom.jobs.max_running, custom.jobs.max_queued), (2, 0));
         for (variable, value) in [
+            ("SOLVERGATE_CPSAT_MAX_QUEUED_JOBS", "x"),
             ("SOLVERGATE_MAX_RUNNING_JOBS", "0"),
             ("SOLVERGATE_MAX_QUEUED_JOBS", "-1"),
             ("SOLVERGATE_MAX_RETAINED_TERMINAL", "many"),

@@ -207,7 +207,7 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
         }
         Command::Stdio { toolset } => {
             let (minizinc, cpsat) = resolve();
-            serve_stdio(minizinc, cpsat, toolset, settings.jobs).await
+            serve_stdio(minizinc, cpsat, toolset, &settings).await
         }
         Command::CheckRuntime { only, json } => {
             let (minizinc, cpsat) = resolve();
@@ -282,7 +282,7 @@ async fn serve_stdio(
     runtime: Arc<Runtime>,
     cpsat: Arc<CpsatRuntime>,
     toolset: Toolset,
-    bounds: crate::settings::JobBounds,
+    settings: &Settings,
 ) -> ExitCode {
     use rmcp::ServiceExt;
 
@@ -307,7 +307,14 @@ async fn serve_stdio(
     }
 
     let shutdown = CancellationToken::new();
-    let server = SolvergateServer::new(runtime, cpsat, toolset, bounds, shutdown.clone());
+    let server = SolvergateServer::new(crate::mcp::ServerSetup {
+        minizinc: runtime,
+        cpsat,
+        toolset,
+        jobs: settings.jobs,
+        cpsat_jobs: settings.cpsat_jobs,
+        shutdown: shutdown.clone(),
+    });
     let jobs = server.clone();
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
     let stdin = crate::mcp::EofSignal::new(stdin, shutdown.clone());

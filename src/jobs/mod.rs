@@ -3,10 +3,12 @@
 //! whose losers the server kills the moment a winner is known
 //! ([`portfolio`]).
 
+pub mod cpsat;
 pub mod portfolio;
 pub mod registry;
 pub mod solve;
 
+pub use cpsat::{CpsatJobRequest, CpsatJobs, CpsatPythonJobList, CpsatPythonJobStatus};
 pub use portfolio::{
     PortfolioJobList, PortfolioJobStatus, PortfolioRequest, PortfolioSolveResult, Portfolios,
 };

@@ -31,10 +31,13 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::cpsat::{
+    Cpsat, CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult,
+};
 use crate::diagnostics::ToolError;
 use crate::jobs::{
-    PortfolioJobList, PortfolioJobStatus, PortfolioRequest, Portfolios, SolveJobList,
-    SolveJobStatus, SolveJobs,
+    CpsatJobs, CpsatPythonJobList, CpsatPythonJobStatus, PortfolioJobList, PortfolioJobStatus,
+    PortfolioRequest, Portfolios, SolveJobList, SolveJobStatus, SolveJobs,
 };
 use crate::minizinc::{
     CheckResult, MiniZinc, ModelInspectionResult, PreflightRequest, SolveRequest, SolveResult,
@@ -44,9 +47,22 @@ use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{self, Runtime, RuntimeStatus, SolverList};
 use crate::settings::JobBounds;
 use args::{
-    FilesArgs, JobIdArgs, ModelArgs, NoArgs, PortfolioArgs, SolveFilesArgs, SolveModelArgs,
+    ExperimentArgs, FilesArgs, JobIdArgs, ModelArgs, NoArgs, PortfolioArgs, RunCpsatArgs,
+    RunCpsatFileArgs, RunCpsatFileCheckedArgs, SolveFilesArgs, SolveModelArgs, SubmitCpsatArgs,
+    SubmitCpsatFileArgs,
 };
 pub use shutdown::EofSignal;
+
+/// Everything a server is built from.
+pub struct ServerSetup {
+    pub minizinc: Arc<Runtime>,
+    pub cpsat: Arc<CpsatRuntime>,
+    pub toolset: Toolset,
+    pub jobs: JobBounds,
+    pub cpsat_jobs: JobBounds,
+    /// Cancelled when the client goes away; every call and job runs under it.
+    pub shutdown: CancellationToken,
+}
 
 /// Which tools the server advertises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -69,6 +85,13 @@ const FULL_ONLY: &[&str] = &[
     "get_portfolio_job",
     "cancel_portfolio_job",
     "list_portfolio_jobs",
+    "run_cpsat_python_file_checked",
+    "run_cpsat_python_experiment",
+    "submit_cpsat_python_job",
+    "submit_cpsat_python_file_job",
+    "get_cpsat_python_job",
+    "cancel_cpsat_python_job",
+    "list_cpsat_python_jobs",
 ];
 
 const INSTRUCTIONS: &str = "\
@@ -88,6 +111,8 @@ an `ok` check means the model compiles, not that it is satisfiable.";
 #[derive(Clone)]
 pub struct SolvergateServer {
     minizinc: MiniZinc,
+    cpsat_service: Cpsat,
+    cpsat_jobs: CpsatJobs,
     solve_jobs: SolveJobs,
     portfolios: Portfolios,
     cpsat: Arc<CpsatRuntime>,
@@ -129,13 +154,15 @@ fn answer<T: Serialize>(
 
 #[tool_router]
 impl SolvergateServer {
-    pub fn new(
-        runtime: Arc<Runtime>,
-        cpsat: Arc<CpsatRuntime>,
-        toolset: Toolset,
-        bounds: JobBounds,
-        shutdown: CancellationToken,
-    ) -> Self {
+    pub fn new(setup: ServerSetup) -> Self {
+        let ServerSetup {
+            minizinc: runtime,
+            cpsat,
+            toolset,
+            jobs: bounds,
+            cpsat_jobs,
+            shutdown,
+        } = setup;
         let mut tool_router = Self::tool_router();
         if toolset == Toolset::Core {
             for name in FULL_ONLY {
@@ -145,8 +172,12 @@ impl SolvergateServer {
         let minizinc = MiniZinc::new(runtime);
         let solve_jobs = SolveJobs::new(minizinc.clone(), bounds, shutdown.clone());
         let portfolios = Portfolios::new(solve_jobs.clone(), bounds, shutdown.clone());
+        let cpsat_service = Cpsat::new(cpsat.clone());
+        let cpsat_jobs = CpsatJobs::new(cpsat_service.clone(), cpsat_jobs, shutdown.clone());
         SolvergateServer {
             minizinc,
+            cpsat_service,
+            cpsat_jobs,
             solve_jobs,
             portfolios,
             cpsat,
@@ -160,6 +191,7 @@ impl SolvergateServer {
     pub async fn shutdown_jobs(&self) {
         self.portfolios.shutdown().await;
         self.solve_jobs.shutdown().await;
+        self.cpsat_jobs.shutdown().await;
     }
 
     /// Names of the tools this server advertises.
@@ -513,6 +545,205 @@ impl SolvergateServer {
             Ok(_) => answer(
                 Ok::<_, ToolError>(self.portfolios.list()),
                 render::portfolio_jobs,
+            ),
+            Err(error) => refuse(&error),
+        }
+    }
+
+    #[tool(
+        description = "Run a complete OR-Tools CP-SAT Python script (written by you for the user's problem) in a bounded child process and return its answer. The script's last stdout line must be one JSON object {\"status\": \"optimal|feasible|infeasible|unknown|error\", \"objective\": number|null, \"solution\": {...}}; the executor enforces it and names the offending key when it is malformed. Embed the instance in the script; stdin is empty.",
+        input_schema = args::schema::<RunCpsatArgs>(),
+        output_schema = schema_for_output::<CpsatPythonResult>()
+    )]
+    async fn run_cpsat_python(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let request = match args::parse::<RunCpsatArgs>(arguments) {
+            Ok(args) => args.into_request(),
+            Err(error) => return refuse(&error),
+        };
+        let (cancel, _link) = self.call_token(&context);
+        let (progress, done) =
+            progress::start(&context, "run_cpsat_python", self.wants_info_logs());
+        let outcome = self.cpsat_service.run(&request, &progress, &cancel).await;
+        progress::finish(progress, done).await;
+        answer(outcome, render::cpsat_run)
+    }
+
+    #[tool(
+        description = "Run a local OR-Tools CP-SAT Python script file (prefer an absolute path) in its own directory, with optional args (its sys.argv[1:]) and replay seed/config. Same envelope contract and result as run_cpsat_python.",
+        input_schema = args::schema::<RunCpsatFileArgs>(),
+        output_schema = schema_for_output::<CpsatPythonResult>()
+    )]
+    async fn run_cpsat_python_file(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let request = match args::parse::<RunCpsatFileArgs>(arguments)
+            .and_then(RunCpsatFileArgs::into_request)
+        {
+            Ok(request) => request,
+            Err(error) => return refuse(&error),
+        };
+        let (cancel, _link) = self.call_token(&context);
+        let (progress, done) =
+            progress::start(&context, "run_cpsat_python_file", self.wants_info_logs());
+        let outcome = self.cpsat_service.run(&request, &progress, &cancel).await;
+        progress::finish(progress, done).await;
+        answer(outcome, render::cpsat_run)
+    }
+
+    #[tool(
+        description = "Run a local CP-SAT script file, then grade its answer with a local Python checker (payload file with problem, solution, objective, solver_status as argv[1]; last stdout line {\"status\": \"accepted|rejected|error\", \"errors\": [...]}). test_checker also grades four mutated solutions to show whether the checker rejects anything.",
+        input_schema = args::schema::<RunCpsatFileCheckedArgs>(),
+        output_schema = schema_for_output::<CpsatPythonCheckedResult>()
+    )]
+    async fn run_cpsat_python_file_checked(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let request = match args::parse::<RunCpsatFileCheckedArgs>(arguments)
+            .and_then(RunCpsatFileCheckedArgs::into_request)
+        {
+            Ok(request) => request,
+            Err(error) => return refuse(&error),
+        };
+        let (cancel, _link) = self.call_token(&context);
+        let (progress, done) = progress::start(
+            &context,
+            "run_cpsat_python_file_checked",
+            self.wants_info_logs(),
+        );
+        let outcome = self
+            .cpsat_service
+            .run_checked(&request, &progress, &cancel)
+            .await;
+        progress::finish(progress, done).await;
+        answer(outcome, render::cpsat_checked)
+    }
+
+    #[tool(
+        description = "Run several script variants of the same CP-SAT problem (inline source or script_path each), grade them with the same gates (a usable answer, a finite objective when ranking, then an optional checker) and pick one winner by objective, status, duration, attempt order. Every attempt is validated before any runs; the call is capped at 210 s of projected wall clock.",
+        input_schema = args::schema::<ExperimentArgs>(),
+        output_schema = schema_for_output::<CpsatPythonExperimentResult>()
+    )]
+    async fn run_cpsat_python_experiment(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let request = match args::parse::<ExperimentArgs>(arguments) {
+            Ok(args) => crate::cpsat::ExperimentRequest::from(args),
+            Err(error) => return refuse(&error),
+        };
+        let (cancel, _link) = self.call_token(&context);
+        let (progress, done) = progress::start(
+            &context,
+            "run_cpsat_python_experiment",
+            self.wants_info_logs(),
+        );
+        let outcome = self
+            .cpsat_service
+            .experiment(&request, &progress, &cancel)
+            .await;
+        progress::finish(progress, done).await;
+        answer(outcome, render::experiment)
+    }
+
+    #[tool(
+        description = "Start a CP-SAT Python script in the background (optionally with an inline checker run on its answer); returns at once with a job_id. Poll get_cpsat_python_job.",
+        input_schema = args::schema::<SubmitCpsatArgs>(),
+        output_schema = schema_for_output::<CpsatPythonJobStatus>()
+    )]
+    async fn submit_cpsat_python_job(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let request = match args::parse::<SubmitCpsatArgs>(arguments) {
+            Ok(args) => args.into_request(),
+            Err(error) => return refuse(&error),
+        };
+        let (cancel, _link) = self.call_token(&context);
+        answer(
+            self.cpsat_jobs.submit(request, &cancel).await,
+            render::cpsat_job,
+        )
+    }
+
+    #[tool(
+        description = "Start a local CP-SAT script file in the background, in its own directory, with optional args and a checker (inline checker or checker_path, not both). Paths are validated and resolved at submit. Poll get_cpsat_python_job.",
+        input_schema = args::schema::<SubmitCpsatFileArgs>(),
+        output_schema = schema_for_output::<CpsatPythonJobStatus>()
+    )]
+    async fn submit_cpsat_python_file_job(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let request = match args::parse::<SubmitCpsatFileArgs>(arguments)
+            .and_then(SubmitCpsatFileArgs::into_request)
+        {
+            Ok(request) => request,
+            Err(error) => return refuse(&error),
+        };
+        let (cancel, _link) = self.call_token(&context);
+        answer(
+            self.cpsat_jobs.submit(request, &cancel).await,
+            render::cpsat_job,
+        )
+    }
+
+    #[tool(
+        description = "Read a CP-SAT job: state, timing, and once succeeded or timeout the full result and the checker's verdict. A job stays running through its checker phase.",
+        input_schema = args::schema::<JobIdArgs>(),
+        output_schema = schema_for_output::<CpsatPythonJobStatus>()
+    )]
+    async fn get_cpsat_python_job(
+        &self,
+        arguments: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<JobIdArgs>(arguments) {
+            Ok(args) => answer(self.cpsat_jobs.get(&args.job_id), render::cpsat_job),
+            Err(error) => refuse(&error),
+        }
+    }
+
+    #[tool(
+        description = "Cancel a CP-SAT job: a queued one is dropped, a running one has its script or checker process tree killed. Returns when it is cancelled; idempotent.",
+        input_schema = args::schema::<JobIdArgs>(),
+        output_schema = schema_for_output::<CpsatPythonJobStatus>()
+    )]
+    async fn cancel_cpsat_python_job(
+        &self,
+        arguments: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<JobIdArgs>(arguments) {
+            Ok(args) => answer(
+                self.cpsat_jobs.cancel(&args.job_id).await,
+                render::cpsat_job,
+            ),
+            Err(error) => refuse(&error),
+        }
+    }
+
+    #[tool(
+        description = "List the retained CP-SAT jobs (inline and file), oldest first.",
+        input_schema = args::schema::<NoArgs>(),
+        output_schema = schema_for_output::<CpsatPythonJobList>()
+    )]
+    async fn list_cpsat_python_jobs(
+        &self,
+        arguments: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<NoArgs>(arguments) {
+            Ok(_) => answer(
+                Ok::<_, ToolError>(self.cpsat_jobs.list()),
+                render::cpsat_jobs,
             ),
             Err(error) => refuse(&error),
         }

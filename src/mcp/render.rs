@@ -4,8 +4,12 @@
 
 use std::fmt::Write;
 
+use crate::cpsat::{CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult};
 use crate::diagnostics::Diagnostic;
-use crate::jobs::{PortfolioJobList, PortfolioJobStatus, SolveJobList, SolveJobStatus};
+use crate::jobs::{
+    CpsatPythonJobList, CpsatPythonJobStatus, PortfolioJobList, PortfolioJobStatus, SolveJobList,
+    SolveJobStatus,
+};
 use crate::minizinc::{CheckResult, ModelInspectionResult, SolveResult};
 use crate::runtime::{RuntimeStatus, SolverList};
 
@@ -276,6 +280,164 @@ pub fn portfolio_jobs(list: &PortfolioJobList) -> String {
             job.attempt_job_ids.len(),
             job.elapsed_ms
         );
+    }
+    text
+}
+
+pub fn cpsat_run(result: &CpsatPythonResult) -> String {
+    let mut text = format!(
+        "Status: {}\nDuration: {} ms\n",
+        result.status, result.duration_ms
+    );
+    if let Some(objective) = &result.objective {
+        let _ = writeln!(text, "Objective: {objective}");
+    }
+    if let Some(bound) = &result.best_objective_bound {
+        let _ = writeln!(text, "Best objective bound: {bound}");
+    }
+    diagnostic_line(&mut text, result.diagnostic.as_ref());
+    if let Some(solution) = &result.solution {
+        let _ = writeln!(
+            text,
+            "Solution: {}",
+            serde_json::Value::Object(solution.clone())
+        );
+    }
+    block(&mut text, "Stderr", &result.stderr);
+    text
+}
+
+pub fn cpsat_checked(result: &CpsatPythonCheckedResult) -> String {
+    let mut text = cpsat_run(&result.run);
+    match (&result.checker, &result.checker_skipped_reason) {
+        (Some(checker), _) => {
+            let _ = writeln!(
+                text,
+                "Checker: {} ({} error(s), {} ms){}",
+                checker.status,
+                checker.errors.len(),
+                checker.duration_ms,
+                checker
+                    .message
+                    .as_ref()
+                    .map(|m| format!(" — {m}"))
+                    .unwrap_or_default()
+            );
+            for error in checker.errors.iter().take(10) {
+                let _ = writeln!(text, "  - {error}");
+            }
+        }
+        (None, Some(reason)) => {
+            let _ = writeln!(text, "Checker skipped: {reason}");
+        }
+        (None, None) => {}
+    }
+    if let Some(test) = &result.checker_test {
+        let _ = writeln!(
+            text,
+            "Checker self-test: {} mutant(s) rejected, {} accepted",
+            test.rejected_count, test.accepted_count
+        );
+        for row in &test.mutations {
+            let verdict = row
+                .status
+                .clone()
+                .or_else(|| {
+                    row.skipped_reason
+                        .as_ref()
+                        .map(|reason| format!("skipped: {reason}"))
+                })
+                .unwrap_or_default();
+            let _ = writeln!(text, "  - {}: {verdict}", row.name);
+        }
+    }
+    text
+}
+
+pub fn cpsat_job(status: &CpsatPythonJobStatus) -> String {
+    let mut text = format!(
+        "CP-SAT job {}: {} ({} ms of a {} ms budget)\n",
+        status.job_id,
+        status.state.as_str(),
+        status.elapsed_ms,
+        status.script_timeout_ms
+    );
+    if let Some(message) = &status.message {
+        let _ = writeln!(text, "Message: {message}");
+    }
+    match &status.result {
+        Some(result) => text.push_str(&cpsat_run(result)),
+        None => diagnostic_line(&mut text, status.diagnostic.as_ref()),
+    }
+    if let Some(checker) = &status.checker {
+        let _ = writeln!(
+            text,
+            "Checker: {} ({} error(s))",
+            checker.status,
+            checker.errors.len()
+        );
+    }
+    if let Some(reason) = &status.checker_skipped_reason {
+        let _ = writeln!(text, "Checker skipped: {reason}");
+    }
+    text
+}
+
+pub fn cpsat_jobs(list: &CpsatPythonJobList) -> String {
+    if list.jobs.is_empty() {
+        return "No CP-SAT jobs are retained.\n".to_owned();
+    }
+    let mut text =
+        String::from("| job_id | state | elapsed_ms | status |\n| --- | --- | --- | --- |\n");
+    for job in &list.jobs {
+        let status = job
+            .result
+            .as_ref()
+            .map_or("", |result| result.status.as_str());
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} | {status} |",
+            job.job_id,
+            job.state.as_str(),
+            job.elapsed_ms
+        );
+    }
+    text
+}
+
+pub fn experiment(result: &CpsatPythonExperimentResult) -> String {
+    let mut text = match (&result.winner_name, result.winner_index) {
+        (Some(name), Some(index)) => format!(
+            "Experiment: winner {name} (attempt {index}), {} ms\n",
+            result.elapsed_ms
+        ),
+        _ => format!("Experiment: no winner, {} ms\n", result.elapsed_ms),
+    };
+    diagnostic_line(&mut text, result.diagnostic.as_ref());
+    text.push_str("| attempt | name | status | objective | accepted | checker | ms | why not |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for attempt in &result.attempts {
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            attempt.index,
+            attempt.name,
+            attempt.status,
+            attempt
+                .objective
+                .as_ref()
+                .map_or("-".to_owned(), ToString::to_string),
+            attempt.accepted,
+            attempt.checker_status.as_deref().unwrap_or("-"),
+            attempt.duration_ms,
+            attempt.rejection.as_deref().unwrap_or("")
+        );
+    }
+    for warning in &result.warnings {
+        let _ = writeln!(text, "Note: {warning}");
+    }
+    if let Some(winner) = &result.winner {
+        text.push_str("\nWinning run:\n");
+        text.push_str(&cpsat_run(winner));
     }
     text
 }

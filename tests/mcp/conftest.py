@@ -70,6 +70,14 @@ class Harness:
         env.update(extra)
         return env
 
+    def tagged_env(self, **extra: str) -> tuple[dict[str, str], str]:
+        """A server environment with its own process marker as well, so a
+        scan can tell this server's processes from any other's. Returns the
+        environment and the marker (`NAME=value`)."""
+        value = uuid.uuid4().hex
+        env = self.server_env(SGTEST_SERVER_TAG=value, **extra)
+        return env, f"SGTEST_SERVER_TAG={value}"
+
     def scratch(self, prefix: str) -> Path:
         self._count += 1
         path = self.root / f"{prefix}-{self._count}"

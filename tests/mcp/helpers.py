@@ -363,3 +363,153 @@ def non_jsonrpc_lines(lines: list[str]) -> list[str]:
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             bad.append(line)
     return bad
+
+
+# --------------------------------------------------------------------------
+# Background jobs and portfolios
+# --------------------------------------------------------------------------
+
+#: With all_solutions: prints x = 1, then evaluating the output of x = 2
+#: runs ~forever and MiniZinc ignores its own time limit while doing it, so
+#: only the server's hard wall clock (timeout_ms + grace) stops it:
+#: status `timeout` with one solution kept.
+HANG_AFTER_FIRST_MODEL = (
+    "var 1..3: x;\nsolve satisfy;\n"
+    'output [if fix(x) = 1 then "x = 1\\n" else show(sum(i in 1..2000000000)(i mod 3)) endif];\n'
+)
+
+#: The output of the very first solution never finishes: only the server's
+#: hard wall clock stops it, status `timeout` without a solution.
+HANG_AT_FIRST_MODEL = "var 1..3: x;\nsolve satisfy;\noutput [show(sum(i in 1..2000000000)(i mod 3))];\n"
+
+#: With all_solutions: prints x = 1, then the output of x = 2 divides by
+#: zero and MiniZinc exits 1: status `error` with one solution.
+ERROR_AFTER_FIRST_MODEL = 'var 1..3: x;\nsolve satisfy;\noutput ["x = \\(x)\\n", show(10 div (x - 2))];\n'
+
+#: 13 pigeons in 12 holes with pairwise `!=`: Gecode neither finds a
+#: solution nor proves infeasibility within a short limit: status `unknown`.
+PIGEONHOLE_MODEL = (
+    "array[1..13] of var 1..12: p;\n"
+    "constraint forall(i, j in 1..13 where i < j)(p[i] != p[j]);\n"
+    "solve satisfy;\n"
+)
+
+#: Two formulations of one instance (data `n`) with a shared output `x`:
+#: the easy one is optimal at x = n at once, the hard one runs until its
+#: time limit. X_CHECKER suits both.
+N_DATA = "n = 60;\n"
+EASY_N_MODEL = "int: n;\nvar 1..n: x;\nsolve maximize x;\n"
+HARD_N_MODEL = HARD_MODEL.replace("int: n = 60;", "int: n;") + "var 1..n: x = q[1];\n"
+X_CHECKER = 'int: n;\nint: x;\nconstraint x <= n;\noutput ["ok \\(x)\\n"];\n'
+
+JOB_STATES = frozenset({"queued", "running", "succeeded", "failed", "timeout", "cancelled"})
+TERMINAL_STATES = frozenset({"succeeded", "failed", "timeout", "cancelled"})
+#: The states whose status carries a `result`.
+RESULT_STATES = frozenset({"succeeded", "timeout"})
+
+_RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+
+
+def rfc3339(text: Any) -> "datetime":
+    """Parses an RFC 3339 timestamp, failing on anything else."""
+    from datetime import datetime
+
+    assert isinstance(text, str) and _RFC3339.match(text), f"not an RFC 3339 timestamp: {text!r}"
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def check_solve_job(job: dict[str, Any]) -> None:
+    """The SolveJobStatus contract, for any state."""
+    state = job["state"]
+    assert state in JOB_STATES, job
+    assert isinstance(job["job_id"], str) and job["job_id"], job
+    assert isinstance(job["timeout_ms"], int), job
+    assert isinstance(job["elapsed_ms"], int) and job["elapsed_ms"] >= 0, job
+    # result present exactly for succeeded and timeout
+    assert (job["result"] is not None) == (state in RESULT_STATES), f"result vs state {state}: {job}"
+    if job["result"] is not None:
+        # state timeout exactly when the solve itself says timeout
+        assert (state == "timeout") == (job["result"]["status"] == "timeout"), job
+    submitted = rfc3339(job["submitted_at"])
+    if state == "queued":
+        assert job["started_at"] is None and job["elapsed_ms"] == 0, job
+    if state in ("running", "succeeded", "timeout", "failed"):
+        assert job["started_at"] is not None, job
+    assert (job["finished_at"] is not None) == (state in TERMINAL_STATES), job
+    if job["started_at"] is not None:
+        started = rfc3339(job["started_at"])
+        assert submitted <= started, job
+        if job["finished_at"] is not None:
+            finished = rfc3339(job["finished_at"])
+            assert started <= finished, job
+            ran_ms = (finished - started).total_seconds() * 1000
+            assert abs(job["elapsed_ms"] - ran_ms) <= 50, f"elapsed_ms {job['elapsed_ms']} vs {ran_ms:.0f}: {job}"
+    elif job["finished_at"] is not None:
+        assert submitted <= rfc3339(job["finished_at"]), job
+    if state == "cancelled":
+        assert job["diagnostic"] and job["diagnostic"]["category"] == "cancelled", job
+    if state == "failed":
+        assert job["message"], job
+        assert job["diagnostic"] and job["diagnostic"]["category"] == "job_failed", job
+
+
+def check_portfolio_job(job: dict[str, Any]) -> None:
+    """The PortfolioJobStatus contract, for any state."""
+    state = job["state"]
+    assert state in ("running", "succeeded", "failed", "cancelled"), job
+    assert isinstance(job["job_id"], str) and job["job_id"], job
+    assert (job["result"] is not None) == (state == "succeeded"), f"result vs state {state}: {job}"
+    assert (job["finished_at"] is not None) == (state != "running"), job
+    rfc3339(job["submitted_at"])
+    if job["finished_at"] is not None:
+        assert rfc3339(job["submitted_at"]) <= rfc3339(job["finished_at"]), job
+    assert len(set(job["attempt_job_ids"])) == len(job["attempt_job_ids"]) > 0, job
+    if state == "cancelled":
+        assert job["diagnostic"] and job["diagnostic"]["category"] == "cancelled", job
+
+
+async def call_ok(session: Any, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return structured(await session.call_tool(tool, arguments))
+
+
+async def call_error(session: Any, tool: str, arguments: dict[str, Any]) -> ToolErrorInfo:
+    return tool_error(await session.call_tool(tool, arguments))
+
+
+async def wait_job(
+    session: Any, job_id: str, tool: str = "get_solve_job", timeout: float = 30.0, interval: float = 0.05
+) -> tuple[dict[str, Any], list[str]]:
+    """Polls until the job is terminal; returns the status and every state
+    seen on the way (each status checked against its contract)."""
+    import anyio
+
+    check = check_solve_job if tool == "get_solve_job" else check_portfolio_job
+    seen: list[str] = []
+    with anyio.fail_after(timeout):
+        while True:
+            job = await call_ok(session, tool, {"job_id": job_id})
+            check(job)
+            seen.append(job["state"])
+            if job["state"] in TERMINAL_STATES:
+                return job, seen
+            await anyio.sleep(interval)
+
+
+async def solve_job_ids(session: Any) -> list[str]:
+    jobs = (await call_ok(session, "list_solve_jobs", {}))["jobs"]
+    for job in jobs:
+        check_solve_job(job)
+    return [job["job_id"] for job in jobs]
+
+
+async def portfolio_job_ids(session: Any) -> list[str]:
+    jobs = (await call_ok(session, "list_portfolio_jobs", {}))["jobs"]
+    for job in jobs:
+        check_portfolio_job(job)
+    return [job["job_id"] for job in jobs]
+
+
+def sha256_hex(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()

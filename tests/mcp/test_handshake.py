@@ -17,7 +17,18 @@ CORE_TOOLS = {
     "check_minizinc_files",
     "solve_minizinc_files",
 }
-FULL_ONLY = {"inspect_minizinc_model", "inspect_minizinc_files"}
+FULL_ONLY = {
+    "inspect_minizinc_model",
+    "inspect_minizinc_files",
+    "submit_solve_job",
+    "get_solve_job",
+    "cancel_solve_job",
+    "list_solve_jobs",
+    "submit_portfolio_job",
+    "get_portfolio_job",
+    "cancel_portfolio_job",
+    "list_portfolio_jobs",
+}
 
 
 async def test_initialize_names_the_server_and_gives_instructions(full):

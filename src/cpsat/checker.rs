@@ -1,0 +1,264 @@
+//! The checker protocol: a second, capped child grades a reported answer.
+//!
+//! The checker gets a JSON payload file as `argv[1]` — `problem`,
+//! `solution`, `objective`, `solver_status` — and must print as its last
+//! stdout line one JSON object `{"status": "accepted"|"rejected"|"error",
+//! "errors": [...], "details": {...}}`. Anything else (a non-zero exit, a
+//! timeout, a cut-off output, no such line, `accepted` with errors) is
+//! normalised to `error` or `timeout`; a checker never fails the call.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Number, Value, json};
+use tempfile::TempDir;
+use tokio_util::sync::CancellationToken;
+
+use super::results::CheckerReport;
+use super::script::{parent_of, read_script, scratch_dir, sha256_hex, write};
+use crate::diagnostics::{Category, ToolError};
+use crate::exec::{self, ChildCommand, Ending, Limits};
+
+/// Where a checker comes from.
+#[derive(Debug, Clone)]
+pub enum CheckerSource {
+    Inline(String),
+    File(String),
+}
+
+/// A checker ready to run.
+#[derive(Debug)]
+pub struct PreparedChecker {
+    _scratch: TempDir,
+    script: PathBuf,
+    cwd: PathBuf,
+    pub sha256: String,
+}
+
+impl PreparedChecker {
+    /// The checker file that will run (absolute).
+    pub fn path(&self) -> &Path {
+        &self.script
+    }
+}
+
+impl CheckerSource {
+    /// Inline text into a temp dir, or a validated path run in its own dir.
+    pub fn prepare(&self) -> Result<PreparedChecker, ToolError> {
+        let scratch = scratch_dir()?;
+        let (script, cwd, text) = match self {
+            CheckerSource::Inline(source) => {
+                if source.trim().is_empty() {
+                    return Err(ToolError::invalid(
+                        "checker must not be empty: pass a Python checker or omit it",
+                    ));
+                }
+                let script = scratch.path().join("checker.py");
+                write(&script, source.as_bytes())?;
+                (script, scratch.path().to_path_buf(), source.clone())
+            }
+            CheckerSource::File(path) => {
+                let (script, text) = read_script("checker_path", path)?;
+                let cwd = parent_of(&script);
+                (script, cwd, text)
+            }
+        };
+        Ok(PreparedChecker {
+            sha256: sha256_hex(text.as_bytes()),
+            _scratch: scratch,
+            script,
+            cwd,
+        })
+    }
+}
+
+/// `problem` as the checker sees it: a string passes through untouched,
+/// any other JSON value becomes its canonical compact text.
+pub fn canonical_problem(problem: Option<&Value>) -> Option<String> {
+    match problem? {
+        Value::Null => None,
+        Value::String(text) => Some(text.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// What the checker grades.
+#[derive(Debug, Clone, Copy)]
+pub struct Graded<'a> {
+    pub problem: Option<&'a str>,
+    pub solution: &'a Map<String, Value>,
+    pub objective: Option<&'a Number>,
+    pub solver_status: &'a str,
+}
+
+/// Runs the checker on one answer. Only cancellation is an error.
+pub async fn run_checker(
+    python: &Path,
+    checker: &PreparedChecker,
+    graded: Graded<'_>,
+    timeout_ms: u64,
+    cancel: &CancellationToken,
+) -> Result<CheckerReport, ToolError> {
+    let payload_dir = scratch_dir()?;
+    let payload = payload_dir.path().join("payload.json");
+    let body = json!({
+        "problem": graded.problem,
+        "solution": graded.solution,
+        "objective": graded.objective,
+        "solver_status": graded.solver_status,
+    });
+    write(&payload, body.to_string().as_bytes())?;
+    let command = ChildCommand::new(python)
+        .arg("-u")
+        .arg(&checker.script)
+        .arg(&payload)
+        .cwd(&checker.cwd)
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let run = match exec::run(
+        &command,
+        Limits::new(Duration::from_millis(timeout_ms)),
+        cancel,
+    )
+    .await
+    {
+        Ok(run) => run,
+        Err(error) => {
+            return Ok(error_report(format!(
+                "the checker could not start: {error}"
+            )));
+        }
+    };
+    if run.ending == Ending::Cancelled {
+        return Err(ToolError::new(
+            Category::Cancelled,
+            "cancelled while the checker ran",
+        ));
+    }
+    let mut report = CheckerReport {
+        status: "error".to_owned(),
+        errors: Vec::new(),
+        details: Map::new(),
+        message: None,
+        stdout: run.stdout.clone(),
+        stderr: run.stderr.clone(),
+        return_code: run.return_code,
+        timed_out: run.timed_out(),
+        truncated: run.truncated,
+        duration_ms: run.elapsed_ms,
+    };
+    let verdict = if run.timed_out() {
+        report.status = "timeout".to_owned();
+        Err(format!("the checker did not finish within {timeout_ms} ms"))
+    } else if run.truncated {
+        Err("the checker's output went over the 1 MiB cap".to_owned())
+    } else if run.return_code != Some(0) {
+        Err(format!(
+            "the checker exited with return code {:?}",
+            run.return_code
+        ))
+    } else {
+        parse_verdict(&run.stdout)
+    };
+    match verdict {
+        Ok((status, errors, details)) => {
+            report.status = status;
+            report.errors = errors;
+            report.details = details;
+        }
+        Err(message) => report.message = Some(message),
+    }
+    Ok(report)
+}
+
+/// A report for a checker that could not run at all.
+pub(crate) fn error_report(message: String) -> CheckerReport {
+    CheckerReport {
+        status: "error".to_owned(),
+        errors: Vec::new(),
+        details: Map::new(),
+        message: Some(message),
+        stdout: String::new(),
+        stderr: String::new(),
+        return_code: None,
+        timed_out: false,
+        truncated: false,
+        duration_ms: 0,
+    }
+}
+
+type Verdict = (String, Vec<Value>, Map<String, Value>);
+
+/// Reads the last non-empty stdout line as the verdict.
+fn parse_verdict(stdout: &str) -> Result<Verdict, String> {
+    let line = stdout
+        .lines()
+        .map(str::trim)
+        .rfind(|line| !line.is_empty())
+        .ok_or("the checker printed nothing; its last line must be a JSON verdict")?;
+    let Ok(Value::Object(mut verdict)) = serde_json::from_str::<Value>(line) else {
+        return Err("the checker's last line is not a JSON object".to_owned());
+    };
+    let status = match verdict.get("status").and_then(Value::as_str) {
+        Some(status @ ("accepted" | "rejected" | "error")) => status.to_owned(),
+        _ => {
+            return Err(
+                "the verdict's status must be \"accepted\", \"rejected\" or \"error\"".to_owned(),
+            );
+        }
+    };
+    let errors = match verdict.remove("errors") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(errors)) => errors,
+        Some(_) => return Err("the verdict's errors must be a list".to_owned()),
+    };
+    let details = match verdict.remove("details") {
+        Some(Value::Object(details)) => details,
+        _ => Map::new(),
+    };
+    if status == "accepted" && !errors.is_empty() {
+        return Err("the checker said accepted but listed errors".to_owned());
+    }
+    Ok((status, errors, details))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_are_read_from_the_last_line() {
+        let ok = parse_verdict(
+            "checking...\n{\"status\": \"accepted\", \"errors\": [], \"details\": {\"n\": 3}}\n",
+        )
+        .unwrap();
+        assert_eq!(ok.0, "accepted");
+        assert_eq!(ok.2["n"], 3);
+        let rejected =
+            parse_verdict("{\"status\": \"rejected\", \"errors\": [\"task 3 overlaps\"]}").unwrap();
+        assert_eq!(rejected.1.len(), 1);
+        for garbage in [
+            "",
+            "all good",
+            "{\"status\": \"ok\"}",
+            "{\"status\": \"accepted\", \"errors\": [\"but\"]}",
+            "{\"status\": \"rejected\", \"errors\": \"x\"}",
+            "[1, 2]",
+        ] {
+            assert!(parse_verdict(garbage).is_err(), "{garbage:?}");
+        }
+    }
+
+    #[test]
+    fn problems_become_text() {
+        assert_eq!(canonical_problem(None), None);
+        assert_eq!(canonical_problem(Some(&Value::Null)), None);
+        assert_eq!(
+            canonical_problem(Some(&json!("{\"n\": 3}"))).unwrap(),
+            "{\"n\": 3}"
+        );
+        assert_eq!(
+            canonical_problem(Some(&json!({"n": 3, "a": [1]}))).unwrap(),
+            "{\"a\":[1],\"n\":3}"
+        );
+    }
+}

@@ -1,0 +1,1238 @@
+//! Reading the result envelope a CP-SAT script prints on stdout.
+//!
+//! The script's contract is to print, as its last stdout line, one JSON
+//! object: `{"status": …, "objective": …, "solution": {…},
+//! "best_objective_bound": …}`. It may print same-shaped intermediate
+//! envelopes before it (a solution callback), and any other text between
+//! them. [`last_envelope`] finds the last line that is a JSON object and
+//! validates it; [`parse_line`] does the same for one line (for callers that
+//! follow the stream as it arrives, or want to look further back);
+//! [`validate`] checks an already-parsed object.
+//!
+//! Python's `json.dumps` writes non-finite floats as the bare tokens `NaN`,
+//! `Infinity` and `-Infinity`, which are not JSON. Outside string literals,
+//! in value position, those tokens are swapped for a private sentinel
+//! string before serde_json parses the line, so a line that is otherwise
+//! valid JSON still parses and validation can name the exact key path of
+//! the non-finite number. The same words inside strings are plain text.
+//!
+//! What this module does not do:
+//! - recover: when the last JSON object is not a valid envelope, the answer
+//!   is that object's [`Rejection`], even if an earlier line held a valid
+//!   envelope. Whether to fall back to an earlier (intermediate) envelope is
+//!   the caller's decision; [`parse_line`] is there for it.
+//! - tell a final envelope from an intermediate one: a cut-off last line is
+//!   skipped, so the answer may be the last intermediate envelope.
+//! - judge the solution: values are kept as the script printed them; only
+//!   the envelope's shape and the finiteness of its numbers are checked.
+//! - accept numbers serde_json cannot hold (e.g. `1e400`) or nesting deeper
+//!   than serde_json's recursion limit (128): such a line does not parse,
+//!   so it is skipped like any other non-JSON line.
+//!
+//! What a maintainer must not break: a sentinel must never be produced from
+//! text the script wrote inside a string, and never survive into an
+//! [`Envelope`]. The salt chosen in `Sentinels::for_line` guarantees the
+//! first (no decoded string of the line equals a sentinel); validation
+//! rejects or drops every sentinel it meets for the second. Every input, of
+//! any shape or size, must give an answer without panicking — this parser
+//! will be fuzzed.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::{Map, Number, Value};
+
+/// The five statuses a script may report, in the order rejections list them.
+pub const STATUSES: [&str; 5] = ["optimal", "feasible", "infeasible", "unknown", "error"];
+
+/// A validated envelope.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Envelope {
+    /// One of [`STATUSES`].
+    pub status: String,
+    /// The objective value; `None` when the script printed `null`.
+    pub objective: Option<Number>,
+    /// The solution object (possibly empty), values as printed.
+    pub solution: Map<String, Value>,
+    /// The best bound; `None` when absent, `null`, not a number or non-finite.
+    pub best_objective_bound: Option<Number>,
+}
+
+/// Why the candidate line is not a valid envelope: the first problem found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct Rejection {
+    /// `status`, `objective`, `solution`, or a key path inside the solution
+    /// such as `solution["tasks"][3]["start"]`.
+    pub field: String,
+    pub reason: String,
+}
+
+impl Rejection {
+    fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The envelope on the last stdout line that is a JSON object.
+///
+/// Lines are scanned from the end; each is trimmed. A line is a candidate
+/// when it starts with `{` and parses as a JSON object (bare `NaN`,
+/// `Infinity`, `-Infinity` allowed in value position). Lines that are not
+/// (log text, arrays, numbers, a cut-off last line) are skipped. Both `\n`
+/// and `\r` end a line (a JSON line cannot contain a raw `\r`), so CRLF
+/// output and `\r` progress redraws are handled.
+///
+/// `None` when no line is a JSON object; otherwise the validation of the
+/// last one, which is a [`Rejection`] even if an earlier line was valid.
+pub fn last_envelope(stdout: &str) -> Option<Result<Envelope, Rejection>> {
+    stdout.split(['\n', '\r']).rev().find_map(parse_line)
+}
+
+/// The envelope on one line: `None` when the (trimmed) line is not a JSON
+/// object, otherwise its validation.
+pub fn parse_line(line: &str) -> Option<Result<Envelope, Rejection>> {
+    let line = line.trim();
+    if !line.starts_with('{') {
+        return None;
+    }
+    let scan = scan(line)?;
+    let (text, sentinels) = if scan.replacements.is_empty() {
+        (std::borrow::Cow::Borrowed(line), None)
+    } else {
+        let sentinels = Sentinels::for_line(line, &scan.suspicious);
+        (
+            std::borrow::Cow::Owned(rewrite(line, &scan.replacements, &sentinels)),
+            Some(sentinels),
+        )
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(object)) => Some(check(object, sentinels.as_ref())),
+        _ => None,
+    }
+}
+
+/// Validates an already-parsed envelope object (plain JSON, so no
+/// non-finite numbers). Same rules and order as [`last_envelope`].
+pub fn validate(object: Map<String, Value>) -> Result<Envelope, Rejection> {
+    check(object, None)
+}
+
+/// A non-finite number as Python prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NonFinite {
+    NaN,
+    Infinity,
+    NegInfinity,
+}
+
+impl NonFinite {
+    const ALL: [NonFinite; 3] = [NonFinite::NaN, NonFinite::Infinity, NonFinite::NegInfinity];
+
+    fn token(self) -> &'static str {
+        match self {
+            NonFinite::NaN => "NaN",
+            NonFinite::Infinity => "Infinity",
+            NonFinite::NegInfinity => "-Infinity",
+        }
+    }
+
+    fn reason(self) -> String {
+        format!("non-finite number {}", self.token())
+    }
+}
+
+/// Start of every sentinel. The NUL makes it impossible in a string unless
+/// the script wrote the escape `\u0000`; the salt handles even that case.
+const SENTINEL_PREFIX: &str = "\u{0}solvergate-non-finite:";
+
+/// The three sentinel strings used for one line.
+#[derive(Debug)]
+struct Sentinels {
+    /// Indexed like [`NonFinite::ALL`].
+    values: [String; 3],
+}
+
+impl Sentinels {
+    fn with_salt(salt: u64) -> Self {
+        Self {
+            values: NonFinite::ALL.map(|kind| format!("{SENTINEL_PREFIX}{salt}:{}", kind.token())),
+        }
+    }
+
+    /// Sentinels no string literal of `line` decodes to. Only literals that
+    /// contain `\u0000` can decode to something with a NUL in it; each one
+    /// rules out at most one salt, so the search ends.
+    fn for_line(line: &str, suspicious: &[(usize, usize)]) -> Self {
+        let taken: HashSet<String> = suspicious
+            .iter()
+            .filter_map(|&(start, end)| line.get(start..end))
+            .filter_map(|literal| serde_json::from_str::<String>(literal).ok())
+            .filter(|decoded| decoded.starts_with(SENTINEL_PREFIX))
+            .collect();
+        let mut salt: u64 = 0;
+        loop {
+            let sentinels = Self::with_salt(salt);
+            if sentinels.values.iter().all(|value| !taken.contains(value)) {
+                return sentinels;
+            }
+            salt = salt.wrapping_add(1);
+        }
+    }
+
+    fn for_kind(&self, kind: NonFinite) -> &str {
+        let [nan, infinity, neg_infinity] = &self.values;
+        match kind {
+            NonFinite::NaN => nan,
+            NonFinite::Infinity => infinity,
+            NonFinite::NegInfinity => neg_infinity,
+        }
+    }
+
+    fn kind_of(&self, text: &str) -> Option<NonFinite> {
+        if !text.starts_with(SENTINEL_PREFIX) {
+            return None;
+        }
+        NonFinite::ALL
+            .into_iter()
+            .find(|&kind| self.for_kind(kind) == text)
+    }
+}
+
+/// Which non-finite number, if any, `value` stands for.
+fn non_finite(value: &Value, sentinels: Option<&Sentinels>) -> Option<NonFinite> {
+    match (value, sentinels) {
+        (Value::String(text), Some(sentinels)) => sentinels.kind_of(text),
+        _ => None,
+    }
+}
+
+/// What the tokenizer found on a line.
+#[derive(Debug, Default)]
+struct Scan {
+    /// Byte ranges of bare non-finite tokens, in order.
+    replacements: Vec<(usize, usize, NonFinite)>,
+    /// Byte ranges (quotes included) of string literals containing `\u0000`.
+    suspicious: Vec<(usize, usize)>,
+}
+
+/// Tokenizes `line` just enough to find bare non-finite tokens outside
+/// string literals. `None` when the line cannot be JSON: an unterminated
+/// string, or a bare token where no value can stand (e.g. as a key).
+fn scan(line: &str) -> Option<Scan> {
+    let bytes = line.as_bytes();
+    let mut found = Scan::default();
+    // Open containers, `{` or `[`; and the last significant byte outside
+    // strings (0 at the start).
+    let mut open: Vec<u8> = Vec::new();
+    let mut previous: u8 = 0;
+    let mut index = 0;
+    while let Some(&byte) = bytes.get(index) {
+        match byte {
+            b'"' => {
+                let start = index;
+                let mut cursor = index + 1;
+                loop {
+                    match bytes.get(cursor) {
+                        None => return None,
+                        Some(b'\\') => cursor += 2,
+                        Some(b'"') => break,
+                        Some(_) => cursor += 1,
+                    }
+                }
+                let end = cursor + 1;
+                if line
+                    .get(start..end)
+                    .is_some_and(|literal| literal.contains("\\u0000"))
+                {
+                    found.suspicious.push((start, end));
+                }
+                previous = b'"';
+                index = end;
+            }
+            b'{' | b'[' => {
+                open.push(byte);
+                previous = byte;
+                index += 1;
+            }
+            b'}' | b']' => {
+                open.pop();
+                previous = byte;
+                index += 1;
+            }
+            b'N' | b'I' | b'-' => {
+                let rest = line.get(index..).unwrap_or("");
+                let kind = NonFinite::ALL
+                    .into_iter()
+                    .find(|kind| rest.starts_with(kind.token()));
+                match kind {
+                    Some(kind) => {
+                        let in_value_position = previous == b':'
+                            || previous == b'['
+                            || (previous == b',' && open.last() == Some(&b'['));
+                        if !in_value_position {
+                            return None;
+                        }
+                        let end = index + kind.token().len();
+                        found.replacements.push((index, end, kind));
+                        // Anything may follow a value but a further token.
+                        previous = b'0';
+                        index = end;
+                    }
+                    None => {
+                        previous = byte;
+                        index += 1;
+                    }
+                }
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => index += 1,
+            _ => {
+                previous = byte;
+                index += 1;
+            }
+        }
+    }
+    Some(found)
+}
+
+/// `line` with each replacement swapped for its sentinel, as a JSON string
+/// literal.
+fn rewrite(
+    line: &str,
+    replacements: &[(usize, usize, NonFinite)],
+    sentinels: &Sentinels,
+) -> String {
+    let mut text = String::with_capacity(line.len() + replacements.len() * 48);
+    let mut copied = 0;
+    for &(start, end, kind) in replacements {
+        text.push_str(line.get(copied..start).unwrap_or(""));
+        push_json_string(&mut text, sentinels.for_kind(kind));
+        copied = end;
+    }
+    text.push_str(line.get(copied..).unwrap_or(""));
+    text
+}
+
+/// Appends `value` as a JSON string literal (quotes and escapes included).
+fn push_json_string(out: &mut String, value: &str) {
+    out.push('"');
+    for character in value.chars() {
+        match character {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            control if u32::from(control) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(control));
+            }
+            other => out.push(other),
+        }
+    }
+    out.push('"');
+}
+
+/// The validation rules, in order; the first problem found is the answer.
+fn check(
+    mut object: Map<String, Value>,
+    sentinels: Option<&Sentinels>,
+) -> Result<Envelope, Rejection> {
+    let status = match object.get("status") {
+        None => return Err(Rejection::new("status", "missing")),
+        // A sentinel is never one of the five, so it falls through.
+        Some(Value::String(text)) if STATUSES.contains(&text.as_str()) => text.clone(),
+        Some(other) => {
+            let allowed = STATUSES
+                .iter()
+                .map(|status| format!("\"{status}\""))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(Rejection::new(
+                "status",
+                format!(
+                    "must be one of {allowed} (got {})",
+                    describe(other, sentinels)
+                ),
+            ));
+        }
+    };
+
+    let objective = match object.get("objective") {
+        None => return Err(Rejection::new("objective", "missing")),
+        Some(Value::Null) => None,
+        Some(Value::Number(number)) => Some(number.clone()),
+        Some(other) => {
+            let reason = match non_finite(other, sentinels) {
+                Some(kind) => kind.reason(),
+                None => format!(
+                    "must be a number or null (got {})",
+                    describe(other, sentinels)
+                ),
+            };
+            return Err(Rejection::new("objective", reason));
+        }
+    };
+
+    let solution = match object.remove("solution") {
+        None => return Err(Rejection::new("solution", "missing")),
+        Some(Value::Object(solution)) => solution,
+        Some(other) => {
+            return Err(Rejection::new(
+                "solution",
+                format!("must be an object (got {})", describe(&other, sentinels)),
+            ));
+        }
+    };
+    if let Some(sentinels) = sentinels {
+        find_non_finite(&solution, sentinels)?;
+    }
+
+    let best_objective_bound = match object.get("best_objective_bound") {
+        Some(Value::Number(number)) => Some(number.clone()),
+        _ => None,
+    };
+
+    Ok(Envelope {
+        status,
+        objective,
+        solution,
+        best_objective_bound,
+    })
+}
+
+/// A short description of an unexpected value, for a rejection reason.
+fn describe(value: &Value, sentinels: Option<&Sentinels>) -> String {
+    if let Some(kind) = non_finite(value, sentinels) {
+        return format!("non-finite number {}", kind.token());
+    }
+    match value {
+        Value::Null => "null".to_string(),
+        Value::Bool(flag) => flag.to_string(),
+        Value::Number(number) => format!("the number {number}"),
+        Value::String(text) => {
+            const SHOWN: usize = 40;
+            let mut shown = String::new();
+            let mut chars = text.chars();
+            for character in chars.by_ref().take(SHOWN) {
+                shown.push(character);
+            }
+            let ellipsis = if chars.next().is_some() { "…" } else { "" };
+            let mut literal = String::new();
+            push_json_string(&mut literal, &shown);
+            format!("the string {literal}{ellipsis}")
+        }
+        Value::Array(_) => "an array".to_string(),
+        Value::Object(_) => "an object".to_string(),
+    }
+}
+
+/// The first sentinel inside `solution`, depth first, keys in map order and
+/// array indices ascending, as a rejection naming its key path. Iterative:
+/// the depth is bounded by serde_json's parser, but the walk does not rely
+/// on it.
+fn find_non_finite(solution: &Map<String, Value>, sentinels: &Sentinels) -> Result<(), Rejection> {
+    enum Children<'a> {
+        Object(serde_json::map::Iter<'a>),
+        Array(std::iter::Enumerate<std::slice::Iter<'a, Value>>),
+    }
+
+    let mut path = String::from("solution");
+    // Each frame: the children still to visit, and the path length before
+    // any child's segment.
+    let mut stack: Vec<(Children<'_>, usize)> =
+        vec![(Children::Object(solution.iter()), path.len())];
+    while let Some((children, base)) = stack.last_mut() {
+        let base = *base;
+        let child = match children {
+            Children::Object(entries) => entries.next().map(|(key, value)| {
+                path.truncate(base);
+                path.push('[');
+                push_json_string(&mut path, key);
+                path.push(']');
+                value
+            }),
+            Children::Array(items) => items.next().map(|(index, value)| {
+                path.truncate(base);
+                let _ = write!(path, "[{index}]");
+                value
+            }),
+        };
+        let Some(value) = child else {
+            stack.pop();
+            continue;
+        };
+        if let Some(kind) = non_finite(value, Some(sentinels)) {
+            return Err(Rejection::new(path, kind.reason()));
+        }
+        match value {
+            Value::Object(map) => stack.push((Children::Object(map.iter()), path.len())),
+            Value::Array(items) => {
+                stack.push((Children::Array(items.iter().enumerate()), path.len()))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ok(stdout: &str) -> Envelope {
+        match last_envelope(stdout) {
+            Some(Ok(envelope)) => envelope,
+            other => panic!("expected an envelope from {stdout:?}, got {other:?}"),
+        }
+    }
+
+    fn rejected(stdout: &str) -> Rejection {
+        match last_envelope(stdout) {
+            Some(Err(rejection)) => rejection,
+            other => panic!("expected a rejection from {stdout:?}, got {other:?}"),
+        }
+    }
+
+    fn solution(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    const VALID: &str = r#"{"status": "optimal", "objective": 42.0, "solution": {"x": 3, "y": 7}, "best_objective_bound": 42.0}"#;
+
+    #[test]
+    fn happy_path() {
+        let envelope = ok(VALID);
+        assert_eq!(envelope.status, "optimal");
+        assert_eq!(envelope.objective, Number::from_f64(42.0));
+        assert_eq!(envelope.solution, solution(json!({"x": 3, "y": 7})));
+        assert_eq!(envelope.best_objective_bound, Number::from_f64(42.0));
+    }
+
+    #[test]
+    fn every_status_is_accepted() {
+        for status in STATUSES {
+            let line = format!(r#"{{"status": "{status}", "objective": null, "solution": {{}}}}"#);
+            assert_eq!(ok(&line).status, status);
+        }
+    }
+
+    #[test]
+    fn intermediate_envelopes_then_final() {
+        let stdout = concat!(
+            "{\"status\": \"feasible\", \"objective\": 10, \"solution\": {\"x\": 1}}\n",
+            "{\"status\": \"feasible\", \"objective\": 20, \"solution\": {\"x\": 2}}\n",
+            "{\"status\": \"optimal\", \"objective\": 30, \"solution\": {\"x\": 3}}\n",
+        );
+        let envelope = ok(stdout);
+        assert_eq!(envelope.status, "optimal");
+        assert_eq!(envelope.objective, Some(Number::from(30)));
+        assert_eq!(envelope.solution, solution(json!({"x": 3})));
+    }
+
+    #[test]
+    fn trailing_partial_line_falls_back_to_previous_object() {
+        let stdout = concat!(
+            "{\"status\": \"feasible\", \"objective\": 20, \"solution\": {\"x\": 2}}\n",
+            "{\"status\": \"fea",
+        );
+        let envelope = ok(stdout);
+        assert_eq!(envelope.status, "feasible");
+        assert_eq!(envelope.objective, Some(Number::from(20)));
+    }
+
+    #[test]
+    fn interleaved_log_lines_and_other_json_are_skipped() {
+        let stdout = concat!(
+            "Starting CP-SAT solver v9.10\n",
+            "{\"status\": \"feasible\", \"objective\": 5, \"solution\": {\"x\": 1}}\n",
+            "#1 0.01s best:5 next:[6,10]\n",
+            "{\"status\": \"optimal\", \"objective\": 6, \"solution\": {\"x\": 2}}\n",
+            "[1, 2, 3]\n",
+            "42\n",
+            "\"a string\"\n",
+            "CpSolverResponse summary:\n",
+            "{not json at all}\n",
+            "\n",
+        );
+        let envelope = ok(stdout);
+        assert_eq!(envelope.objective, Some(Number::from(6)));
+    }
+
+    #[test]
+    fn no_envelope() {
+        for stdout in [
+            "",
+            "\n\n\n",
+            "   ",
+            "hello\nworld\n",
+            "[{\"status\": \"optimal\"}]",
+            "42",
+            "{\"status\": \"optimal\"",
+            "{",
+            "}",
+            "{{}}",
+        ] {
+            assert_eq!(last_envelope(stdout), None, "stdout {stdout:?}");
+        }
+    }
+
+    #[test]
+    fn last_object_is_judged_even_if_an_earlier_one_was_valid() {
+        let stdout = concat!(
+            "{\"status\": \"feasible\", \"objective\": 20, \"solution\": {\"x\": 2}}\n",
+            "{\"status\": \"optimal\", \"objective\": 30}\n",
+        );
+        assert_eq!(rejected(stdout), Rejection::new("solution", "missing"));
+    }
+
+    #[test]
+    fn an_unrelated_json_object_last_is_still_the_candidate() {
+        let stdout = concat!(
+            "{\"status\": \"optimal\", \"objective\": 30, \"solution\": {}}\n",
+            "{\"event\": \"done\"}\n",
+        );
+        assert_eq!(rejected(stdout), Rejection::new("status", "missing"));
+    }
+
+    #[test]
+    fn rejections_in_order() {
+        // (line, field, a piece of the reason)
+        let cases: &[(&str, &str, &str)] = &[
+            (r#"{}"#, "status", "missing"),
+            (r#"{"objective": 1, "solution": {}}"#, "status", "missing"),
+            (
+                r#"{"status": "OPTIMAL", "objective": 1, "solution": {}}"#,
+                "status",
+                "\"optimal\", \"feasible\", \"infeasible\", \"unknown\", \"error\"",
+            ),
+            (
+                r#"{"status": "OPTIMAL", "objective": 1, "solution": {}}"#,
+                "status",
+                "got the string \"OPTIMAL\"",
+            ),
+            (
+                r#"{"status": 1, "objective": 1, "solution": {}}"#,
+                "status",
+                "got the number 1",
+            ),
+            (
+                r#"{"status": null, "objective": 1, "solution": {}}"#,
+                "status",
+                "got null",
+            ),
+            (
+                r#"{"status": NaN, "objective": 1, "solution": {}}"#,
+                "status",
+                "got non-finite number NaN",
+            ),
+            (
+                r#"{"status": "optimal", "solution": {}}"#,
+                "objective",
+                "missing",
+            ),
+            (
+                r#"{"status": "optimal", "objective": "12", "solution": {}}"#,
+                "objective",
+                "got the string \"12\"",
+            ),
+            (
+                r#"{"status": "optimal", "objective": true, "solution": {}}"#,
+                "objective",
+                "got true",
+            ),
+            (
+                r#"{"status": "optimal", "objective": [1], "solution": {}}"#,
+                "objective",
+                "got an array",
+            ),
+            (
+                r#"{"status": "optimal", "objective": {"v": 1}, "solution": {}}"#,
+                "objective",
+                "got an object",
+            ),
+            (
+                r#"{"status": "optimal", "objective": NaN, "solution": {}}"#,
+                "objective",
+                "non-finite number NaN",
+            ),
+            (
+                r#"{"status": "optimal", "objective": Infinity, "solution": {}}"#,
+                "objective",
+                "non-finite number Infinity",
+            ),
+            (
+                r#"{"status": "optimal", "objective": -Infinity, "solution": {}}"#,
+                "objective",
+                "non-finite number -Infinity",
+            ),
+            (
+                r#"{"status": "optimal", "objective": 1}"#,
+                "solution",
+                "missing",
+            ),
+            (
+                r#"{"status": "optimal", "objective": 1, "solution": []}"#,
+                "solution",
+                "must be an object (got an array)",
+            ),
+            (
+                r#"{"status": "optimal", "objective": 1, "solution": null}"#,
+                "solution",
+                "got null",
+            ),
+            (
+                r#"{"status": "optimal", "objective": 1, "solution": "x=1"}"#,
+                "solution",
+                "got the string",
+            ),
+            (
+                r#"{"status": "optimal", "objective": 1, "solution": NaN}"#,
+                "solution",
+                "got non-finite number NaN",
+            ),
+            // Status is checked before objective, objective before solution.
+            (
+                r#"{"status": "done", "objective": "x", "solution": []}"#,
+                "status",
+                "must be one of",
+            ),
+            (
+                r#"{"status": "optimal", "objective": "x", "solution": []}"#,
+                "objective",
+                "must be a number or null",
+            ),
+        ];
+        for &(line, field, reason) in cases {
+            let rejection = rejected(line);
+            assert_eq!(rejection.field, field, "line {line}");
+            assert!(
+                rejection.reason.contains(reason),
+                "line {line}: reason {:?} lacks {reason:?}",
+                rejection.reason
+            );
+        }
+    }
+
+    #[test]
+    fn long_status_string_is_shortened_in_the_reason() {
+        let status = "x".repeat(10_000);
+        let line = format!(r#"{{"status": "{status}", "objective": 1, "solution": {{}}}}"#);
+        let rejection = rejected(&line);
+        assert!(rejection.reason.len() < 200, "{}", rejection.reason);
+        assert!(rejection.reason.ends_with("…)"), "{}", rejection.reason);
+    }
+
+    #[test]
+    fn objective_null_is_fine() {
+        let envelope =
+            ok(r#"{"status": "feasible", "objective": null, "solution": {"x": [1, 2]}}"#);
+        assert_eq!(envelope.objective, None);
+    }
+
+    #[test]
+    fn objective_integer_and_negative_and_exponent() {
+        for (text, expected) in [
+            ("7", json!(7)),
+            ("-7", json!(-7)),
+            ("1.5e3", json!(1500.0)),
+            ("18446744073709551615", json!(18446744073709551615u64)),
+        ] {
+            let line = format!(r#"{{"status": "optimal", "objective": {text}, "solution": {{}}}}"#);
+            assert_eq!(
+                ok(&line).objective.map(Value::Number),
+                Some(expected),
+                "objective {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn empty_solution_is_fine() {
+        assert!(
+            ok(r#"{"status": "infeasible", "objective": null, "solution": {}}"#)
+                .solution
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn extra_top_level_keys_are_ignored_even_non_finite() {
+        let envelope = ok(
+            r#"{"status": "optimal", "objective": 1, "solution": {}, "wall_time": NaN, "extra": {"a": [Infinity]}}"#,
+        );
+        assert_eq!(envelope.status, "optimal");
+    }
+
+    #[test]
+    fn best_objective_bound_variants() {
+        let cases: &[(&str, Option<Value>)] = &[
+            ("", None),
+            (r#", "best_objective_bound": null"#, None),
+            (r#", "best_objective_bound": NaN"#, None),
+            (r#", "best_objective_bound": Infinity"#, None),
+            (r#", "best_objective_bound": -Infinity"#, None),
+            (r#", "best_objective_bound": "12""#, None),
+            (r#", "best_objective_bound": true"#, None),
+            (r#", "best_objective_bound": [1]"#, None),
+            (r#", "best_objective_bound": 12"#, Some(json!(12))),
+            (r#", "best_objective_bound": 12.5"#, Some(json!(12.5))),
+        ];
+        for (extra, expected) in cases {
+            let line =
+                format!(r#"{{"status": "optimal", "objective": 1, "solution": {{}}{extra}}}"#);
+            assert_eq!(
+                ok(&line).best_objective_bound.map(Value::Number),
+                *expected,
+                "line {line}"
+            );
+        }
+    }
+
+    #[test]
+    fn non_finite_deep_in_solution_names_the_key_path() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                r#"{"tasks": [{"start": 0}, {"start": 1}, {"start": 2}, {"start": NaN, "end": 4}]}"#,
+                r#"solution["tasks"][3]["start"]"#,
+                "non-finite number NaN",
+            ),
+            (
+                r#"{"x": Infinity}"#,
+                r#"solution["x"]"#,
+                "non-finite number Infinity",
+            ),
+            (
+                r#"{"x": -Infinity}"#,
+                r#"solution["x"]"#,
+                "non-finite number -Infinity",
+            ),
+            (
+                r#"{"m": [[1, 2], [3, -Infinity]]}"#,
+                r#"solution["m"][1][1]"#,
+                "non-finite number -Infinity",
+            ),
+            (
+                r#"{"a\"b": NaN}"#,
+                r#"solution["a\"b"]"#,
+                "non-finite number NaN",
+            ),
+            (
+                r#"{"a\\b": NaN}"#,
+                r#"solution["a\\b"]"#,
+                "non-finite number NaN",
+            ),
+            (
+                r#"{"line\nbreak": NaN}"#,
+                r#"solution["line\nbreak"]"#,
+                "non-finite number NaN",
+            ),
+            (
+                r#"{"ünï": {"k": [NaN]}}"#,
+                r#"solution["ünï"]["k"][0]"#,
+                "non-finite number NaN",
+            ),
+            // First in key order wins, whatever the text order.
+            (
+                r#"{"b": NaN, "a": Infinity}"#,
+                r#"solution["a"]"#,
+                "non-finite number Infinity",
+            ),
+            // Depth first: a["z"] comes before b.
+            (
+                r#"{"b": NaN, "a": {"z": -Infinity}}"#,
+                r#"solution["a"]["z"]"#,
+                "non-finite number -Infinity",
+            ),
+            // Spacing and containers around the tokens.
+            (
+                r#"{"v":[NaN,Infinity,-Infinity]}"#,
+                r#"solution["v"][0]"#,
+                "non-finite number NaN",
+            ),
+            (
+                r#"{"v" : [ 1 , Infinity ] }"#,
+                r#"solution["v"][1]"#,
+                "non-finite number Infinity",
+            ),
+        ];
+        for &(solution_text, field, reason) in cases {
+            let line =
+                format!(r#"{{"status": "optimal", "objective": 1, "solution": {solution_text}}}"#);
+            assert_eq!(
+                rejected(&line),
+                Rejection::new(field, reason),
+                "line {line}"
+            );
+        }
+    }
+
+    #[test]
+    fn non_finite_words_inside_strings_are_plain_text() {
+        let line = r#"{"status": "optimal", "objective": 1, "solution": {"a": "NaN", "b": "Infinity", "c": "-Infinity", "NaN": 1, "d": ["x NaN y"]}}"#;
+        let envelope = ok(line);
+        assert_eq!(
+            envelope.solution,
+            solution(
+                json!({"a": "NaN", "b": "Infinity", "c": "-Infinity", "NaN": 1, "d": ["x NaN y"]})
+            )
+        );
+    }
+
+    #[test]
+    fn escaped_quotes_and_backslashes_before_a_token() {
+        // The string ends at the unescaped quote; the NaN after it is bare.
+        let cases: &[(&str, &str)] = &[
+            (r#"{"s": "say \"hi\"", "v": NaN}"#, r#"solution["v"]"#),
+            (
+                r#"{"s": "ends in backslash \\", "v": NaN}"#,
+                r#"solution["v"]"#,
+            ),
+            (r#"{"s": "\\\"NaN\\\"", "v": Infinity}"#, r#"solution["v"]"#),
+            (
+                r#"{"s": "\\", "t": "\"", "v": [-Infinity]}"#,
+                r#"solution["v"][0]"#,
+            ),
+        ];
+        for &(solution_text, field) in cases {
+            let line =
+                format!(r#"{{"status": "optimal", "objective": 1, "solution": {solution_text}}}"#);
+            assert_eq!(rejected(&line).field, field, "line {line}");
+        }
+        // And a NaN inside a string that contains escaped quotes stays text.
+        let envelope =
+            ok(r#"{"status": "optimal", "objective": 1, "solution": {"s": "\" NaN \""}}"#);
+        assert_eq!(envelope.solution, solution(json!({"s": "\" NaN \""})));
+    }
+
+    #[test]
+    fn bare_tokens_where_no_value_can_stand_make_the_line_not_json() {
+        for line in [
+            r#"{NaN: 1, "status": "optimal", "objective": 1, "solution": {}}"#,
+            r#"{"status": "optimal", "objective": 1, "solution": {Infinity: 1}}"#,
+            r#"{"status": "optimal", "objective": 1, "solution": {"a": 1, NaN: 2}}"#,
+            r#"{"status": "optimal", "objective": 1, "solution": {"a": NaN NaN}}"#,
+            r#"{"status": "optimal", "objective": 1, "solution": {"a": NaNx}}"#,
+            r#"{"status": "optimal", "objective": 1, "solution": {"a": 1NaN}}"#,
+            r#"{"status": "optimal", "objective": 1, "solution": {"a": +Infinity}}"#,
+            r#"{"status": "optimal", "objective": 1, "solution": {"a": nan}}"#,
+            r#"{"status": "optimal", "objective": 1, "solution": {"a": inf}}"#,
+            r#"{"status": "optimal", "objective": 1, "solution": {"a": 1e400}}"#,
+        ] {
+            assert_eq!(parse_line(line), None, "line {line}");
+        }
+    }
+
+    #[test]
+    fn a_string_that_looks_like_a_sentinel_is_just_a_string() {
+        // The script cannot fake a sentinel, even spelling one out with \u0000.
+        for salt in 0..3 {
+            let fake = format!(r#"\u0000solvergate-non-finite:{salt}:NaN"#);
+            let line = format!(
+                r#"{{"status": "optimal", "objective": 1, "solution": {{"fake": "{fake}", "real": Infinity}}}}"#
+            );
+            assert_eq!(
+                rejected(&line),
+                Rejection::new(r#"solution["real"]"#, "non-finite number Infinity")
+            );
+        }
+        // Many fakes covering the first salts at once.
+        let fakes: Vec<String> = (0..5)
+            .flat_map(|salt| {
+                ["NaN", "Infinity", "-Infinity"]
+                    .map(|token| format!(r#""\u0000solvergate-non-finite:{salt}:{token}""#))
+            })
+            .collect();
+        let line = format!(
+            r#"{{"status": "optimal", "objective": 1, "solution": {{"fakes": [{}], "z": NaN}}}}"#,
+            fakes.join(", ")
+        );
+        assert_eq!(
+            rejected(&line),
+            Rejection::new(r#"solution["z"]"#, "non-finite number NaN")
+        );
+        // Without any real token the fake survives as the string it is.
+        let line = r#"{"status": "optimal", "objective": 1, "solution": {"fake": "\u0000solvergate-non-finite:0:NaN"}}"#;
+        assert_eq!(
+            ok(line).solution,
+            solution(json!({"fake": "\u{0}solvergate-non-finite:0:NaN"}))
+        );
+        // Not as the objective either.
+        let line = r#"{"status": "optimal", "objective": "\u0000solvergate-non-finite:0:NaN", "solution": {}, "x": NaN}"#;
+        let rejection = rejected(line);
+        assert_eq!(rejection.field, "objective");
+        assert!(
+            rejection.reason.contains("must be a number or null"),
+            "{rejection}"
+        );
+    }
+
+    #[test]
+    fn crlf_and_carriage_return_line_endings() {
+        let stdout = "log line\r\n{\"status\": \"feasible\", \"objective\": 1, \"solution\": {\"x\": 1}}\r\n{\"status\": \"optimal\", \"objective\": 2, \"solution\": {\"x\": 2}}\r\n";
+        assert_eq!(ok(stdout).objective, Some(Number::from(2)));
+        let redraw = "progress 10%\rprogress 100%\r{\"status\": \"optimal\", \"objective\": 3, \"solution\": {}}";
+        assert_eq!(ok(redraw).objective, Some(Number::from(3)));
+    }
+
+    #[test]
+    fn surrounding_whitespace_is_trimmed() {
+        let stdout = format!("  \t{VALID}  \n   \n");
+        assert_eq!(ok(&stdout).status, "optimal");
+    }
+
+    #[test]
+    fn huge_line() {
+        let count = 200_000;
+        let values: Vec<String> = (0..count).map(|i| i.to_string()).collect();
+        let line = format!(
+            r#"{{"status": "optimal", "objective": 1, "solution": {{"xs": [{}], "s": "{}"}}}}"#,
+            values.join(","),
+            "NaN ".repeat(100_000)
+        );
+        let envelope = ok(&format!("log\n{line}\n"));
+        assert_eq!(
+            envelope.solution["xs"].as_array().map(Vec::len),
+            Some(count)
+        );
+
+        let mut with_nan = values.clone();
+        with_nan[count - 1] = "NaN".to_string();
+        let line = format!(
+            r#"{{"status": "optimal", "objective": 1, "solution": {{"xs": [{}]}}}}"#,
+            with_nan.join(",")
+        );
+        assert_eq!(
+            rejected(&line),
+            Rejection::new(
+                format!(r#"solution["xs"][{}]"#, count - 1),
+                "non-finite number NaN"
+            )
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_skipped_not_a_panic() {
+        let depth = 100_000;
+        let line = format!(
+            r#"{{"status": "optimal", "objective": 1, "solution": {{"a": {}1{}}}}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        assert_eq!(parse_line(&line), None);
+        let stdout = format!("{VALID}\n{line}");
+        // The deep line is not JSON to us, so the valid one before it counts.
+        assert_eq!(ok(&stdout).status, "optimal");
+    }
+
+    #[test]
+    fn moderately_deep_non_finite_path() {
+        let depth = 100;
+        let line = format!(
+            r#"{{"status": "optimal", "objective": 1, "solution": {{"a": {}NaN{}}}}}"#,
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let expected = format!(r#"solution["a"]{}"#, "[0]".repeat(depth));
+        assert_eq!(
+            rejected(&line),
+            Rejection::new(expected, "non-finite number NaN")
+        );
+    }
+
+    #[test]
+    fn validate_plain_object() {
+        let object =
+            solution(json!({"status": "unknown", "objective": null, "solution": {"x": 1}}));
+        let envelope = validate(object);
+        assert_eq!(envelope.map(|e| e.status), Ok("unknown".to_string()));
+        let object = solution(json!({"status": "unknown", "objective": null}));
+        assert_eq!(validate(object), Err(Rejection::new("solution", "missing")));
+    }
+
+    #[test]
+    fn parse_line_answers_for_one_line() {
+        assert_eq!(parse_line("hello"), None);
+        assert_eq!(
+            parse_line(&format!("  {VALID}\r")).map(|r| r.is_ok()),
+            Some(true)
+        );
+    }
+
+    #[test]
+    fn rejection_display() {
+        let rejection = Rejection::new(r#"solution["x"]"#, "non-finite number NaN");
+        assert_eq!(
+            rejection.to_string(),
+            r#"solution["x"]: non-finite number NaN"#
+        );
+    }
+
+    #[test]
+    fn envelope_serializes() {
+        let value = serde_json::to_value(ok(VALID));
+        assert_eq!(
+            value.ok(),
+            Some(
+                json!({"status": "optimal", "objective": 42.0, "solution": {"x": 3, "y": 7}, "best_objective_bound": 42.0})
+            )
+        );
+    }
+
+    /// A tiny deterministic generator (xorshift), so the no-panic sweep is
+    /// reproducible without a dependency.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, bound: usize) -> usize {
+            (self.next() % bound as u64) as usize
+        }
+    }
+
+    #[test]
+    fn never_panics_on_truncations_of_a_valid_envelope() {
+        let full = r#"{"status": "optimal", "objective": -Infinity, "solution": {"tasks": [{"start": NaN, "name": "a\"b\\c NaN"}, [1, 2.5e3, Infinity]], "ü": "\u0000x", "e": "\ud83d\ude00"}, "best_objective_bound": NaN}"#;
+        for end in 0..=full.len() {
+            let Some(prefix) = full.get(..end) else {
+                continue;
+            };
+            let _ = last_envelope(prefix);
+            let _ = last_envelope(&format!("{VALID}\n{prefix}"));
+        }
+        // Byte-level truncations, made valid UTF-8 lossily.
+        for end in 0..=full.len() {
+            let lossy = String::from_utf8_lossy(&full.as_bytes()[..end]).into_owned();
+            let _ = last_envelope(&lossy);
+            let suffix = String::from_utf8_lossy(&full.as_bytes()[end..]).into_owned();
+            let _ = last_envelope(&suffix);
+        }
+    }
+
+    #[test]
+    fn never_panics_on_random_inputs() {
+        const ALPHABET: &[&str] = &[
+            "{",
+            "}",
+            "[",
+            "]",
+            ":",
+            ",",
+            "\"",
+            "\\",
+            "\\\"",
+            "\\\\",
+            "\\u0000",
+            "\\u",
+            "NaN",
+            "Infinity",
+            "-Infinity",
+            "-",
+            "N",
+            "I",
+            "Na",
+            "Infin",
+            "1",
+            "0",
+            "-1",
+            "2.5",
+            "e",
+            "1e400",
+            "true",
+            "null",
+            " ",
+            "\n",
+            "\r",
+            "\t",
+            "\"status\"",
+            "\"optimal\"",
+            "\"objective\"",
+            "\"solution\"",
+            "\"best_objective_bound\"",
+            "ü",
+            "😀",
+            "\u{0}",
+            "\u{1f}",
+            "\u{0}solvergate-non-finite:0:NaN",
+        ];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..20_000 {
+            let mut text = String::from("{");
+            for _ in 0..rng.below(40) {
+                text.push_str(ALPHABET[rng.below(ALPHABET.len())]);
+            }
+            let _ = last_envelope(&text);
+            let _ = parse_line(&text);
+        }
+        // Raw random bytes, lossily decoded.
+        for _ in 0..5_000 {
+            let bytes: Vec<u8> = (0..rng.below(64)).map(|_| rng.next() as u8).collect();
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let _ = last_envelope(&text);
+            let _ = last_envelope(&format!("{{{text}"));
+        }
+        // Mutations of a valid envelope: one byte replaced at every offset.
+        let base = format!("{VALID}\n{VALID}");
+        for offset in 0..base.len() {
+            for replacement in ["\"", "\\", "{", "NaN", "", "\n"] {
+                let mut text = base.clone();
+                if text.is_char_boundary(offset) && text.is_char_boundary(offset + 1) {
+                    text.replace_range(offset..offset + 1, replacement);
+                    let _ = last_envelope(&text);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_valid_envelopes_round_trip() {
+        // Generated envelopes with non-finite numbers at known places: the
+        // rejection names the first one in key order; without any, accepted.
+        let mut rng = Rng(12345);
+        for _ in 0..500 {
+            let keys = ["a", "b", "c", "d"];
+            let mut first_bad: Option<(String, &str)> = None;
+            let mut parts = Vec::new();
+            for key in keys {
+                let choice = rng.below(5);
+                let (text, bad) = match choice {
+                    0 => ("NaN", Some("NaN")),
+                    1 => ("-Infinity", Some("-Infinity")),
+                    2 => ("\"NaN\"", None),
+                    3 => ("[1, 2]", None),
+                    _ => ("{\"k\": 1.5}", None),
+                };
+                if let (Some(token), None) = (bad, &first_bad) {
+                    first_bad = Some((format!("solution[\"{key}\"]"), token));
+                }
+                parts.push(format!("\"{key}\": {text}"));
+            }
+            let line = format!(
+                r#"{{"status": "feasible", "objective": 3, "solution": {{{}}}}}"#,
+                parts.join(", ")
+            );
+            match first_bad {
+                Some((field, token)) => assert_eq!(
+                    rejected(&line),
+                    Rejection::new(field, format!("non-finite number {token}"))
+                ),
+                None => assert_eq!(ok(&line).status, "feasible"),
+            }
+        }
+    }
+}

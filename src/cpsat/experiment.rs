@@ -1,0 +1,633 @@
+//! Explicit experiments: run several client-written script variants of the
+//! same problem, grade them with the same gates, pick one winner.
+//!
+//! Every attempt is validated before any child runs. Attempts run in a
+//! bounded pool (`max_parallel_attempts` ≤ min(CPUs, 4)); results come back
+//! in attempt order and ties resolve by that order, never by completion.
+//! The call is synchronous, so its projected wall clock is capped up front.
+
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::checker::{CheckerSource, Graded, PreparedChecker, run_checker};
+use super::probe::CHILD_OVERHEAD_MS;
+use super::results::{CheckerReport, CpsatPythonResult};
+use super::run::{Cpsat, positive_ms};
+use super::script::{ScriptRequest, ScriptSource, sha256_hex};
+use crate::diagnostics::{Category, Diagnostic, ToolError};
+use crate::progress::{Progress, Stage};
+
+/// Longest projected wall clock of one experiment call.
+pub const EXPERIMENT_BUDGET_MS: u64 = 210_000;
+/// Most bytes of stderr kept for an attempt that errored.
+const STDERR_TAIL_BYTES: usize = 2048;
+
+/// The policy, as the result states it.
+const FEASIBILITY_POLICY: &str = "accepted attempts (status optimal, feasible or timeout with a non-empty solution, then the checker if any) ranked by status (optimal > feasible > timeout), then shorter duration, then attempt order";
+const OPTIMISATION_POLICY: &str = "accepted attempts (status optimal, feasible or timeout with a non-empty solution and a finite objective, then the checker if any) ranked by objective, then status (optimal > feasible > timeout), then shorter duration, then attempt order";
+const REPRODUCIBILITY: &str = "the winner reflects one observed run: CP-SAT's randomised and parallel search can give a different objective on a re-run; fix random_seed and num_workers for steadier replays";
+
+/// One attempt as requested.
+#[derive(Debug, Clone)]
+pub struct AttemptRequest {
+    pub name: Option<String>,
+    pub source: Option<String>,
+    pub script_path: Option<String>,
+    pub args: Option<Vec<String>>,
+    pub seed: Option<i64>,
+    pub config: Option<Map<String, Value>>,
+    pub script_timeout_ms: Option<i64>,
+}
+
+/// An experiment as requested.
+#[derive(Debug, Clone)]
+pub struct ExperimentRequest {
+    pub attempts: Vec<AttemptRequest>,
+    /// `maximize`, `minimize`, or `None` for feasibility.
+    pub objective_sense: Option<String>,
+    pub default_script_timeout_ms: i64,
+    pub checker: Option<String>,
+    pub checker_timeout_ms: Option<i64>,
+    pub problem: Option<String>,
+    pub max_parallel_attempts: i64,
+    pub include_winner_stdout: bool,
+}
+
+/// One row of the attempts table.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ExperimentAttempt {
+    pub index: usize,
+    pub name: String,
+    pub status: String,
+    pub objective: Option<Number>,
+    /// Diagnostic only; never used for acceptance or ranking.
+    pub best_objective_bound: Option<Number>,
+    /// Passed every gate.
+    pub accepted: bool,
+    /// Why it was not accepted.
+    pub rejection: Option<String>,
+    pub checker_status: Option<String>,
+    pub duration_ms: u64,
+    /// SHA256 of the inline text or of the file's bytes.
+    pub source_sha256: String,
+    pub config_sha256: Option<String>,
+    pub used_script_path: bool,
+    /// One line about the run.
+    pub message: Option<String>,
+    /// The end of stderr, for an attempt whose status is `error`.
+    pub stderr_tail: Option<String>,
+}
+
+/// What an experiment decided.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CpsatPythonExperimentResult {
+    /// `winner` or `no_winner`.
+    pub status: String,
+    pub winner_index: Option<usize>,
+    pub winner_name: Option<String>,
+    pub winner: Option<CpsatPythonResult>,
+    /// The winner's checker verdict, when a checker ran.
+    pub winner_checker: Option<CheckerReport>,
+    pub attempts: Vec<ExperimentAttempt>,
+    pub elapsed_ms: u64,
+    pub objective_sense: Option<String>,
+    pub selection_policy: String,
+    /// Aligned with `attempts`.
+    pub source_sha256: Vec<String>,
+    pub checker_sha256: Option<String>,
+    pub problem_sha256: Option<String>,
+    /// Non-blocking advice (CPU oversubscription, reproducibility).
+    pub warnings: Vec<String>,
+    pub diagnostic: Option<Diagnostic>,
+}
+
+/// A validated attempt, ready to run.
+struct Planned {
+    name: String,
+    request: ScriptRequest,
+    timeout_ms: u64,
+    source_sha256: String,
+    config_sha256: Option<String>,
+    used_script_path: bool,
+}
+
+/// What one attempt produced.
+struct Ran {
+    result: CpsatPythonResult,
+    checker: Option<CheckerReport>,
+}
+
+fn cpu_count() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+impl Cpsat {
+    /// Runs an experiment: validate all, run in a bounded pool, grade, rank.
+    pub async fn experiment(
+        &self,
+        request: &ExperimentRequest,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<CpsatPythonExperimentResult, ToolError> {
+        progress.report(Stage::Validating, "validating every attempt");
+        let started = std::time::Instant::now();
+        let optimising = match request.objective_sense.as_deref() {
+            None => false,
+            Some("maximize" | "minimize") => true,
+            Some(other) => {
+                return Err(ToolError::invalid(format!(
+                    "objective_sense must be \"maximize\", \"minimize\" or omitted, got {other:?}"
+                )));
+            }
+        };
+        let plan = plan(request)?;
+        let parallel = parallelism(request.max_parallel_attempts)?;
+        let checker = match &request.checker {
+            Some(source) => Some(Arc::new(CheckerSource::Inline(source.clone()).prepare()?)),
+            None => None,
+        };
+        let checker_ms = match (request.checker_timeout_ms, &checker) {
+            (Some(_), None) => {
+                return Err(ToolError::invalid("checker_timeout_ms needs a checker"));
+            }
+            (Some(ms), Some(_)) => Some(positive_ms("checker_timeout_ms", ms)?),
+            (None, _) => None,
+        };
+        check_budget(&plan, parallel, checker.is_some(), checker_ms)?;
+        let python = self.python(cancel).await?;
+
+        progress.report(
+            Stage::Running,
+            format!("running {} attempts, {parallel} at a time", plan.len()),
+        );
+        let pool = Arc::new(Semaphore::new(parallel));
+        let mut running = tokio::task::JoinSet::new();
+        for (index, attempt) in plan.iter().enumerate() {
+            let service = self.clone();
+            let script = attempt.request.clone();
+            let pool = pool.clone();
+            let checker = checker.clone();
+            let python = python.clone();
+            let problem = request.problem.clone();
+            let timeout_ms = attempt.timeout_ms;
+            let checker_ms = checker_ms.unwrap_or(timeout_ms);
+            let token = cancel.clone();
+            running.spawn(async move {
+                let _slot = pool.acquire_owned().await;
+                let ran = run_attempt(
+                    &service,
+                    &script,
+                    checker.as_deref(),
+                    &python,
+                    problem.as_deref(),
+                    checker_ms,
+                    optimising,
+                    &token,
+                )
+                .await;
+                (index, ran)
+            });
+        }
+        let mut outcomes: Vec<Option<Result<Ran, ToolError>>> = plan.iter().map(|_| None).collect();
+        while let Some(joined) = running.join_next().await {
+            if let Ok((index, ran)) = joined
+                && let Some(slot) = outcomes.get_mut(index)
+            {
+                *slot = Some(ran);
+            }
+        }
+        if cancel.is_cancelled() {
+            return Err(ToolError::new(
+                Category::Cancelled,
+                "the experiment was cancelled; every child was stopped",
+            ));
+        }
+        progress.report(Stage::Parsing, "ranking the attempts");
+        let mut rows = Vec::new();
+        let mut runs = Vec::new();
+        for (index, (attempt, outcome)) in plan.iter().zip(outcomes).enumerate() {
+            let ran = match outcome {
+                Some(Ok(ran)) => Some(ran),
+                Some(Err(error)) => {
+                    rows.push(failed_row(index, attempt, error.to_string()));
+                    runs.push(None);
+                    continue;
+                }
+                None => None,
+            };
+            let Some(ran) = ran else {
+                rows.push(failed_row(
+                    index,
+                    attempt,
+                    "the attempt did not finish".to_owned(),
+                ));
+                runs.push(None);
+                continue;
+            };
+            rows.push(row(index, attempt, &ran, optimising, checker.is_some()));
+            runs.push(Some(ran));
+        }
+        let winner_index = rank(&rows, request.objective_sense.as_deref());
+        let mut warnings = oversubscription(&plan, parallel);
+        let (winner, winner_checker) = match winner_index
+            .and_then(|index| runs.get_mut(index))
+            .and_then(Option::take)
+        {
+            Some(mut ran) => {
+                if !request.include_winner_stdout {
+                    ran.result.stdout = String::new();
+                }
+                warnings.push(REPRODUCIBILITY.to_owned());
+                (Some(ran.result), ran.checker)
+            }
+            None => (None, None),
+        };
+        let diagnostic = winner.is_none().then(|| {
+            Diagnostic::new(
+                Category::NoWinner,
+                "no attempt passed the acceptance gates; see each attempt's rejection",
+            )
+        });
+        let result = CpsatPythonExperimentResult {
+            status: if winner.is_some() {
+                "winner"
+            } else {
+                "no_winner"
+            }
+            .to_owned(),
+            winner_name: winner_index
+                .and_then(|index| rows.get(index))
+                .map(|row| row.name.clone()),
+            winner_index: winner.as_ref().and(winner_index),
+            winner,
+            winner_checker,
+            source_sha256: rows.iter().map(|row| row.source_sha256.clone()).collect(),
+            attempts: rows,
+            elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            objective_sense: request.objective_sense.clone(),
+            selection_policy: if optimising {
+                OPTIMISATION_POLICY
+            } else {
+                FEASIBILITY_POLICY
+            }
+            .to_owned(),
+            checker_sha256: checker.as_ref().map(|checker| checker.sha256.clone()),
+            problem_sha256: request
+                .problem
+                .as_deref()
+                .map(|problem| sha256_hex(problem.as_bytes())),
+            warnings,
+            diagnostic,
+        };
+        progress.report(
+            Stage::Complete,
+            format!("experiment finished: {}", result.status),
+        );
+        Ok(result)
+    }
+}
+
+/// Validates every attempt and resolves names, timeouts and hashes.
+fn plan(request: &ExperimentRequest) -> Result<Vec<Planned>, ToolError> {
+    if request.attempts.is_empty() {
+        return Err(ToolError::invalid(
+            "attempts must list at least one attempt",
+        ));
+    }
+    let default_ms = positive_ms(
+        "default_script_timeout_ms",
+        request.default_script_timeout_ms,
+    )?;
+    let mut plan: Vec<Planned> = Vec::new();
+    for (index, attempt) in request.attempts.iter().enumerate() {
+        let name = attempt
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("attempt-{index}"));
+        let at =
+            |problem: &str| ToolError::invalid(format!("attempts[{index}] ({name}): {problem}"));
+        if plan.iter().any(|planned| planned.name == name) {
+            return Err(at(
+                "the name is used twice; every attempt needs a unique name",
+            ));
+        }
+        let source = match (&attempt.source, &attempt.script_path) {
+            (Some(source), None) => {
+                if attempt.args.is_some() {
+                    return Err(at("args apply to script_path attempts only"));
+                }
+                ScriptSource::Inline(source.clone())
+            }
+            (None, Some(path)) => ScriptSource::File(path.clone()),
+            _ => return Err(at("set exactly one of source or script_path")),
+        };
+        if let Some(seed) = attempt.seed
+            && i32::try_from(seed).is_err()
+        {
+            return Err(at("seed must fit a signed 32-bit integer"));
+        }
+        let timeout_ms = match attempt.script_timeout_ms {
+            Some(ms) => {
+                positive_ms("script_timeout_ms", ms).map_err(|error| at(&error.0.message))?
+            }
+            None => default_ms,
+        };
+        let script = ScriptRequest {
+            source,
+            args: attempt.args.clone().unwrap_or_default(),
+            seed: attempt.seed,
+            config: attempt.config.clone(),
+            timeout_ms: i64::try_from(timeout_ms).unwrap_or(i64::MAX),
+        };
+        let prepared = script.prepare().map_err(|error| at(&error.0.message))?;
+        let config_sha256 = attempt
+            .config
+            .as_ref()
+            .filter(|config| !config.is_empty())
+            .map(|config| sha256_hex(Value::Object(config.clone()).to_string().as_bytes()));
+        plan.push(Planned {
+            used_script_path: attempt.script_path.is_some(),
+            source_sha256: prepared.sha256.clone(),
+            name,
+            request: script,
+            timeout_ms,
+            config_sha256,
+        });
+    }
+    Ok(plan)
+}
+
+fn parallelism(requested: i64) -> Result<usize, ToolError> {
+    let cap = cpu_count().min(4);
+    match usize::try_from(requested) {
+        Ok(parallel) if (1..=cap).contains(&parallel) => Ok(parallel),
+        _ => Err(ToolError::invalid(format!(
+            "max_parallel_attempts must be between 1 and {cap} (min of this machine's {} CPUs and 4), got {requested}",
+            cpu_count()
+        ))),
+    }
+}
+
+/// Refuses a plan whose projected wall clock exceeds the cap.
+fn check_budget(
+    plan: &[Planned],
+    parallel: usize,
+    checked: bool,
+    checker_ms: Option<u64>,
+) -> Result<(), ToolError> {
+    let cost = |attempt: &Planned| {
+        let script = attempt.timeout_ms + CHILD_OVERHEAD_MS;
+        let checker = if checked {
+            checker_ms.unwrap_or(attempt.timeout_ms) + CHILD_OVERHEAD_MS
+        } else {
+            0
+        };
+        script + checker
+    };
+    let total: u64 = plan
+        .chunks(parallel)
+        .map(|batch| batch.iter().map(cost).max().unwrap_or(0))
+        .sum();
+    if total > EXPERIMENT_BUDGET_MS {
+        return Err(ToolError::invalid(format!(
+            "the experiment could take up to {total} ms ({} attempts, {parallel} at a time, each child charged its timeout plus {CHILD_OVERHEAD_MS} ms) — over the {EXPERIMENT_BUDGET_MS} ms cap of a synchronous call; use fewer attempts or shorter timeouts, raise max_parallel_attempts, or run long attempts as background jobs",
+            plan.len()
+        )));
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_attempt(
+    service: &Cpsat,
+    script: &ScriptRequest,
+    checker: Option<&PreparedChecker>,
+    python: &std::path::Path,
+    problem: Option<&str>,
+    checker_ms: u64,
+    optimising: bool,
+    cancel: &CancellationToken,
+) -> Result<Ran, ToolError> {
+    let result = service.run(script, &Progress::none(), cancel).await?;
+    let checker = match (checker, base_gate(&result, optimising)) {
+        (Some(checker), Ok(solution)) => {
+            let graded = Graded {
+                problem,
+                solution,
+                objective: result.objective.as_ref(),
+                solver_status: &result.status,
+            };
+            Some(run_checker(python, checker, graded, checker_ms, cancel).await?)
+        }
+        _ => None,
+    };
+    Ok(Ran { result, checker })
+}
+
+/// Base acceptance: a usable answer (and a finite objective when optimising).
+fn base_gate(result: &CpsatPythonResult, optimising: bool) -> Result<&Map<String, Value>, String> {
+    let solution = result.checkable()?;
+    if optimising && result.objective.as_ref().and_then(Number::as_f64).is_none() {
+        return Err("no numeric objective to rank".to_owned());
+    }
+    Ok(solution)
+}
+
+fn row(
+    index: usize,
+    attempt: &Planned,
+    ran: &Ran,
+    optimising: bool,
+    checked: bool,
+) -> ExperimentAttempt {
+    let result = &ran.result;
+    let rejection = match (base_gate(result, optimising), &ran.checker) {
+        (Err(reason), _) => Some(reason),
+        (Ok(_), Some(report)) if report.status != "accepted" => {
+            Some(format!("the checker said {}", report.status))
+        }
+        (Ok(_), None) if checked => Some("the checker did not run".to_owned()),
+        _ => None,
+    };
+    let stderr_tail = (result.status == "error").then(|| tail(&result.stderr));
+    ExperimentAttempt {
+        index,
+        name: attempt.name.clone(),
+        status: result.status.clone(),
+        objective: result.objective.clone(),
+        best_objective_bound: result.best_objective_bound.clone(),
+        accepted: rejection.is_none(),
+        rejection,
+        checker_status: ran.checker.as_ref().map(|report| report.status.clone()),
+        duration_ms: result.duration_ms,
+        source_sha256: attempt.source_sha256.clone(),
+        config_sha256: attempt.config_sha256.clone(),
+        used_script_path: attempt.used_script_path,
+        message: result
+            .diagnostic
+            .as_ref()
+            .map(|diagnostic| diagnostic.message.clone()),
+        stderr_tail,
+    }
+}
+
+fn failed_row(index: usize, attempt: &Planned, message: String) -> ExperimentAttempt {
+    ExperimentAttempt {
+        index,
+        name: attempt.name.clone(),
+        status: "error".to_owned(),
+        objective: None,
+        best_objective_bound: None,
+        accepted: false,
+        rejection: Some(message.clone()),
+        checker_status: None,
+        duration_ms: 0,
+        source_sha256: attempt.source_sha256.clone(),
+        config_sha256: attempt.config_sha256.clone(),
+        used_script_path: attempt.used_script_path,
+        message: Some(message),
+        stderr_tail: None,
+    }
+}
+
+fn tail(text: &str) -> String {
+    if text.len() <= STDERR_TAIL_BYTES {
+        return text.to_owned();
+    }
+    let mut start = text.len() - STDERR_TAIL_BYTES;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_owned()
+}
+
+fn status_strength(status: &str) -> u8 {
+    match status {
+        "optimal" => 0,
+        "feasible" => 1,
+        _ => 2,
+    }
+}
+
+/// The winner among accepted rows, by the stated policy.
+fn rank(rows: &[ExperimentAttempt], sense: Option<&str>) -> Option<usize> {
+    let objective = |row: &ExperimentAttempt| {
+        row.objective
+            .as_ref()
+            .and_then(Number::as_f64)
+            .unwrap_or(0.0)
+    };
+    rows.iter()
+        .filter(|row| row.accepted)
+        .min_by(|a, b| {
+            let by_objective = match sense {
+                Some("maximize") => objective(b).total_cmp(&objective(a)),
+                Some("minimize") => objective(a).total_cmp(&objective(b)),
+                _ => std::cmp::Ordering::Equal,
+            };
+            by_objective
+                .then(status_strength(&a.status).cmp(&status_strength(&b.status)))
+                .then(a.duration_ms.cmp(&b.duration_ms))
+                .then(a.index.cmp(&b.index))
+        })
+        .map(|row| row.index)
+}
+
+/// Advice when cooperative `num_workers` configs oversubscribe the CPUs.
+fn oversubscription(plan: &[Planned], parallel: usize) -> Vec<String> {
+    let cpus = cpu_count();
+    plan.iter()
+        .filter_map(|attempt| {
+            let workers = attempt.request.config.as_ref()?.get("num_workers")?.as_u64()?;
+            let demand = workers.saturating_mul(parallel as u64);
+            (demand > cpus as u64).then(|| {
+                format!(
+                    "{}: num_workers {workers} × max_parallel_attempts {parallel} = {demand} threads on {cpus} CPUs; oversubscribed runs are slower and less stable",
+                    attempt.name
+                )
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt_row(
+        index: usize,
+        status: &str,
+        objective: Option<i64>,
+        duration_ms: u64,
+        accepted: bool,
+    ) -> ExperimentAttempt {
+        ExperimentAttempt {
+            index,
+            name: format!("attempt-{index}"),
+            status: status.to_owned(),
+            objective: objective.map(Number::from),
+            best_objective_bound: None,
+            accepted,
+            rejection: None,
+            checker_status: None,
+            duration_ms,
+            source_sha256: String::new(),
+            config_sha256: None,
+            used_script_path: false,
+            message: None,
+            stderr_tail: None,
+        }
+    }
+
+    #[test]
+    fn ranking_follows_the_policy() {
+        let rows = vec![
+            attempt_row(0, "feasible", Some(10), 50, true),
+            attempt_row(1, "optimal", Some(10), 90, true),
+            attempt_row(2, "optimal", Some(12), 10, false),
+            attempt_row(3, "timeout", Some(11), 5, true),
+        ];
+        assert_eq!(
+            rank(&rows, Some("maximize")),
+            Some(3),
+            "best objective first"
+        );
+        assert_eq!(
+            rank(&rows, Some("minimize")),
+            Some(1),
+            "tie on 10: optimal beats feasible"
+        );
+        assert_eq!(
+            rank(&rows, None),
+            Some(1),
+            "feasibility: status, then duration"
+        );
+        let tied = vec![
+            attempt_row(0, "optimal", Some(1), 7, true),
+            attempt_row(1, "optimal", Some(1), 7, true),
+        ];
+        assert_eq!(
+            rank(&tied, Some("minimize")),
+            Some(0),
+            "attempt order breaks the last tie"
+        );
+        assert_eq!(rank(&[attempt_row(0, "error", None, 1, false)], None), None);
+    }
+
+    #[test]
+    fn parallelism_is_bounded() {
+        assert!(parallelism(0).is_err());
+        assert_eq!(parallelism(1).unwrap(), 1);
+        assert!(
+            parallelism(99)
+                .unwrap_err()
+                .to_string()
+                .contains("max_parallel_attempts")
+        );
+    }
+}

@@ -1,0 +1,28 @@
+//! The CP-SAT Python path: run a client-written OR-Tools script in a child
+//! process, enforce its JSON envelope, verify its answer with a checker.
+//!
+//! The server never writes, edits or merges a script; it runs what it is
+//! given under the executor's limits (timeout, 1 MiB cap, whole-tree kill,
+//! stdin from /dev/null) and reports what the script printed. Children are
+//! not sandboxed: the limits are a robustness boundary, not a security one.
+
+mod checker;
+pub mod envelope;
+mod experiment;
+pub mod mutations;
+mod probe;
+pub mod results;
+mod run;
+mod script;
+mod verdict;
+
+pub use checker::{CheckerSource, canonical_problem};
+pub use experiment::{
+    AttemptRequest, CpsatPythonExperimentResult, ExperimentAttempt, ExperimentRequest,
+};
+pub use results::{
+    CheckerReport, CheckerTest, CpsatPythonCheckedResult, CpsatPythonResult, MutationRow,
+};
+pub use run::{CheckedRequest, Cpsat, positive_ms};
+pub use script::{ScriptRequest, ScriptSource, validate_args};
+pub use verdict::checked_diagnostic;

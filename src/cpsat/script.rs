@@ -1,0 +1,285 @@
+//! Turning a script request into a child command: inline source into a
+//! private temp dir, a path validated and run from its own directory, `args`
+//! checked, and the replay protocol (`SOLVERGATE_CPSAT_SEED`,
+//! `SOLVERGATE_CPSAT_CONFIG`) set or cleared — never inherited stale from
+//! the server's own environment.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use tempfile::TempDir;
+
+use crate::diagnostics::ToolError;
+use crate::exec::ChildCommand;
+
+/// Env var carrying the replay seed to a cooperating script.
+pub const SEED_VAR: &str = "SOLVERGATE_CPSAT_SEED";
+/// Env var naming a JSON file with the replay config.
+pub const CONFIG_VAR: &str = "SOLVERGATE_CPSAT_CONFIG";
+/// Most bytes `args` may take, all entries together.
+pub const MAX_ARGS_BYTES: usize = 32 * 1024;
+
+/// Where a script comes from.
+#[derive(Debug, Clone)]
+pub enum ScriptSource {
+    Inline(String),
+    File(String),
+}
+
+/// One script run as requested.
+#[derive(Debug, Clone)]
+pub struct ScriptRequest {
+    pub source: ScriptSource,
+    pub args: Vec<String>,
+    pub seed: Option<i64>,
+    /// `{}` counts as none.
+    pub config: Option<Map<String, Value>>,
+    pub timeout_ms: i64,
+}
+
+/// A script ready to run, with the temp dir that holds its files.
+#[derive(Debug)]
+pub(crate) struct PreparedScript {
+    _scratch: TempDir,
+    pub script: PathBuf,
+    pub cwd: PathBuf,
+    /// SHA256 of the script bytes.
+    pub sha256: String,
+}
+
+impl ScriptRequest {
+    /// Checks what needs no disk.
+    pub(crate) fn validate(&self) -> Result<(), ToolError> {
+        if let ScriptSource::Inline(source) = &self.source
+            && source.trim().is_empty()
+        {
+            return Err(ToolError::invalid(
+                "source must not be empty: pass the complete Python script",
+            ));
+        }
+        validate_args(&self.args)
+    }
+
+    /// Writes inline source (and any config) to a private temp dir, or
+    /// validates the script path.
+    pub(crate) fn prepare(&self) -> Result<PreparedScript, ToolError> {
+        self.validate()?;
+        let scratch = scratch_dir()?;
+        let (script, cwd, bytes) = match &self.source {
+            ScriptSource::Inline(source) => {
+                let script = scratch.path().join("script.py");
+                write(&script, source.as_bytes())?;
+                (
+                    script,
+                    scratch.path().to_path_buf(),
+                    source.as_bytes().to_vec(),
+                )
+            }
+            ScriptSource::File(path) => {
+                let (script, text) = read_script("script_path", path)?;
+                let cwd = parent_of(&script);
+                (script, cwd, text.into_bytes())
+            }
+        };
+        Ok(PreparedScript {
+            script,
+            cwd,
+            sha256: sha256_hex(&bytes),
+            _scratch: scratch,
+        })
+    }
+}
+
+impl PreparedScript {
+    /// `python -u script args…`, in the script's directory, with the replay
+    /// protocol set or cleared.
+    pub(crate) fn command(
+        &self,
+        python: &Path,
+        args: &[String],
+        seed: Option<i64>,
+        config: Option<&Map<String, Value>>,
+    ) -> Result<ChildCommand, ToolError> {
+        let mut command = ChildCommand::new(python)
+            .arg("-u")
+            .arg(&self.script)
+            .args(args)
+            .cwd(&self.cwd)
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        command = match seed {
+            Some(seed) => command.env(SEED_VAR, seed.to_string()),
+            None => command.env_remove(SEED_VAR),
+        };
+        command = match config.filter(|config| !config.is_empty()) {
+            Some(config) => {
+                let path = self._scratch.path().join("config.json");
+                let text = serde_json::to_string(config).map_err(|error| {
+                    ToolError::invalid(format!("config cannot be encoded: {error}"))
+                })?;
+                write(&path, text.as_bytes())?;
+                command.env(CONFIG_VAR, path)
+            }
+            None => command.env_remove(CONFIG_VAR),
+        };
+        Ok(command)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn scratch(&self) -> &Path {
+        self._scratch.path()
+    }
+}
+
+/// `args` is a flag/path list: no NUL, at most 32 KiB in all.
+pub fn validate_args(args: &[String]) -> Result<(), ToolError> {
+    if let Some(index) = args.iter().position(|arg| arg.contains('\0')) {
+        return Err(ToolError::invalid(format!(
+            "args[{index}] contains a NUL byte"
+        )));
+    }
+    let total: usize = args.iter().map(|arg| arg.len() + 1).sum();
+    if total > MAX_ARGS_BYTES {
+        return Err(ToolError::invalid(format!(
+            "args take {total} bytes, more than the {MAX_ARGS_BYTES} allowed; pass bulk input in a file the script opens"
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn scratch_dir() -> Result<TempDir, ToolError> {
+    tempfile::Builder::new()
+        .prefix("solvergate-cpsat-")
+        .tempdir()
+        .map_err(|error| ToolError::invalid(format!("could not create a temp dir: {error}")))
+}
+
+pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+    fs::write(path, bytes)
+        .map_err(|error| ToolError::invalid(format!("could not write {}: {error}", path.display())))
+}
+
+pub(crate) fn parent_of(path: &Path) -> PathBuf {
+    path.parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Resolves and reads a script file: exists, regular, non-empty, UTF-8.
+pub(crate) fn read_script(argument: &str, path: &str) -> Result<(PathBuf, String), ToolError> {
+    if path.trim().is_empty() {
+        return Err(ToolError::invalid(format!("{argument} must not be empty")));
+    }
+    let shown = std::path::absolute(path).unwrap_or_else(|_| PathBuf::from(path));
+    let resolved = fs::canonicalize(path).map_err(|error| {
+        if error.kind() == std::io::ErrorKind::NotFound {
+            ToolError::invalid(format!("{argument} {} does not exist", shown.display()))
+        } else {
+            ToolError::invalid(format!(
+                "{argument} {} cannot be read: {error}",
+                shown.display()
+            ))
+        }
+    })?;
+    if !resolved.is_file() {
+        return Err(ToolError::invalid(format!(
+            "{argument} {} is not a regular file",
+            resolved.display()
+        )));
+    }
+    let bytes = fs::read(&resolved).map_err(|error| {
+        ToolError::invalid(format!(
+            "{argument} {} cannot be read: {error}",
+            resolved.display()
+        ))
+    })?;
+    let text = String::from_utf8(bytes).map_err(|error| {
+        ToolError::invalid(format!(
+            "{argument} {} is not valid UTF-8 (first bad byte at offset {})",
+            resolved.display(),
+            error.utf8_error().valid_up_to()
+        ))
+    })?;
+    if text.trim().is_empty() {
+        return Err(ToolError::invalid(format!(
+            "{argument} {} is empty",
+            resolved.display()
+        )));
+    }
+    Ok((resolved, text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_are_checked() {
+        assert!(validate_args(&["data.json".into(), "--fast".into()]).is_ok());
+        assert!(
+            validate_args(&["a\0b".into()])
+                .unwrap_err()
+                .to_string()
+                .contains("args[0]")
+        );
+        let huge = vec!["x".repeat(1024); 40];
+        assert!(
+            validate_args(&huge)
+                .unwrap_err()
+                .to_string()
+                .contains("32768")
+        );
+    }
+
+    #[test]
+    fn replay_variables_are_set_or_cleared() {
+        let request = ScriptRequest {
+            source: ScriptSource::Inline("print(1)".into()),
+            args: vec![],
+            seed: Some(7),
+            config: Some(Map::from_iter([("num_workers".to_owned(), Value::from(2))])),
+            timeout_ms: 1000,
+        };
+        let prepared = request.prepare().unwrap();
+        let command = prepared
+            .command(
+                Path::new("/usr/bin/python3"),
+                &[],
+                Some(7),
+                request.config.as_ref(),
+            )
+            .unwrap();
+        let text = format!("{command:?}");
+        assert!(text.contains("SOLVERGATE_CPSAT_SEED"), "{text}");
+        assert!(prepared.scratch().join("config.json").exists());
+        let cleared = prepared
+            .command(Path::new("/usr/bin/python3"), &[], None, Some(&Map::new()))
+            .unwrap();
+        let text = format!("{cleared:?}");
+        assert!(
+            text.contains("env_remove: [\"SOLVERGATE_CPSAT_SEED\", \"SOLVERGATE_CPSAT_CONFIG\"]"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn script_paths_are_validated() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope.py");
+        let error = read_script("script_path", missing.to_str().unwrap()).unwrap_err();
+        assert!(error.to_string().contains("does not exist"));
+        fs::write(dir.path().join("empty.py"), "  \n").unwrap();
+        let error =
+            read_script("script_path", dir.path().join("empty.py").to_str().unwrap()).unwrap_err();
+        assert!(error.to_string().contains("is empty"));
+        fs::write(dir.path().join("latin.py"), b"# caf\xe9\n").unwrap();
+        let error =
+            read_script("script_path", dir.path().join("latin.py").to_str().unwrap()).unwrap_err();
+        assert!(error.to_string().contains("UTF-8"));
+    }
+}

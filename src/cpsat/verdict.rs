@@ -1,0 +1,270 @@
+//! From a finished script run to a [`CpsatPythonResult`]: the envelope
+//! contract enforced, a timeout's last valid incumbent recovered, the
+//! diagnostic chosen. Pure, so every rule has a unit test.
+
+use serde_json::Value;
+
+use super::envelope::{self, Envelope};
+use super::results::CpsatPythonResult;
+use crate::diagnostics::{Category, Diagnostic};
+use crate::exec::{Ending, RunOutput};
+
+/// Turns what the child did into a result.
+pub fn script_result(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
+    let mut result = CpsatPythonResult {
+        status: "error".to_owned(),
+        solution: None,
+        objective: None,
+        best_objective_bound: None,
+        stdout: run.stdout,
+        stderr: run.stderr,
+        return_code: run.return_code,
+        timed_out: run.ending == Ending::TimedOut,
+        truncated: run.truncated,
+        duration_ms: run.elapsed_ms,
+        diagnostic: None,
+    };
+    let facts = |diagnostic: Diagnostic, result: &CpsatPythonResult| {
+        diagnostic
+            .with_detail("return_code", result.return_code)
+            .with_detail("timed_out", result.timed_out)
+            .with_detail("truncated", result.truncated)
+    };
+    if result.timed_out {
+        result.status = "timeout".to_owned();
+        let mut rejected = None;
+        match envelope::last_envelope(&result.stdout) {
+            Some(Ok(incumbent)) => adopt(&mut result, incumbent),
+            Some(Err(rejection)) => rejected = Some(rejection),
+            None => {}
+        }
+        let found = result.solution.as_ref().is_some_and(|s| !s.is_empty());
+        let mut diagnostic = if found {
+            Diagnostic::new(
+                Category::TimeoutWithIncumbent,
+                format!(
+                    "stopped at the {timeout_ms} ms limit; the last reported solution is returned, unproven"
+                ),
+            )
+        } else {
+            Diagnostic::new(
+                Category::TimeoutNoIncumbent,
+                format!("stopped at the {timeout_ms} ms limit before a valid solution was printed"),
+            )
+        };
+        if let Some(rejection) = rejected {
+            diagnostic = diagnostic
+                .with_detail("rejected_partial_field", rejection.field.clone())
+                .with_detail("rejected_partial_reason", rejection.reason.clone());
+        }
+        result.diagnostic = Some(facts(diagnostic, &result));
+        return result;
+    }
+    if result.truncated {
+        let diagnostic = Diagnostic::new(
+            Category::OutputTruncated,
+            "the script's output went over the 1 MiB cap and was cut; print less (bound intermediate envelopes)",
+        );
+        result.diagnostic = Some(facts(diagnostic, &result));
+        return result;
+    }
+    if result.return_code != Some(0) {
+        let last = result
+            .stderr
+            .lines()
+            .rfind(|line| !line.trim().is_empty())
+            .unwrap_or("no message on stderr")
+            .trim()
+            .to_owned();
+        let diagnostic = Diagnostic::new(
+            Category::ChildProcessError,
+            format!(
+                "the script exited with return code {:?}: {last}",
+                result.return_code
+            ),
+        );
+        result.diagnostic = Some(facts(diagnostic, &result));
+        return result;
+    }
+    match envelope::last_envelope(&result.stdout) {
+        None => {
+            let diagnostic = Diagnostic::new(
+                Category::ChildProcessError,
+                "the script printed no JSON envelope; its last stdout line must be {\"status\": ..., \"objective\": ..., \"solution\": {...}}",
+            )
+            .with_detail("field", "envelope");
+            result.diagnostic = Some(facts(diagnostic, &result));
+        }
+        Some(Err(rejection)) => {
+            let diagnostic = Diagnostic::new(
+                Category::ChildProcessError,
+                format!(
+                    "the envelope is invalid at {}: {}",
+                    rejection.field, rejection.reason
+                ),
+            )
+            .with_detail("field", rejection.field.clone())
+            .with_detail("reason", rejection.reason.clone());
+            result.diagnostic = Some(facts(diagnostic, &result));
+        }
+        Some(Ok(reported)) => {
+            adopt(&mut result, reported);
+            result.diagnostic = match result.status.as_str() {
+                "infeasible" => Some(Diagnostic::new(
+                    Category::Infeasible,
+                    "the script reports the model infeasible",
+                )),
+                "unknown" => Some(Diagnostic::new(
+                    Category::Unknown,
+                    "the script reports unknown: no solution and no proof",
+                )),
+                "error" => Some(Diagnostic::new(
+                    Category::ChildProcessError,
+                    "the script reports status error",
+                )),
+                _ => None,
+            };
+        }
+    }
+    result
+}
+
+fn adopt(result: &mut CpsatPythonResult, reported: Envelope) {
+    if result.status != "timeout" {
+        result.status = reported.status;
+    }
+    result.solution = Some(reported.solution);
+    result.objective = reported.objective;
+    result.best_objective_bound = reported.best_objective_bound;
+}
+
+/// The diagnostic of a checked run: a run timeout wins, else a checker
+/// that did not accept, else the run's own.
+pub fn checked_diagnostic(
+    run: &CpsatPythonResult,
+    checker_status: Option<&str>,
+) -> Option<Diagnostic> {
+    if run.status == "timeout" {
+        return run.diagnostic.clone();
+    }
+    match checker_status {
+        Some(status) if status != "accepted" => Some(
+            Diagnostic::new(
+                Category::CheckerFailed,
+                format!("the checker reported {status}"),
+            )
+            .with_detail("checker_status", Value::String(status.to_owned())),
+        ),
+        _ => run.diagnostic.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(ending: Ending, return_code: Option<i32>, stdout: &str) -> RunOutput {
+        RunOutput {
+            ending,
+            return_code,
+            truncated: ending == Ending::Capped,
+            elapsed_ms: 5,
+            stdout: stdout.to_owned(),
+            stderr: "Traceback...\nValueError: boom\n".to_owned(),
+        }
+    }
+
+    const GOOD: &str = "{\"status\": \"optimal\", \"objective\": 3, \"solution\": {\"x\": 1}}\n";
+
+    #[test]
+    fn a_clean_envelope_is_the_result() {
+        let result = script_result(run(Ending::Exited, Some(0), GOOD), 1000);
+        assert_eq!(result.status, "optimal");
+        assert_eq!(result.objective.unwrap().as_i64(), Some(3));
+        assert!(result.diagnostic.is_none());
+    }
+
+    #[test]
+    fn contract_breaches_are_errors_with_a_field() {
+        let result = script_result(
+            run(
+                Ending::Exited,
+                Some(0),
+                "{\"status\": \"optimal\", \"objective\": 1}\n",
+            ),
+            1000,
+        );
+        assert_eq!(result.status, "error");
+        let diagnostic = result.diagnostic.unwrap();
+        assert_eq!(diagnostic.category, Category::ChildProcessError);
+        assert_eq!(diagnostic.details.unwrap()["field"], "solution");
+
+        let result = script_result(run(Ending::Exited, Some(0), "no json here\n"), 1000);
+        assert_eq!(
+            result.diagnostic.unwrap().details.unwrap()["field"],
+            "envelope"
+        );
+
+        let crashed = script_result(run(Ending::Exited, Some(1), GOOD), 1000);
+        assert_eq!(crashed.status, "error");
+        assert!(
+            crashed
+                .diagnostic
+                .unwrap()
+                .message
+                .contains("ValueError: boom")
+        );
+    }
+
+    #[test]
+    fn a_timeout_recovers_the_last_valid_incumbent() {
+        let partial = format!("{GOOD}{{\"status\": \"feas");
+        let result = script_result(run(Ending::TimedOut, None, &partial), 1000);
+        assert_eq!(result.status, "timeout");
+        assert_eq!(result.solution.unwrap()["x"], 1);
+        assert_eq!(
+            result.diagnostic.unwrap().category,
+            Category::TimeoutWithIncumbent
+        );
+
+        let malformed = "{\"status\": \"feasible\", \"objective\": 1, \"solution\": []}\n";
+        let result = script_result(run(Ending::TimedOut, None, malformed), 1000);
+        assert_eq!(result.status, "timeout");
+        assert!(result.solution.is_none());
+        let diagnostic = result.diagnostic.unwrap();
+        assert_eq!(diagnostic.category, Category::TimeoutNoIncumbent);
+        assert_eq!(
+            diagnostic.details.unwrap()["rejected_partial_field"],
+            "solution"
+        );
+    }
+
+    #[test]
+    fn the_cap_is_an_output_truncated_error() {
+        let result = script_result(run(Ending::Capped, None, GOOD), 1000);
+        assert_eq!(result.status, "error");
+        assert_eq!(
+            result.diagnostic.unwrap().category,
+            Category::OutputTruncated
+        );
+    }
+
+    #[test]
+    fn checker_verdicts_compose() {
+        let clean = script_result(run(Ending::Exited, Some(0), GOOD), 1000);
+        assert!(checked_diagnostic(&clean, Some("accepted")).is_none());
+        assert_eq!(
+            checked_diagnostic(&clean, Some("rejected"))
+                .unwrap()
+                .category,
+            Category::CheckerFailed
+        );
+        let timeout = script_result(run(Ending::TimedOut, None, GOOD), 1000);
+        assert_eq!(
+            checked_diagnostic(&timeout, Some("rejected"))
+                .unwrap()
+                .category,
+            Category::TimeoutWithIncumbent
+        );
+    }
+}

@@ -1,0 +1,273 @@
+//! CP-SAT scripts as background jobs, on the same generic registry with
+//! their own bounds.
+//!
+//! Everything is validated at admission (budgets, paths resolved to
+//! absolute, checker inputs, the interpreter); a queued job runs what was
+//! named on submit. A checked job stays `running` through its checker
+//! phase; cancel stops whichever child is running and discards the result.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome, Start};
+use super::solve::{full, timestamp, unknown_job};
+use crate::cpsat::{
+    CheckerReport, CheckerSource, Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource,
+    positive_ms,
+};
+use crate::diagnostics::{Category, Diagnostic, ToolError};
+use crate::progress::Progress;
+use crate::settings::JobBounds;
+
+/// A CP-SAT job as submitted.
+#[derive(Debug, Clone)]
+pub struct CpsatJobRequest {
+    pub script: ScriptRequest,
+    pub checker: Option<CheckerSource>,
+    pub problem: Option<String>,
+    pub checker_timeout_ms: Option<i64>,
+}
+
+/// What a finished CP-SAT job holds.
+#[derive(Debug, Clone)]
+pub struct CpsatJobOutput {
+    pub result: CpsatPythonResult,
+    pub checker: Option<CheckerReport>,
+    pub checker_skipped_reason: Option<String>,
+}
+
+/// The budgets a job echoes.
+#[derive(Debug, Clone)]
+pub struct CpsatJobMeta {
+    pub script_timeout_ms: i64,
+    pub checker_timeout_ms: Option<u64>,
+}
+
+/// One CP-SAT job as `get_cpsat_python_job` reports it.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CpsatPythonJobStatus {
+    pub job_id: String,
+    /// `queued`, `running`, `succeeded`, `failed`, `timeout` or `cancelled`.
+    pub state: JobState,
+    pub script_timeout_ms: i64,
+    /// The checker's budget, when the job has a checker.
+    pub checker_timeout_ms: Option<u64>,
+    pub submitted_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub elapsed_ms: u64,
+    /// Present exactly when `state` is `succeeded` or `timeout`.
+    pub result: Option<CpsatPythonResult>,
+    /// The checker's verdict (diagnostic only, not a save gate).
+    pub checker: Option<CheckerReport>,
+    /// Why the checker did not run.
+    pub checker_skipped_reason: Option<String>,
+    pub message: Option<String>,
+    pub diagnostic: Option<Diagnostic>,
+}
+
+/// `list_cpsat_python_jobs`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CpsatPythonJobList {
+    pub jobs: Vec<CpsatPythonJobStatus>,
+}
+
+/// Background CP-SAT runs.
+#[derive(Clone)]
+pub struct CpsatJobs {
+    cpsat: Cpsat,
+    registry: JobRegistry<CpsatJobOutput, CpsatJobMeta>,
+}
+
+impl CpsatJobs {
+    pub fn new(cpsat: Cpsat, bounds: JobBounds, shutdown: CancellationToken) -> Self {
+        CpsatJobs {
+            cpsat,
+            registry: JobRegistry::new("CP-SAT job", bounds, shutdown),
+        }
+    }
+
+    /// Validates everything, resolves paths, then admits the job.
+    pub async fn submit(
+        &self,
+        mut request: CpsatJobRequest,
+        cancel: &CancellationToken,
+    ) -> Result<CpsatPythonJobStatus, ToolError> {
+        positive_ms("script_timeout_ms", request.script.timeout_ms)?;
+        let checker_timeout_ms = match (&request.checker, request.checker_timeout_ms) {
+            (None, Some(_)) => {
+                return Err(ToolError::invalid(
+                    "checker_timeout_ms needs a checker (checker or checker_path)",
+                ));
+            }
+            (None, None) => None,
+            (Some(_), Some(ms)) => Some(positive_ms("checker_timeout_ms", ms)?),
+            (Some(_), None) => Some(positive_ms("script_timeout_ms", request.script.timeout_ms)?),
+        };
+        request.script.validate()?;
+        let prepared = request.script.prepare()?;
+        if let ScriptSource::File(_) = request.script.source {
+            request.script.source =
+                ScriptSource::File(prepared.script.to_string_lossy().into_owned());
+        }
+        if let Some(checker) = &request.checker {
+            let prepared = checker.prepare()?;
+            if let CheckerSource::File(_) = checker {
+                request.checker = Some(CheckerSource::File(
+                    prepared.path().to_string_lossy().into_owned(),
+                ));
+            }
+        }
+        self.cpsat.python(cancel).await?;
+        let meta = CpsatJobMeta {
+            script_timeout_ms: request.script.timeout_ms,
+            checker_timeout_ms,
+        };
+        let admitted = self
+            .registry
+            .submit(meta, self.start(request, checker_timeout_ms))
+            .map_err(full)?;
+        Ok(status(admitted))
+    }
+
+    fn start(
+        &self,
+        request: CpsatJobRequest,
+        checker_timeout_ms: Option<u64>,
+    ) -> Start<CpsatJobOutput> {
+        let cpsat = self.cpsat.clone();
+        Box::new(move |token: CancellationToken| {
+            Box::pin(async move {
+                match run_job(&cpsat, &request, checker_timeout_ms, &token).await {
+                    Ok(output) if output.result.status == "timeout" => Outcome::TimedOut(output),
+                    Ok(output) => Outcome::Succeeded(output),
+                    Err(_) if token.is_cancelled() => Outcome::Cancelled,
+                    Err(error) => Outcome::Failed(error.to_string()),
+                }
+            })
+        })
+    }
+
+    pub fn get(&self, id: &str) -> Result<CpsatPythonJobStatus, ToolError> {
+        self.registry
+            .get(id)
+            .map(status)
+            .ok_or_else(|| self.unknown(id))
+    }
+
+    pub async fn cancel(&self, id: &str) -> Result<CpsatPythonJobStatus, ToolError> {
+        self.registry
+            .cancel(id)
+            .await
+            .map(status)
+            .ok_or_else(|| self.unknown(id))
+    }
+
+    pub fn list(&self) -> CpsatPythonJobList {
+        CpsatPythonJobList {
+            jobs: self.registry.list().into_iter().map(status).collect(),
+        }
+    }
+
+    pub async fn shutdown(&self) {
+        self.registry.shutdown().await;
+    }
+
+    fn unknown(&self, id: &str) -> ToolError {
+        unknown_job(
+            "CP-SAT job",
+            id,
+            self.registry.bounds().max_retained_terminal,
+        )
+    }
+}
+
+/// The script, then — with a checkable answer — the checker.
+async fn run_job(
+    cpsat: &Cpsat,
+    request: &CpsatJobRequest,
+    checker_timeout_ms: Option<u64>,
+    token: &CancellationToken,
+) -> Result<CpsatJobOutput, ToolError> {
+    let mut result = cpsat.run(&request.script, &Progress::none(), token).await?;
+    let (Some(checker), Some(checker_ms)) = (&request.checker, checker_timeout_ms) else {
+        return Ok(CpsatJobOutput {
+            result,
+            checker: None,
+            checker_skipped_reason: None,
+        });
+    };
+    let solution = match result.checkable() {
+        Ok(solution) => solution.clone(),
+        Err(reason) => {
+            return Ok(CpsatJobOutput {
+                result,
+                checker: None,
+                checker_skipped_reason: Some(reason),
+            });
+        }
+    };
+    let report = cpsat
+        .check(
+            checker,
+            request.problem.as_deref(),
+            &solution,
+            &result,
+            checker_ms,
+            token,
+        )
+        .await?;
+    result.diagnostic = crate::cpsat::checked_diagnostic(&result, Some(&report.status));
+    Ok(CpsatJobOutput {
+        result,
+        checker: Some(report),
+        checker_skipped_reason: None,
+    })
+}
+
+fn status(snapshot: JobSnapshot<CpsatJobOutput, CpsatJobMeta>) -> CpsatPythonJobStatus {
+    let diagnostic = match snapshot.state {
+        JobState::Cancelled => Some(Diagnostic::new(
+            Category::Cancelled,
+            snapshot
+                .message
+                .clone()
+                .unwrap_or_else(|| "cancelled".to_owned()),
+        )),
+        JobState::Failed => Some(Diagnostic::new(
+            Category::JobFailed,
+            snapshot
+                .message
+                .clone()
+                .unwrap_or_else(|| "the job failed".to_owned()),
+        )),
+        _ => snapshot
+            .result
+            .as_ref()
+            .and_then(|output| output.result.diagnostic.clone()),
+    };
+    let (result, checker, checker_skipped_reason) = match snapshot.result {
+        Some(output) => (
+            Some(output.result),
+            output.checker,
+            output.checker_skipped_reason,
+        ),
+        None => (None, None, None),
+    };
+    CpsatPythonJobStatus {
+        job_id: snapshot.id,
+        state: snapshot.state,
+        script_timeout_ms: snapshot.meta.script_timeout_ms,
+        checker_timeout_ms: snapshot.meta.checker_timeout_ms,
+        submitted_at: timestamp(snapshot.submitted_at),
+        started_at: snapshot.started_at.map(timestamp),
+        finished_at: snapshot.finished_at.map(timestamp),
+        elapsed_ms: snapshot.elapsed_ms,
+        result,
+        checker,
+        checker_skipped_reason,
+        message: snapshot.message,
+        diagnostic,
+    }
+}
