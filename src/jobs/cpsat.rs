@@ -11,12 +11,12 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome, Start};
-use super::solve::{full, timestamp, unknown_job};
+use super::solve::{full, lifecycle_diagnostic, timestamp, unknown_job};
 use crate::cpsat::{
     CheckerReport, CheckerSource, Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource,
     positive_ms,
 };
-use crate::diagnostics::{Category, Diagnostic, ToolError};
+use crate::diagnostics::{Diagnostic, ToolError};
 use crate::progress::Progress;
 use crate::settings::JobBounds;
 
@@ -227,26 +227,13 @@ async fn run_job(
 }
 
 fn status(snapshot: JobSnapshot<CpsatJobOutput, CpsatJobMeta>) -> CpsatPythonJobStatus {
-    let diagnostic = match snapshot.state {
-        JobState::Cancelled => Some(Diagnostic::new(
-            Category::Cancelled,
+    let diagnostic =
+        lifecycle_diagnostic(snapshot.state, snapshot.message.as_deref()).or_else(|| {
             snapshot
-                .message
-                .clone()
-                .unwrap_or_else(|| "cancelled".to_owned()),
-        )),
-        JobState::Failed => Some(Diagnostic::new(
-            Category::JobFailed,
-            snapshot
-                .message
-                .clone()
-                .unwrap_or_else(|| "the job failed".to_owned()),
-        )),
-        _ => snapshot
-            .result
-            .as_ref()
-            .and_then(|output| output.result.diagnostic.clone()),
-    };
+                .result
+                .as_ref()
+                .and_then(|output| output.result.diagnostic.clone())
+        });
     let (result, checker, checker_skipped_reason) = match snapshot.result {
         Some(output) => (
             Some(output.result),

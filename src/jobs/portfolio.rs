@@ -21,7 +21,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome};
-use super::solve::{SolveJobMeta, SolveJobs, full, timestamp, unknown_job};
+use super::solve::{SolveJobMeta, SolveJobs, full, lifecycle_diagnostic, timestamp, unknown_job};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{SolveControls, SolveRequest, SolveResult, Sources, validate_timeout};
 use crate::settings::JobBounds;
@@ -543,29 +543,19 @@ fn best_of_the_rest(snapshots: &[Option<JobSnapshot<SolveResult, SolveJobMeta>>]
 fn portfolio_status(
     snapshot: JobSnapshot<PortfolioSolveResult, PortfolioMeta>,
 ) -> PortfolioJobStatus {
-    let diagnostic = match snapshot.state {
-        JobState::Cancelled => Some(Diagnostic::new(
-            Category::Cancelled,
-            "the race was cancelled; every attempt was stopped",
-        )),
-        JobState::Failed => Some(Diagnostic::new(
-            Category::JobFailed,
+    let diagnostic =
+        lifecycle_diagnostic(snapshot.state, snapshot.message.as_deref()).or_else(|| {
             snapshot
-                .message
-                .clone()
-                .unwrap_or_else(|| "the race failed".to_owned()),
-        )),
-        _ => snapshot
-            .result
-            .as_ref()
-            .and_then(|result| match &result.winner {
-                None => Some(Diagnostic::new(
-                    Category::NoWinner,
-                    "no attempt produced a result (all failed or were cancelled)",
-                )),
-                Some(winner) => winner.diagnostic.clone(),
-            }),
-    };
+                .result
+                .as_ref()
+                .and_then(|result| match &result.winner {
+                    None => Some(Diagnostic::new(
+                        Category::NoWinner,
+                        "no attempt produced a result (all failed or were cancelled)",
+                    )),
+                    Some(winner) => winner.diagnostic.clone(),
+                })
+        });
     PortfolioJobStatus {
         job_id: snapshot.id,
         state: snapshot.state,

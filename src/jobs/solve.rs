@@ -63,6 +63,22 @@ pub(crate) fn unknown_job(kind: &str, id: &str, retained: usize) -> ToolError {
     ))
 }
 
+/// The diagnostic a cancelled or failed job carries; `None` otherwise,
+/// when the result's own diagnostic speaks.
+pub(crate) fn lifecycle_diagnostic(state: JobState, message: Option<&str>) -> Option<Diagnostic> {
+    match state {
+        JobState::Cancelled => Some(Diagnostic::new(
+            Category::Cancelled,
+            message.unwrap_or("cancelled"),
+        )),
+        JobState::Failed => Some(Diagnostic::new(
+            Category::JobFailed,
+            message.unwrap_or("the job failed"),
+        )),
+        _ => None,
+    }
+}
+
 pub(crate) fn full(error: RegistryFull) -> ToolError {
     ToolError::invalid(error.to_string())
 }
@@ -158,26 +174,13 @@ impl SolveJobs {
 }
 
 fn status(snapshot: JobSnapshot<SolveResult, SolveJobMeta>) -> SolveJobStatus {
-    let diagnostic = match snapshot.state {
-        JobState::Cancelled => Some(Diagnostic::new(
-            Category::Cancelled,
+    let diagnostic =
+        lifecycle_diagnostic(snapshot.state, snapshot.message.as_deref()).or_else(|| {
             snapshot
-                .message
-                .clone()
-                .unwrap_or_else(|| "cancelled".to_owned()),
-        )),
-        JobState::Failed => Some(Diagnostic::new(
-            Category::JobFailed,
-            snapshot
-                .message
-                .clone()
-                .unwrap_or_else(|| "the job failed".to_owned()),
-        )),
-        _ => snapshot
-            .result
-            .as_ref()
-            .and_then(|result| result.diagnostic.clone()),
-    };
+                .result
+                .as_ref()
+                .and_then(|result| result.diagnostic.clone())
+        });
     SolveJobStatus {
         job_id: snapshot.id,
         state: snapshot.state,

@@ -14,8 +14,8 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    InstallError, InstallEvent, RuntimeMarker, TargetState, save_setting, stage_beside,
-    swap_into_place, target_state, write_marker,
+    InstallError, InstallEvent, RuntimeMarker, ensure_replaceable, save_setting, stage_beside,
+    swap_into_place, write_marker,
 };
 use crate::exec::{self, ChildCommand, Ending, Limits};
 use crate::runtime::cpsat::{probe_python, venv_python};
@@ -61,19 +61,7 @@ pub async fn install_cpsat(
     cancel: &CancellationToken,
 ) -> Result<CpsatOutcome, InstallError> {
     let target = &request.target;
-    match target_state(target) {
-        TargetState::Unmanaged => {
-            return Err(InstallError::Unmanaged {
-                path: target.clone(),
-            });
-        }
-        TargetState::Managed(_) if !request.replace_confirmed => {
-            return Err(InstallError::NeedsConfirmation {
-                path: target.clone(),
-            });
-        }
-        _ => {}
-    }
+    ensure_replaceable(target, request.replace_confirmed)?;
     let base = find_base_python(request, cancel).await?;
     let staging = stage_beside(target)?;
     let venv = staging.path().join("venv");

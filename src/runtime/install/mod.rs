@@ -76,6 +76,19 @@ pub fn target_state(target: &Path) -> TargetState {
         .map_or(TargetState::Unmanaged, TargetState::Managed)
 }
 
+/// Refuses a target that is not ours, or ours without confirmation.
+fn ensure_replaceable(target: &Path, replace_confirmed: bool) -> Result<(), InstallError> {
+    match target_state(target) {
+        TargetState::Unmanaged => Err(InstallError::Unmanaged {
+            path: target.to_path_buf(),
+        }),
+        TargetState::Managed(_) if !replace_confirmed => Err(InstallError::NeedsConfirmation {
+            path: target.to_path_buf(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Where the archive comes from.
 #[derive(Debug, Clone)]
 pub enum ArchiveSource {
@@ -171,19 +184,7 @@ pub async fn install_minizinc(
     cancel: &CancellationToken,
 ) -> Result<InstallOutcome, InstallError> {
     let target = &request.target;
-    match target_state(target) {
-        TargetState::Unmanaged => {
-            return Err(InstallError::Unmanaged {
-                path: target.clone(),
-            });
-        }
-        TargetState::Managed(_) if !request.replace_confirmed => {
-            return Err(InstallError::NeedsConfirmation {
-                path: target.clone(),
-            });
-        }
-        _ => {}
-    }
+    ensure_replaceable(target, request.replace_confirmed)?;
     let staging = stage_beside(target)?;
 
     let archive_path = match &request.source {
