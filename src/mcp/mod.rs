@@ -95,17 +95,22 @@ const FULL_ONLY: &[&str] = &[
 ];
 
 const INSTRUCTIONS: &str = "\
-solvergate runs constraint models on a local MiniZinc runtime and reports the runtime's own answer. \
-Route constraint satisfaction and optimisation work here — scheduling, rostering, timetabling, assignment, \
-routing, packing, knapsack, resource allocation, production planning — instead of reasoning the answer out or \
-running solver code yourself.\n\
-Workflow: draft a complete MiniZinc model, call check_minizinc_model (pass the same data you will solve with), \
-repair and re-check until status is \"ok\", then solve_minizinc_model. Branch on `status`; when something needs \
-attention, `diagnostic.category` says what. A checker (MiniZinc .mzc.mzn source) verifies every solution.\n\
-Models on disk: use the *_files tools with absolute paths; relative includes resolve from the model's directory.\n\
-Rules for what you draft: modelling code only — no network access, no file writes or deletes, no process \
-spawning — unless the user asked for it. Report the solver's status, objective and solution as returned; \
-an `ok` check means the model compiles, not that it is satisfiable.";
+solvergate runs constraint models on local runtimes and reports the runtime's own answer. Route constraint \
+satisfaction and optimisation work here — scheduling, rostering, timetabling, assignment, routing, packing, \
+knapsack, resource allocation, production planning — instead of reasoning the answer out or running solver \
+code yourself.\n\
+MiniZinc: draft a complete model, call check_minizinc_model (with the data you will solve with), repair and \
+re-check until status is \"ok\", then solve_minizinc_model. A checker (MiniZinc .mzc.mzn source) verifies \
+every solution. Models on disk: the *_files tools, absolute paths; relative includes resolve from the model's \
+directory.\n\
+OR-Tools CP-SAT: write a complete Python script whose last stdout line is one JSON object \
+{\"status\": \"optimal|feasible|infeasible|unknown|error\", \"objective\": number or null, \"solution\": {...}} \
+with every decision value in the solution; run it with run_cpsat_python (embed the instance; stdin is empty) or \
+run_cpsat_python_file. A separate checker script can grade the answer.\n\
+Branch on `status`; when something needs attention, `diagnostic.category` says what. Long runs: the \
+background job tools (full toolset). Rules for what you draft: modelling code only — no network access, no \
+file writes or deletes, no process spawning — unless the user asked for it. Report status, objective and \
+solution as returned; a passing check or checker is not a proof of optimality.";
 
 /// The solvergate MCP server.
 #[derive(Clone)]
