@@ -20,7 +20,9 @@ use sha2::{Digest, Sha256};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome};
+use std::sync::{Arc, OnceLock};
+
+use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome, Start};
 use super::solve::{SolveJobMeta, SolveJobs, full, lifecycle_diagnostic, timestamp, unknown_job};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{SolveControls, SolveRequest, SolveResult, Sources, validate_timeout};
@@ -175,9 +177,13 @@ impl Portfolios {
             all_solutions: request.all_solutions,
             num_solutions: request.num_solutions,
         };
+        // Filled once the attempts are admitted: a decisive attempt drops its
+        // queued siblings itself, before its slot can start one of them.
+        let siblings: Arc<OnceLock<Vec<String>>> = Arc::new(OnceLock::new());
         let attempts: Vec<_> = plan
             .iter()
-            .map(|attempt| {
+            .enumerate()
+            .map(|(index, attempt)| {
                 let solve = SolveRequest {
                     sources: Sources::Inline {
                         model: request.models[attempt.model_index].clone(),
@@ -197,7 +203,11 @@ impl Portfolios {
                 let meta = SolveJobMeta {
                     timeout_ms: request.per_attempt_timeout_ms,
                 };
-                (meta, self.solve_jobs.start(solve))
+                let work = self.solve_jobs.start(solve);
+                (
+                    meta,
+                    self.decisive_drops_siblings(work, index, siblings.clone()),
+                )
             })
             .collect();
         let admitted = self
@@ -211,6 +221,7 @@ impl Portfolios {
                 ))
             })?;
         let attempt_jobs: Vec<String> = admitted.into_iter().map(|job| job.id).collect();
+        let _ = siblings.set(attempt_jobs.clone());
         let race = Race {
             solve_jobs: self.solve_jobs.registry().clone(),
             plan,
@@ -237,6 +248,32 @@ impl Portfolios {
                 Err(full(error))
             }
         }
+    }
+
+    /// Wraps an attempt so that a decisive result cancels every sibling
+    /// before the registry records it and frees the slot: queued siblings
+    /// are dropped instead of started, running ones are killed.
+    fn decisive_drops_siblings(
+        &self,
+        work: Start<SolveResult>,
+        index: usize,
+        siblings: Arc<OnceLock<Vec<String>>>,
+    ) -> Start<SolveResult> {
+        let registry = self.solve_jobs.registry().clone();
+        Box::new(move |token: CancellationToken| {
+            Box::pin(async move {
+                let outcome = work(token).await;
+                let decisive = matches!(&outcome, Outcome::Succeeded(result) if DECISIVE.contains(&result.status.as_str()));
+                if decisive && let Some(ids) = siblings.get() {
+                    for (sibling, id) in ids.iter().enumerate() {
+                        if sibling != index {
+                            registry.request_cancel(id);
+                        }
+                    }
+                }
+                outcome
+            })
+        })
     }
 
     /// Checks every rule before anything is admitted and lays out the
@@ -509,13 +546,20 @@ impl Race {
     }
 }
 
+/// Verdicts that end a race.
+const DECISIVE: &[&str] = &[
+    "optimal",
+    "satisfied",
+    "unsatisfiable",
+    "unbounded",
+    "unsat_or_unbounded",
+];
+
 fn is_decisive(snapshot: &JobSnapshot<SolveResult, SolveJobMeta>) -> bool {
-    snapshot.result.as_ref().is_some_and(|result| {
-        matches!(
-            result.status.as_str(),
-            "optimal" | "satisfied" | "unsatisfiable" | "unbounded" | "unsat_or_unbounded"
-        )
-    })
+    snapshot
+        .result
+        .as_ref()
+        .is_some_and(|result| DECISIVE.contains(&result.status.as_str()))
 }
 
 /// Rank of a non-decisive attempt; lower is better, `None` is not eligible.

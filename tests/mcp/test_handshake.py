@@ -16,6 +16,8 @@ CORE_TOOLS = {
     "solve_minizinc_model",
     "check_minizinc_files",
     "solve_minizinc_files",
+    "run_cpsat_python",
+    "run_cpsat_python_file",
 }
 FULL_ONLY = {
     "inspect_minizinc_model",
@@ -28,6 +30,13 @@ FULL_ONLY = {
     "get_portfolio_job",
     "cancel_portfolio_job",
     "list_portfolio_jobs",
+    "run_cpsat_python_file_checked",
+    "run_cpsat_python_experiment",
+    "submit_cpsat_python_job",
+    "submit_cpsat_python_file_job",
+    "get_cpsat_python_job",
+    "cancel_cpsat_python_job",
+    "list_cpsat_python_jobs",
 }
 
 

@@ -38,6 +38,7 @@ from helpers import (
     rfc3339,
     solve_job_ids,
     solver_procs,
+    structured,
     wait_for_solver_procs,
     wait_job,
 )
@@ -218,9 +219,19 @@ async def test_cancel_a_running_job_kills_its_processes(harness):
     env, marker = harness.tagged_env()
     async with harness.open("full", env=env) as launched:
         session = launched.session
-        submitted = await call_ok(session, "submit_solve_job", LONG_JOB)
+        progress: list[float] = []
+
+        async def on_progress(value, total, message):
+            progress.append(value)
+
+        asked = time.monotonic()
+        submitted = structured(
+            await session.call_tool("submit_solve_job", LONG_JOB, progress_callback=on_progress)
+        )
+        assert time.monotonic() - asked < 2, "submit_solve_job waited for the solve"
         assert submitted["state"] == "running", submitted
         assert await wait_procs(marker, comm="fzn-gecode"), "the solver never started: the scan would prove nothing"
+        assert progress == [], "a job tool sent progress notifications"
         running = await call_ok(session, "get_solve_job", {"job_id": submitted["job_id"]})
         check_solve_job(running)
         assert running["state"] == "running" and running["result"] is None
@@ -446,16 +457,19 @@ def test_shutdown_with_jobs_running_leaves_nothing(harness, tmp_path, how):
     server = RawServer([harness.binary, "stdio", "--toolset", "full"], env, tmp_path / "stderr.txt")
     try:
         server.initialize()
-        ids = []
         for _ in range(2):
             reply = server.call_tool("submit_solve_job", LONG_JOB)
             assert not reply["result"].get("isError"), reply
             job = reply["result"]["structuredContent"]
             assert job["state"] == "running", job
-            ids.append(job["job_id"])
+        # A race with two attempts as well: 4 solves in all.
+        race = {"models": [HARD_MODEL], "solvers": ["gecode"], "seeds": [1, 2], "per_attempt_timeout_ms": 60000}
+        reply = server.call_tool("submit_portfolio_job", race)
+        assert not reply["result"].get("isError"), reply
+        assert reply["result"]["structuredContent"]["state"] == "running"
         deadline = time.monotonic() + 15
-        while len({p for p in solver_procs(marker) if p.comm == "fzn-gecode"}) < 2:
-            assert time.monotonic() < deadline, "the two solvers never both ran: the scan would prove nothing"
+        while len({p for p in solver_procs(marker) if p.comm == "fzn-gecode"}) < 4:
+            assert time.monotonic() < deadline, "the four solvers never all ran: the scan would prove nothing"
             time.sleep(0.05)
 
         stopped = time.monotonic()

@@ -400,3 +400,21 @@ async def test_cancel_a_running_race_stops_every_attempt(harness):
         assert await call_ok(session, "get_portfolio_job", {"job_id": submitted["job_id"]}) == cancelled
         assert await portfolio_job_ids(session) == [submitted["job_id"]]
         assert not solver_procs(marker)
+
+
+async def test_only_the_newest_finished_races_are_retained(harness):
+    env, _ = harness.tagged_env(SOLVERGATE_MAX_RETAINED_TERMINAL="2")
+    async with harness.open("full", env=env) as launched:
+        session = launched.session
+        ids = []
+        for _ in range(3):
+            job = await call_ok(session, "submit_portfolio_job", BASE)
+            status, _ = await wait_job(session, job["job_id"], tool="get_portfolio_job")
+            assert status["state"] == "succeeded"
+            ids.append(job["job_id"])
+        assert await portfolio_job_ids(session) == ids[1:]
+        error = await call_error(session, "get_portfolio_job", {"job_id": ids[0]})
+        assert error.category == "invalid_request", error.text
+        assert ids[0] in error.message
+        kept = await call_ok(session, "get_portfolio_job", {"job_id": ids[1]})
+        assert kept["result"]["winner"]["status"] == "optimal", "a retained race keeps its result"
