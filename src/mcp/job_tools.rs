@@ -1,0 +1,152 @@
+//! The background MiniZinc tools: solve jobs and portfolio races. They
+//! return at once, so they send no progress notifications.
+
+use rmcp::handler::server::common::schema_for_output;
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, tool, tool_router};
+
+use super::args::{self, JobIdArgs, NoArgs, PortfolioArgs, SolveModelArgs};
+use super::{SolvergateServer, answer, refuse, render};
+use crate::diagnostics::ToolError;
+use crate::jobs::{
+    PortfolioJobList, PortfolioJobStatus, PortfolioRequest, SolveJobList, SolveJobStatus,
+};
+use crate::minizinc::SolveRequest;
+
+#[tool_router(router = job_router, vis = "pub(super)")]
+impl SolvergateServer {
+    #[tool(
+        description = "Start a MiniZinc solve in the background and return at once with a job_id (state queued or running). Same arguments as solve_minizinc_model; argument errors are reported before a job exists. Poll get_solve_job; use for solves that may outlast a client's request timeout.",
+        input_schema = args::schema::<SolveModelArgs>(),
+        output_schema = schema_for_output::<SolveJobStatus>()
+    )]
+    async fn submit_solve_job(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let args: SolveModelArgs = match args::parse(arguments) {
+            Ok(args) => args,
+            Err(error) => return refuse(&error),
+        };
+        let (cancel, _link) = self.call_token(&context);
+        let outcome = self
+            .solve_jobs
+            .submit(SolveRequest::from(args), &cancel)
+            .await;
+        answer(outcome, render::solve_job)
+    }
+
+    #[tool(
+        description = "Read a background solve job: state (queued, running, succeeded, failed, timeout, cancelled), timing, and the full SolveResult once it is succeeded or timeout. Pace polls against timeout_ms - elapsed_ms.",
+        input_schema = args::schema::<JobIdArgs>(),
+        output_schema = schema_for_output::<SolveJobStatus>()
+    )]
+    async fn get_solve_job(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<JobIdArgs>(arguments) {
+            Ok(args) => answer(self.solve_jobs.get(&args.job_id), render::solve_job),
+            Err(error) => refuse(&error),
+        }
+    }
+
+    #[tool(
+        description = "Cancel a background solve job: a queued job is dropped, a running one has its MiniZinc and solver processes killed. Returns when the job is cancelled; idempotent.",
+        input_schema = args::schema::<JobIdArgs>(),
+        output_schema = schema_for_output::<SolveJobStatus>()
+    )]
+    async fn cancel_solve_job(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<JobIdArgs>(arguments) {
+            Ok(args) => answer(
+                self.solve_jobs.cancel(&args.job_id).await,
+                render::solve_job,
+            ),
+            Err(error) => refuse(&error),
+        }
+    }
+
+    #[tool(
+        description = "List the retained background solve jobs (portfolio attempts included), oldest first. Finished jobs are kept only up to a cap.",
+        input_schema = args::schema::<NoArgs>(),
+        output_schema = schema_for_output::<SolveJobList>()
+    )]
+    async fn list_solve_jobs(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<NoArgs>(arguments) {
+            Ok(_) => answer(
+                Ok::<_, ToolError>(self.solve_jobs.list()),
+                render::solve_jobs,
+            ),
+            Err(error) => refuse(&error),
+        }
+    }
+
+    #[tool(
+        description = "Race several formulations of one instance across solvers and seeds in the background; returns at once with a job_id. The first attempt with a decisive verdict (optimal, satisfied, unsatisfiable, unbounded) wins and the server kills the others immediately; otherwise the best attempt wins. Poll get_portfolio_job for the winner and the full attempts table.",
+        input_schema = args::schema::<PortfolioArgs>(),
+        output_schema = schema_for_output::<PortfolioJobStatus>()
+    )]
+    async fn submit_portfolio_job(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let args: PortfolioArgs = match args::parse(arguments) {
+            Ok(args) => args,
+            Err(error) => return refuse(&error),
+        };
+        let (cancel, _link) = self.call_token(&context);
+        let outcome = self
+            .portfolios
+            .submit(PortfolioRequest::from(args), &cancel)
+            .await;
+        answer(outcome, render::portfolio_job)
+    }
+
+    #[tool(
+        description = "Read a portfolio job: state (running, succeeded, cancelled) and, once succeeded, the PortfolioSolveResult with the winner, every attempt and provenance hashes. Reading never changes the race.",
+        input_schema = args::schema::<JobIdArgs>(),
+        output_schema = schema_for_output::<PortfolioJobStatus>()
+    )]
+    async fn get_portfolio_job(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<JobIdArgs>(arguments) {
+            Ok(args) => answer(self.portfolios.get(&args.job_id), render::portfolio_job),
+            Err(error) => refuse(&error),
+        }
+    }
+
+    #[tool(
+        description = "Stop a portfolio race and every attempt (their processes are killed). Returns when all are stopped; idempotent.",
+        input_schema = args::schema::<JobIdArgs>(),
+        output_schema = schema_for_output::<PortfolioJobStatus>()
+    )]
+    async fn cancel_portfolio_job(
+        &self,
+        arguments: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<JobIdArgs>(arguments) {
+            Ok(args) => answer(
+                self.portfolios.cancel(&args.job_id).await,
+                render::portfolio_job,
+            ),
+            Err(error) => refuse(&error),
+        }
+    }
+
+    #[tool(
+        description = "List the retained portfolio jobs, oldest first.",
+        input_schema = args::schema::<NoArgs>(),
+        output_schema = schema_for_output::<PortfolioJobList>()
+    )]
+    async fn list_portfolio_jobs(
+        &self,
+        arguments: JsonObject,
+    ) -> Result<CallToolResult, ErrorData> {
+        match args::parse::<NoArgs>(arguments) {
+            Ok(_) => answer(
+                Ok::<_, ToolError>(self.portfolios.list()),
+                render::portfolio_jobs,
+            ),
+            Err(error) => refuse(&error),
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! The MiniZinc tools and the runtime introspection tools: adapters that
+//! parse arguments, call the MiniZinc service and wrap its result.
+
+use rmcp::handler::server::common::schema_for_output;
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, tool, tool_router};
+
+use super::args::{self, FilesArgs, ModelArgs, SolveFilesArgs, SolveModelArgs};
+use super::{SolvergateServer, answer, render, reply};
+use crate::minizinc::{
+    CheckResult, ModelInspectionResult, PreflightRequest, SolveRequest, SolveResult,
+};
+use crate::runtime::{self, RuntimeStatus, SolverList};
+
+#[tool_router(router = minizinc_router, vis = "pub(super)")]
+impl SolvergateServer {
+    #[tool(
+        description = "Report whether the runtimes are installed: MiniZinc (directory, binary, version, which rule chose it) and CP-SAT (the Python interpreter and its OR-Tools version). Call first when a tool fails with runtime_missing.",
+        output_schema = schema_for_output::<RuntimeStatus>()
+    )]
+    async fn check_runtime(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let (cancel, _link) = self.call_token(&context);
+        let status = runtime::status(self.minizinc.runtime(), &self.cpsat, &cancel).await;
+        let text = render::runtime_status(&status);
+        reply(&status, text)
+    }
+
+    #[tool(
+        description = "List the solvers the MiniZinc runtime offers (id, name, version, tags) with each one's capabilities (all_solutions, free_search, parallel, random_seed, num_solutions) read from its declared flags, and the solver used when none is named.",
+        output_schema = schema_for_output::<SolverList>()
+    )]
+    async fn list_available_solvers(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let outcome = self
+            .minizinc
+            .runtime()
+            .catalog(&self.call_token(&context).0)
+            .await
+            .map(SolverList::from_catalog);
+        answer(outcome, render::solver_list)
+    }
+
+    #[tool(
+        description = "Compile-check a complete MiniZinc model (and optional inline data) for a solver without solving: catches syntax, type, missing-data and unsupported-construct errors cheaply. status \"ok\" means it compiles, not that it is satisfiable. Use before solve_minizinc_model, with the same data.",
+        input_schema = args::schema::<ModelArgs>(),
+        output_schema = schema_for_output::<CheckResult>()
+    )]
+    async fn check_minizinc_model(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.minizinc_call::<ModelArgs, PreflightRequest, _>(
+            "check_minizinc_model",
+            arguments,
+            &context,
+            async |service, request, progress, cancel| {
+                service.check(&request, progress, cancel).await
+            },
+            render::check,
+        )
+        .await
+    }
+
+    #[tool(
+        description = "Report a MiniZinc model's interface without solving: the parameters it still needs (given any data passed), its output variables, and whether it minimises, maximises or satisfies. Use to learn what data to write before a solve.",
+        input_schema = args::schema::<ModelArgs>(),
+        output_schema = schema_for_output::<ModelInspectionResult>()
+    )]
+    async fn inspect_minizinc_model(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.minizinc_call::<ModelArgs, PreflightRequest, _>(
+            "inspect_minizinc_model",
+            arguments,
+            &context,
+            async |service, request, progress, cancel| {
+                service.inspect(&request, progress, cancel).await
+            },
+            render::inspection,
+        )
+        .await
+    }
+
+    #[tool(
+        description = "Solve a constraint satisfaction or optimisation problem — scheduling, rostering, timetabling, assignment, routing, packing, knapsack, resource allocation — written as a complete MiniZinc model (plus optional inline .dzn data and an optional solution checker) on the local runtime. Returns the solver's status, every solution as a variable map, the objective, statistics and, with a checker, a verdict per solution.",
+        input_schema = args::schema::<SolveModelArgs>(),
+        output_schema = schema_for_output::<SolveResult>()
+    )]
+    async fn solve_minizinc_model(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.minizinc_call::<SolveModelArgs, SolveRequest, _>(
+            "solve_minizinc_model",
+            arguments,
+            &context,
+            async |service, request, progress, cancel| {
+                service.solve(&request, progress, cancel).await
+            },
+            render::solve,
+        )
+        .await
+    }
+
+    #[tool(
+        description = "Compile-check a MiniZinc model file (and optional .dzn/.json data file) without solving. Runs in the model's directory so relative includes resolve. Prefer absolute paths.",
+        input_schema = args::schema::<FilesArgs>(),
+        output_schema = schema_for_output::<CheckResult>()
+    )]
+    async fn check_minizinc_files(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.minizinc_call::<FilesArgs, PreflightRequest, _>(
+            "check_minizinc_files",
+            arguments,
+            &context,
+            async |service, request, progress, cancel| {
+                service.check(&request, progress, cancel).await
+            },
+            render::check,
+        )
+        .await
+    }
+
+    #[tool(
+        description = "Report the interface of a MiniZinc model file (required parameters, output variables, method) without solving. Runs in the model's directory so relative includes resolve.",
+        input_schema = args::schema::<FilesArgs>(),
+        output_schema = schema_for_output::<ModelInspectionResult>()
+    )]
+    async fn inspect_minizinc_files(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.minizinc_call::<FilesArgs, PreflightRequest, _>(
+            "inspect_minizinc_files",
+            arguments,
+            &context,
+            async |service, request, progress, cancel| {
+                service.inspect(&request, progress, cancel).await
+            },
+            render::inspection,
+        )
+        .await
+    }
+
+    #[tool(
+        description = "Solve a constraint satisfaction or optimisation problem whose MiniZinc model is a local file (plus optional data file and checker file ending .mzc or .mzc.mzn). Runs in the model's directory so relative includes resolve; returns the same result as solve_minizinc_model. Prefer absolute paths.",
+        input_schema = args::schema::<SolveFilesArgs>(),
+        output_schema = schema_for_output::<SolveResult>()
+    )]
+    async fn solve_minizinc_files(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.minizinc_call::<SolveFilesArgs, SolveRequest, _>(
+            "solve_minizinc_files",
+            arguments,
+            &context,
+            async |service, request, progress, cancel| {
+                service.solve(&request, progress, cancel).await
+            },
+            render::solve,
+        )
+        .await
+    }
+}
