@@ -623,3 +623,82 @@ fn an_interrupted_download_leaves_nothing_behind() {
         );
     }
 }
+
+/// Runs `args` on a pseudo-terminal (util-linux `script`), typing `input`.
+fn on_a_terminal(home: &Home, args: &[&str], input: &str) -> (Option<i32>, String) {
+    let mut line = String::from(env!("CARGO_BIN_EXE_solvergate"));
+    for arg in args {
+        line.push(' ');
+        line.push_str(arg);
+    }
+    let mut child = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("HOME", home.path())
+        .env_remove("SOLVERGATE_RUNTIME_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux script must be installed");
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input.as_bytes()).unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn a_terminal_is_asked_where_and_whether_to_replace() {
+    let home = Home::new();
+    let bundle = good_bundle();
+    let manifest = home.manifest(
+        &serve(Serve::Ok(bundle.clone())),
+        &sha256(&bundle),
+        &platform(),
+    );
+    let manifest = manifest.to_str().unwrap().to_owned();
+    let args = [
+        "install-runtime",
+        "--only",
+        "minizinc",
+        "--manifest",
+        &manifest,
+    ];
+    let default_target = home.path().join("data/solvergate/minizinc");
+
+    // Enter accepts the default location.
+    let (code, transcript) = on_a_terminal(&home, &args, "\n");
+    assert_eq!(code, Some(0), "{transcript}");
+    assert!(
+        transcript.contains("Install MiniZinc 2.9.7 into ["),
+        "{transcript}"
+    );
+    assert!(
+        transcript.contains(default_target.to_str().unwrap()),
+        "{transcript}"
+    );
+    assert!(default_target.join("bin/minizinc").is_file());
+
+    // Over our own install, the terminal is asked to confirm; "n" keeps it.
+    std::fs::write(default_target.join("keep-me"), "old install").unwrap();
+    let (code, transcript) = on_a_terminal(&home, &args, "\nn\n");
+    assert_eq!(code, Some(1), "{transcript}");
+    assert!(
+        transcript.contains("Replace the solvergate runtime at"),
+        "{transcript}"
+    );
+    assert!(
+        default_target.join("keep-me").exists(),
+        "a refused replace keeps the old tree"
+    );
+
+    // "y" replaces it.
+    let (code, transcript) = on_a_terminal(&home, &args, "\ny\n");
+    assert_eq!(code, Some(0), "{transcript}");
+    assert!(!default_target.join("keep-me").exists());
+}
