@@ -20,3 +20,4 @@ pub mod minizinc;
 pub mod progress;
 pub mod runtime;
 pub mod settings;
+pub mod userfiles;

@@ -15,9 +15,10 @@ use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;
 
 use super::results::CheckerReport;
-use super::script::{parent_of, read_script, scratch_dir, sha256_hex, write};
+use super::script::{parent_of, scratch_dir, sha256_hex, write};
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, ChildCommand, Ending, Limits};
+use crate::userfiles::text_file;
 
 /// Where a checker comes from.
 #[derive(Debug, Clone)]
@@ -58,7 +59,7 @@ impl CheckerSource {
                 (script, scratch.path().to_path_buf(), source.clone())
             }
             CheckerSource::File(path) => {
-                let (script, text) = read_script("checker_path", path)?;
+                let (script, text) = text_file("checker_path", path)?;
                 let cwd = parent_of(&script);
                 (script, cwd, text)
             }

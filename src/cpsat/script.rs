@@ -12,6 +12,7 @@ use tempfile::TempDir;
 
 use crate::diagnostics::ToolError;
 use crate::exec::ChildCommand;
+use crate::userfiles::text_file;
 
 /// Env var carrying the replay seed to a cooperating script.
 pub const SEED_VAR: &str = "SOLVERGATE_CPSAT_SEED";
@@ -77,7 +78,7 @@ impl ScriptRequest {
                 )
             }
             ScriptSource::File(path) => {
-                let (script, text) = read_script("script_path", path)?;
+                let (script, text) = text_file("script_path", path)?;
                 let cwd = parent_of(&script);
                 (script, cwd, text.into_bytes())
             }
@@ -170,50 +171,6 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Resolves and reads a script file: exists, regular, non-empty, UTF-8.
-pub(crate) fn read_script(argument: &str, path: &str) -> Result<(PathBuf, String), ToolError> {
-    if path.trim().is_empty() {
-        return Err(ToolError::invalid(format!("{argument} must not be empty")));
-    }
-    let shown = std::path::absolute(path).unwrap_or_else(|_| PathBuf::from(path));
-    let resolved = fs::canonicalize(path).map_err(|error| {
-        if error.kind() == std::io::ErrorKind::NotFound {
-            ToolError::invalid(format!("{argument} {} does not exist", shown.display()))
-        } else {
-            ToolError::invalid(format!(
-                "{argument} {} cannot be read: {error}",
-                shown.display()
-            ))
-        }
-    })?;
-    if !resolved.is_file() {
-        return Err(ToolError::invalid(format!(
-            "{argument} {} is not a regular file",
-            resolved.display()
-        )));
-    }
-    let bytes = fs::read(&resolved).map_err(|error| {
-        ToolError::invalid(format!(
-            "{argument} {} cannot be read: {error}",
-            resolved.display()
-        ))
-    })?;
-    let text = String::from_utf8(bytes).map_err(|error| {
-        ToolError::invalid(format!(
-            "{argument} {} is not valid UTF-8 (first bad byte at offset {})",
-            resolved.display(),
-            error.utf8_error().valid_up_to()
-        ))
-    })?;
-    if text.trim().is_empty() {
-        return Err(ToolError::invalid(format!(
-            "{argument} {} is empty",
-            resolved.display()
-        )));
-    }
-    Ok((resolved, text))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,15 +228,15 @@ mod tests {
     fn script_paths_are_validated() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("nope.py");
-        let error = read_script("script_path", missing.to_str().unwrap()).unwrap_err();
+        let error = text_file("script_path", missing.to_str().unwrap()).unwrap_err();
         assert!(error.to_string().contains("does not exist"));
         fs::write(dir.path().join("empty.py"), "  \n").unwrap();
         let error =
-            read_script("script_path", dir.path().join("empty.py").to_str().unwrap()).unwrap_err();
+            text_file("script_path", dir.path().join("empty.py").to_str().unwrap()).unwrap_err();
         assert!(error.to_string().contains("is empty"));
         fs::write(dir.path().join("latin.py"), b"# caf\xe9\n").unwrap();
         let error =
-            read_script("script_path", dir.path().join("latin.py").to_str().unwrap()).unwrap_err();
+            text_file("script_path", dir.path().join("latin.py").to_str().unwrap()).unwrap_err();
         assert!(error.to_string().contains("UTF-8"));
     }
 }

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
 use crate::diagnostics::ToolError;
+use crate::userfiles::{existing_file, utf8_text};
 
 /// Where the model (and optional data and checker) come from.
 #[derive(Debug, Clone)]
@@ -170,44 +171,6 @@ fn prepare_files(
         data,
         checker,
         cwd,
-    })
-}
-
-/// Resolves `path` to an absolute, symlink-free path of a regular file.
-fn existing_file(argument: &str, path: &str) -> Result<PathBuf, ToolError> {
-    let resolved = fs::canonicalize(path).map_err(|error| {
-        let shown = std::path::absolute(path).unwrap_or_else(|_| PathBuf::from(path));
-        if error.kind() == std::io::ErrorKind::NotFound {
-            ToolError::invalid(format!("{argument} {} does not exist", shown.display()))
-        } else {
-            ToolError::invalid(format!(
-                "{argument} {} cannot be read: {error}",
-                shown.display()
-            ))
-        }
-    })?;
-    if !resolved.is_file() {
-        return Err(ToolError::invalid(format!(
-            "{argument} {} is not a regular file",
-            resolved.display()
-        )));
-    }
-    Ok(resolved)
-}
-
-fn utf8_text(argument: &str, path: &Path) -> Result<String, ToolError> {
-    let bytes = fs::read(path).map_err(|error| {
-        ToolError::invalid(format!(
-            "{argument} {} cannot be read: {error}",
-            path.display()
-        ))
-    })?;
-    String::from_utf8(bytes).map_err(|error| {
-        ToolError::invalid(format!(
-            "{argument} {} is not valid UTF-8 (first bad byte at offset {}); save it as UTF-8",
-            path.display(),
-            error.utf8_error().valid_up_to()
-        ))
     })
 }
 
