@@ -31,6 +31,9 @@ pub fn runtime_status(status: &RuntimeStatus, only: Option<RuntimeKind>) -> Stri
                 if let Some(version) = &status.minizinc_version {
                     let _ = writeln!(text, "  version:     {version}");
                 }
+                if let Some(count) = status.solver_count {
+                    let _ = writeln!(text, "  solvers:     {count} (solvergate list-solvers)");
+                }
                 text.push_str("  status:      installed\n");
             }
             None => {

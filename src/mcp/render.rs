@@ -33,13 +33,17 @@ fn block(text: &mut String, title: &str, body: &str) {
 pub fn runtime_status(status: &RuntimeStatus) -> String {
     let mut text = match (&status.minizinc_binary, &status.minizinc_version) {
         (Some(binary), version) => format!(
-            "MiniZinc runtime installed: {binary}{}\nRuntime dir: {} ({})\n",
+            "MiniZinc runtime installed: {binary}{}\nRuntime dir: {} ({}){}\n",
             version
                 .as_ref()
                 .map(|v| format!(" — {v}"))
                 .unwrap_or_default(),
             status.runtime_dir,
-            status.source.describe()
+            status.source.describe(),
+            status
+                .solver_count
+                .map(|count| format!("; {count} solvers listed"))
+                .unwrap_or_default()
         ),
         (None, _) => format!(
             "MiniZinc runtime not installed at {} ({}). {}\n",

@@ -147,6 +147,8 @@ pub struct RuntimeStatus {
     pub source: LocationSource,
     /// First line of `minizinc --version`, when it ran.
     pub minizinc_version: Option<String>,
+    /// How many solvers `--solvers-json` lists, when it ran.
+    pub solver_count: Option<usize>,
     /// The CP-SAT (Python + OR-Tools) runtime.
     pub cpsat: cpsat::CpsatStatus,
 }
@@ -157,16 +159,22 @@ pub async fn status(
     cpsat: &cpsat::CpsatRuntime,
     cancel: &CancellationToken,
 ) -> RuntimeStatus {
-    let (minizinc_version, cpsat) = tokio::join!(
+    let (minizinc_facts, cpsat) = tokio::join!(
         async {
-            if minizinc.is_installed() {
-                minizinc.version(cancel).await.ok()
-            } else {
-                None
+            if !minizinc.is_installed() {
+                return (None, None);
             }
+            let version = minizinc.version(cancel).await.ok();
+            let solvers = minizinc
+                .catalog(cancel)
+                .await
+                .ok()
+                .map(|catalog| catalog.solvers.len());
+            (version, solvers)
         },
         cpsat.status(cancel)
     );
+    let (minizinc_version, solver_count) = minizinc_facts;
     let installed = minizinc.is_installed();
     RuntimeStatus {
         installed,
@@ -174,6 +182,7 @@ pub async fn status(
         minizinc_binary: installed.then(|| minizinc.binary().display().to_string()),
         source: minizinc.location.source,
         minizinc_version,
+        solver_count,
         cpsat,
     }
 }
