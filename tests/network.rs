@@ -2,7 +2,8 @@
 //!
 //! Two proofs: the sources name the HTTP client in exactly one file, and
 //! the other commands do their whole job inside a network namespace with no
-//! interface up (`unshare -n`, which CI runs as root).
+//! interface up (`unshare --map-root-user --net`: a user namespace makes it
+//! work without root where the kernel allows unprivileged namespaces).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -58,7 +59,14 @@ fn commands_work_without_a_network() {
     ];
     for args in commands {
         let output = Command::new("unshare")
-            .args(["--net", "--", binary, "--runtime-dir", &runtime])
+            .args([
+                "--map-root-user",
+                "--net",
+                "--",
+                binary,
+                "--runtime-dir",
+                &runtime,
+            ])
             .args(args)
             .env("XDG_CONFIG_HOME", home.path().join("config"))
             .env("XDG_DATA_HOME", home.path().join("data"))
@@ -79,6 +87,7 @@ fn an_mcp_session_solves_without_a_network() {
     let home = tempfile::tempdir().unwrap();
     let mut child = Command::new("unshare")
         .args([
+            "--map-root-user",
             "--net",
             "--",
             env!("CARGO_BIN_EXE_solvergate"),
