@@ -17,18 +17,20 @@ mod cpsat_tools;
 mod job_tools;
 mod minizinc_tools;
 mod progress;
+mod prompts;
 mod render;
 mod shutdown;
 
 use std::sync::{Arc, Mutex};
 
+use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     CallToolResult, ContentBlock, Implementation, JsonObject, LoggingLevel, ServerCapabilities,
     ServerConfig, SetLevelRequestParams,
 };
 use rmcp::service::RequestContext;
-use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
+use rmcp::{ErrorData, RoleServer, ServerHandler, prompt_handler, tool_handler};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -114,6 +116,7 @@ pub struct SolvergateServer {
     /// Cancelled when the client goes away; every call runs under a child.
     shutdown: CancellationToken,
     tool_router: ToolRouter<Self>,
+    prompt_router: PromptRouter<Self>,
     log_level: Arc<Mutex<LoggingLevel>>,
 }
 
@@ -177,6 +180,7 @@ impl SolvergateServer {
             cpsat,
             shutdown,
             tool_router,
+            prompt_router: Self::prompt_router(),
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
         }
     }
@@ -249,6 +253,7 @@ impl SolvergateServer {
 }
 
 #[tool_handler(router = self.tool_router)]
+#[prompt_handler(router = self.prompt_router)]
 impl ServerHandler for SolvergateServer {
     fn get_info(&self) -> ServerConfig {
         let mut server_info = Implementation::new("solvergate", env!("CARGO_PKG_VERSION"));
@@ -256,6 +261,7 @@ impl ServerHandler for SolvergateServer {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()
+                .enable_prompts()
                 .enable_logging()
                 .build(),
         )
