@@ -22,6 +22,28 @@ pub fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, ToolError>
         .map_err(|error| ToolError::invalid(format!("invalid arguments: {error}")))
 }
 
+/// Arguments that become a service request, or an argument error.
+pub trait IntoRequest {
+    type Request;
+    fn into_request(self) -> Result<Self::Request, ToolError>;
+}
+
+impl IntoRequest for JobIdArgs {
+    type Request = String;
+
+    fn into_request(self) -> Result<String, ToolError> {
+        Ok(self.job_id)
+    }
+}
+
+impl IntoRequest for NoArgs {
+    type Request = ();
+
+    fn into_request(self) -> Result<(), ToolError> {
+        Ok(())
+    }
+}
+
 /// The input schema published for `T`.
 pub fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     rmcp::handler::server::common::schema_for_input::<T>().unwrap_or_else(|_| {
@@ -55,9 +77,12 @@ pub struct ModelArgs {
     pub timeout_ms: i64,
 }
 
-impl From<ModelArgs> for PreflightRequest {
-    fn from(args: ModelArgs) -> Self {
-        PreflightRequest {
+impl IntoRequest for ModelArgs {
+    type Request = PreflightRequest;
+
+    fn into_request(self) -> Result<PreflightRequest, ToolError> {
+        let args = self;
+        Ok(PreflightRequest {
             sources: Sources::Inline {
                 model: args.model,
                 data: args.data,
@@ -65,7 +90,7 @@ impl From<ModelArgs> for PreflightRequest {
             },
             solver: args.solver,
             timeout_ms: args.timeout_ms,
-        }
+        })
     }
 }
 
@@ -89,9 +114,12 @@ pub struct FilesArgs {
     pub timeout_ms: i64,
 }
 
-impl From<FilesArgs> for PreflightRequest {
-    fn from(args: FilesArgs) -> Self {
-        PreflightRequest {
+impl IntoRequest for FilesArgs {
+    type Request = PreflightRequest;
+
+    fn into_request(self) -> Result<PreflightRequest, ToolError> {
+        let args = self;
+        Ok(PreflightRequest {
             sources: Sources::Files {
                 model_path: args.model_path,
                 data_path: args.data_path,
@@ -99,7 +127,7 @@ impl From<FilesArgs> for PreflightRequest {
             },
             solver: args.solver,
             timeout_ms: args.timeout_ms,
-        }
+        })
     }
 }
 
@@ -144,9 +172,12 @@ pub struct SolveModelArgs {
     pub num_solutions: Option<i64>,
 }
 
-impl From<SolveModelArgs> for SolveRequest {
-    fn from(args: SolveModelArgs) -> Self {
-        SolveRequest {
+impl IntoRequest for SolveModelArgs {
+    type Request = SolveRequest;
+
+    fn into_request(self) -> Result<SolveRequest, ToolError> {
+        let args = self;
+        Ok(SolveRequest {
             sources: Sources::Inline {
                 model: args.model,
                 data: args.data,
@@ -161,7 +192,7 @@ impl From<SolveModelArgs> for SolveRequest {
                 all_solutions: args.all_solutions,
                 num_solutions: args.num_solutions,
             },
-        }
+        })
     }
 }
 
@@ -202,9 +233,12 @@ pub struct SolveFilesArgs {
     pub num_solutions: Option<i64>,
 }
 
-impl From<SolveFilesArgs> for SolveRequest {
-    fn from(args: SolveFilesArgs) -> Self {
-        SolveRequest {
+impl IntoRequest for SolveFilesArgs {
+    type Request = SolveRequest;
+
+    fn into_request(self) -> Result<SolveRequest, ToolError> {
+        let args = self;
+        Ok(SolveRequest {
             sources: Sources::Files {
                 model_path: args.model_path,
                 data_path: args.data_path,
@@ -219,7 +253,7 @@ impl From<SolveFilesArgs> for SolveRequest {
                 all_solutions: args.all_solutions,
                 num_solutions: args.num_solutions,
             },
-        }
+        })
     }
 }
 
@@ -279,9 +313,12 @@ pub struct PortfolioArgs {
     pub num_solutions: Option<i64>,
 }
 
-impl From<PortfolioArgs> for PortfolioRequest {
-    fn from(args: PortfolioArgs) -> Self {
-        PortfolioRequest {
+impl IntoRequest for PortfolioArgs {
+    type Request = PortfolioRequest;
+
+    fn into_request(self) -> Result<PortfolioRequest, ToolError> {
+        let args = self;
+        Ok(PortfolioRequest {
             models: args.models,
             solvers: args.solvers,
             data: args.data,
@@ -293,7 +330,7 @@ impl From<PortfolioArgs> for PortfolioRequest {
             parallel: args.parallel,
             all_solutions: args.all_solutions,
             num_solutions: args.num_solutions,
-        }
+        })
     }
 }
 
@@ -413,20 +450,24 @@ fn checked_seed(seed: Option<i64>) -> Result<Option<i64>, ToolError> {
     }
 }
 
-impl RunCpsatArgs {
-    pub fn into_request(self) -> ScriptRequest {
-        ScriptRequest {
+impl IntoRequest for RunCpsatArgs {
+    type Request = ScriptRequest;
+
+    fn into_request(self) -> Result<ScriptRequest, ToolError> {
+        Ok(ScriptRequest {
             source: ScriptSource::Inline(self.source),
             args: Vec::new(),
             seed: None,
             config: None,
             timeout_ms: self.script_timeout_ms,
-        }
+        })
     }
 }
 
-impl RunCpsatFileArgs {
-    pub fn into_request(self) -> Result<ScriptRequest, ToolError> {
+impl IntoRequest for RunCpsatFileArgs {
+    type Request = ScriptRequest;
+
+    fn into_request(self) -> Result<ScriptRequest, ToolError> {
         Ok(ScriptRequest {
             source: ScriptSource::File(self.script_path),
             args: self.args.unwrap_or_default(),
@@ -437,8 +478,10 @@ impl RunCpsatFileArgs {
     }
 }
 
-impl RunCpsatFileCheckedArgs {
-    pub fn into_request(self) -> Result<CheckedRequest, ToolError> {
+impl IntoRequest for RunCpsatFileCheckedArgs {
+    type Request = CheckedRequest;
+
+    fn into_request(self) -> Result<CheckedRequest, ToolError> {
         Ok(CheckedRequest {
             script: ScriptRequest {
                 source: ScriptSource::File(self.script_path),
@@ -455,9 +498,11 @@ impl RunCpsatFileCheckedArgs {
     }
 }
 
-impl SubmitCpsatArgs {
-    pub fn into_request(self) -> CpsatJobRequest {
-        CpsatJobRequest {
+impl IntoRequest for SubmitCpsatArgs {
+    type Request = CpsatJobRequest;
+
+    fn into_request(self) -> Result<CpsatJobRequest, ToolError> {
+        Ok(CpsatJobRequest {
             script: ScriptRequest {
                 source: ScriptSource::Inline(self.source),
                 args: Vec::new(),
@@ -468,12 +513,14 @@ impl SubmitCpsatArgs {
             checker: self.checker.map(CheckerSource::Inline),
             problem: canonical_problem(self.problem.as_ref()),
             checker_timeout_ms: self.checker_timeout_ms,
-        }
+        })
     }
 }
 
-impl SubmitCpsatFileArgs {
-    pub fn into_request(self) -> Result<CpsatJobRequest, ToolError> {
+impl IntoRequest for SubmitCpsatFileArgs {
+    type Request = CpsatJobRequest;
+
+    fn into_request(self) -> Result<CpsatJobRequest, ToolError> {
         let checker = match (self.checker, self.checker_path) {
             (Some(_), Some(_)) => {
                 return Err(ToolError::invalid("pass checker or checker_path, not both"));
@@ -555,9 +602,12 @@ pub struct ExperimentArgs {
     pub include_winner_stdout: bool,
 }
 
-impl From<ExperimentArgs> for crate::cpsat::ExperimentRequest {
-    fn from(args: ExperimentArgs) -> Self {
-        crate::cpsat::ExperimentRequest {
+impl IntoRequest for ExperimentArgs {
+    type Request = crate::cpsat::ExperimentRequest;
+
+    fn into_request(self) -> Result<crate::cpsat::ExperimentRequest, ToolError> {
+        let args = self;
+        Ok(crate::cpsat::ExperimentRequest {
             attempts: args
                 .attempts
                 .into_iter()
@@ -578,6 +628,6 @@ impl From<ExperimentArgs> for crate::cpsat::ExperimentRequest {
             problem: canonical_problem(args.problem.as_ref()),
             max_parallel_attempts: args.max_parallel_attempts,
             include_winner_stdout: args.include_winner_stdout,
-        }
+        })
     }
 }

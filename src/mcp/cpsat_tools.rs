@@ -10,9 +10,8 @@ use super::args::{
     self, ExperimentArgs, JobIdArgs, NoArgs, RunCpsatArgs, RunCpsatFileArgs,
     RunCpsatFileCheckedArgs, SubmitCpsatArgs, SubmitCpsatFileArgs,
 };
-use super::{SolvergateServer, answer, progress, refuse, render};
+use super::{SolvergateServer, render};
 use crate::cpsat::{CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult};
-use crate::diagnostics::ToolError;
 use crate::jobs::{CpsatPythonJobList, CpsatPythonJobStatus};
 
 #[tool_router(router = cpsat_router, vis = "pub(super)")]
@@ -27,16 +26,16 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = match args::parse::<RunCpsatArgs>(arguments) {
-            Ok(args) => args.into_request(),
-            Err(error) => return refuse(&error),
-        };
-        let (cancel, _link) = self.call_token(&context);
-        let (progress, done) =
-            progress::start(&context, "run_cpsat_python", self.wants_info_logs());
-        let outcome = self.cpsat_service.run(&request, &progress, &cancel).await;
-        progress::finish(progress, done).await;
-        answer(outcome, render::cpsat_run)
+        self.long_call::<RunCpsatArgs, _>(
+            "run_cpsat_python",
+            arguments,
+            &context,
+            async |request, progress, cancel| {
+                self.cpsat_service.run(&request, progress, cancel).await
+            },
+            render::cpsat_run,
+        )
+        .await
     }
 
     #[tool(
@@ -49,18 +48,16 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = match args::parse::<RunCpsatFileArgs>(arguments)
-            .and_then(RunCpsatFileArgs::into_request)
-        {
-            Ok(request) => request,
-            Err(error) => return refuse(&error),
-        };
-        let (cancel, _link) = self.call_token(&context);
-        let (progress, done) =
-            progress::start(&context, "run_cpsat_python_file", self.wants_info_logs());
-        let outcome = self.cpsat_service.run(&request, &progress, &cancel).await;
-        progress::finish(progress, done).await;
-        answer(outcome, render::cpsat_run)
+        self.long_call::<RunCpsatFileArgs, _>(
+            "run_cpsat_python_file",
+            arguments,
+            &context,
+            async |request, progress, cancel| {
+                self.cpsat_service.run(&request, progress, cancel).await
+            },
+            render::cpsat_run,
+        )
+        .await
     }
 
     #[tool(
@@ -73,24 +70,18 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = match args::parse::<RunCpsatFileCheckedArgs>(arguments)
-            .and_then(RunCpsatFileCheckedArgs::into_request)
-        {
-            Ok(request) => request,
-            Err(error) => return refuse(&error),
-        };
-        let (cancel, _link) = self.call_token(&context);
-        let (progress, done) = progress::start(
-            &context,
+        self.long_call::<RunCpsatFileCheckedArgs, _>(
             "run_cpsat_python_file_checked",
-            self.wants_info_logs(),
-        );
-        let outcome = self
-            .cpsat_service
-            .run_checked(&request, &progress, &cancel)
-            .await;
-        progress::finish(progress, done).await;
-        answer(outcome, render::cpsat_checked)
+            arguments,
+            &context,
+            async |request, progress, cancel| {
+                self.cpsat_service
+                    .run_checked(&request, progress, cancel)
+                    .await
+            },
+            render::cpsat_checked,
+        )
+        .await
     }
 
     #[tool(
@@ -103,22 +94,18 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = match args::parse::<ExperimentArgs>(arguments) {
-            Ok(args) => crate::cpsat::ExperimentRequest::from(args),
-            Err(error) => return refuse(&error),
-        };
-        let (cancel, _link) = self.call_token(&context);
-        let (progress, done) = progress::start(
-            &context,
+        self.long_call::<ExperimentArgs, _>(
             "run_cpsat_python_experiment",
-            self.wants_info_logs(),
-        );
-        let outcome = self
-            .cpsat_service
-            .experiment(&request, &progress, &cancel)
-            .await;
-        progress::finish(progress, done).await;
-        answer(outcome, render::experiment)
+            arguments,
+            &context,
+            async |request, progress, cancel| {
+                self.cpsat_service
+                    .experiment(&request, progress, cancel)
+                    .await
+            },
+            render::experiment,
+        )
+        .await
     }
 
     #[tool(
@@ -131,15 +118,13 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = match args::parse::<SubmitCpsatArgs>(arguments) {
-            Ok(args) => args.into_request(),
-            Err(error) => return refuse(&error),
-        };
-        let (cancel, _link) = self.call_token(&context);
-        answer(
-            self.cpsat_jobs.submit(request, &cancel).await,
+        self.quick_call::<SubmitCpsatArgs, _>(
+            arguments,
+            &context,
+            async |request, cancel| self.cpsat_jobs.submit(request, cancel).await,
             render::cpsat_job,
         )
+        .await
     }
 
     #[tool(
@@ -152,17 +137,13 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let request = match args::parse::<SubmitCpsatFileArgs>(arguments)
-            .and_then(SubmitCpsatFileArgs::into_request)
-        {
-            Ok(request) => request,
-            Err(error) => return refuse(&error),
-        };
-        let (cancel, _link) = self.call_token(&context);
-        answer(
-            self.cpsat_jobs.submit(request, &cancel).await,
+        self.quick_call::<SubmitCpsatFileArgs, _>(
+            arguments,
+            &context,
+            async |request, cancel| self.cpsat_jobs.submit(request, cancel).await,
             render::cpsat_job,
         )
+        .await
     }
 
     #[tool(
@@ -173,11 +154,15 @@ impl SolvergateServer {
     async fn get_cpsat_python_job(
         &self,
         arguments: JsonObject,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        match args::parse::<JobIdArgs>(arguments) {
-            Ok(args) => answer(self.cpsat_jobs.get(&args.job_id), render::cpsat_job),
-            Err(error) => refuse(&error),
-        }
+        self.quick_call::<JobIdArgs, _>(
+            arguments,
+            &context,
+            async |request, _cancel| self.cpsat_jobs.get(&request),
+            render::cpsat_job,
+        )
+        .await
     }
 
     #[tool(
@@ -188,14 +173,15 @@ impl SolvergateServer {
     async fn cancel_cpsat_python_job(
         &self,
         arguments: JsonObject,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        match args::parse::<JobIdArgs>(arguments) {
-            Ok(args) => answer(
-                self.cpsat_jobs.cancel(&args.job_id).await,
-                render::cpsat_job,
-            ),
-            Err(error) => refuse(&error),
-        }
+        self.quick_call::<JobIdArgs, _>(
+            arguments,
+            &context,
+            async |request, _cancel| self.cpsat_jobs.cancel(&request).await,
+            render::cpsat_job,
+        )
+        .await
     }
 
     #[tool(
@@ -206,13 +192,14 @@ impl SolvergateServer {
     async fn list_cpsat_python_jobs(
         &self,
         arguments: JsonObject,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        match args::parse::<NoArgs>(arguments) {
-            Ok(_) => answer(
-                Ok::<_, ToolError>(self.cpsat_jobs.list()),
-                render::cpsat_jobs,
-            ),
-            Err(error) => refuse(&error),
-        }
+        self.quick_call::<NoArgs, _>(
+            arguments,
+            &context,
+            async |_request, _cancel| Ok(self.cpsat_jobs.list()),
+            render::cpsat_jobs,
+        )
+        .await
     }
 }

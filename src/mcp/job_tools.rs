@@ -7,12 +7,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
 use super::args::{self, JobIdArgs, NoArgs, PortfolioArgs, SolveModelArgs};
-use super::{SolvergateServer, answer, refuse, render};
-use crate::diagnostics::ToolError;
-use crate::jobs::{
-    PortfolioJobList, PortfolioJobStatus, PortfolioRequest, SolveJobList, SolveJobStatus,
-};
-use crate::minizinc::SolveRequest;
+use super::{SolvergateServer, render};
+use crate::jobs::{PortfolioJobList, PortfolioJobStatus, SolveJobList, SolveJobStatus};
 
 #[tool_router(router = job_router, vis = "pub(super)")]
 impl SolvergateServer {
@@ -26,16 +22,13 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let args: SolveModelArgs = match args::parse(arguments) {
-            Ok(args) => args,
-            Err(error) => return refuse(&error),
-        };
-        let (cancel, _link) = self.call_token(&context);
-        let outcome = self
-            .solve_jobs
-            .submit(SolveRequest::from(args), &cancel)
-            .await;
-        answer(outcome, render::solve_job)
+        self.quick_call::<SolveModelArgs, _>(
+            arguments,
+            &context,
+            async |request, cancel| self.solve_jobs.submit(request, cancel).await,
+            render::solve_job,
+        )
+        .await
     }
 
     #[tool(
@@ -43,11 +36,18 @@ impl SolvergateServer {
         input_schema = args::schema::<JobIdArgs>(),
         output_schema = schema_for_output::<SolveJobStatus>()
     )]
-    async fn get_solve_job(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
-        match args::parse::<JobIdArgs>(arguments) {
-            Ok(args) => answer(self.solve_jobs.get(&args.job_id), render::solve_job),
-            Err(error) => refuse(&error),
-        }
+    async fn get_solve_job(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.quick_call::<JobIdArgs, _>(
+            arguments,
+            &context,
+            async |request, _cancel| self.solve_jobs.get(&request),
+            render::solve_job,
+        )
+        .await
     }
 
     #[tool(
@@ -55,14 +55,18 @@ impl SolvergateServer {
         input_schema = args::schema::<JobIdArgs>(),
         output_schema = schema_for_output::<SolveJobStatus>()
     )]
-    async fn cancel_solve_job(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
-        match args::parse::<JobIdArgs>(arguments) {
-            Ok(args) => answer(
-                self.solve_jobs.cancel(&args.job_id).await,
-                render::solve_job,
-            ),
-            Err(error) => refuse(&error),
-        }
+    async fn cancel_solve_job(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.quick_call::<JobIdArgs, _>(
+            arguments,
+            &context,
+            async |request, _cancel| self.solve_jobs.cancel(&request).await,
+            render::solve_job,
+        )
+        .await
     }
 
     #[tool(
@@ -70,14 +74,18 @@ impl SolvergateServer {
         input_schema = args::schema::<NoArgs>(),
         output_schema = schema_for_output::<SolveJobList>()
     )]
-    async fn list_solve_jobs(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
-        match args::parse::<NoArgs>(arguments) {
-            Ok(_) => answer(
-                Ok::<_, ToolError>(self.solve_jobs.list()),
-                render::solve_jobs,
-            ),
-            Err(error) => refuse(&error),
-        }
+    async fn list_solve_jobs(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.quick_call::<NoArgs, _>(
+            arguments,
+            &context,
+            async |_request, _cancel| Ok(self.solve_jobs.list()),
+            render::solve_jobs,
+        )
+        .await
     }
 
     #[tool(
@@ -90,16 +98,13 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let args: PortfolioArgs = match args::parse(arguments) {
-            Ok(args) => args,
-            Err(error) => return refuse(&error),
-        };
-        let (cancel, _link) = self.call_token(&context);
-        let outcome = self
-            .portfolios
-            .submit(PortfolioRequest::from(args), &cancel)
-            .await;
-        answer(outcome, render::portfolio_job)
+        self.quick_call::<PortfolioArgs, _>(
+            arguments,
+            &context,
+            async |request, cancel| self.portfolios.submit(request, cancel).await,
+            render::portfolio_job,
+        )
+        .await
     }
 
     #[tool(
@@ -107,11 +112,18 @@ impl SolvergateServer {
         input_schema = args::schema::<JobIdArgs>(),
         output_schema = schema_for_output::<PortfolioJobStatus>()
     )]
-    async fn get_portfolio_job(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
-        match args::parse::<JobIdArgs>(arguments) {
-            Ok(args) => answer(self.portfolios.get(&args.job_id), render::portfolio_job),
-            Err(error) => refuse(&error),
-        }
+    async fn get_portfolio_job(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.quick_call::<JobIdArgs, _>(
+            arguments,
+            &context,
+            async |request, _cancel| self.portfolios.get(&request),
+            render::portfolio_job,
+        )
+        .await
     }
 
     #[tool(
@@ -122,14 +134,15 @@ impl SolvergateServer {
     async fn cancel_portfolio_job(
         &self,
         arguments: JsonObject,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        match args::parse::<JobIdArgs>(arguments) {
-            Ok(args) => answer(
-                self.portfolios.cancel(&args.job_id).await,
-                render::portfolio_job,
-            ),
-            Err(error) => refuse(&error),
-        }
+        self.quick_call::<JobIdArgs, _>(
+            arguments,
+            &context,
+            async |request, _cancel| self.portfolios.cancel(&request).await,
+            render::portfolio_job,
+        )
+        .await
     }
 
     #[tool(
@@ -140,13 +153,14 @@ impl SolvergateServer {
     async fn list_portfolio_jobs(
         &self,
         arguments: JsonObject,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        match args::parse::<NoArgs>(arguments) {
-            Ok(_) => answer(
-                Ok::<_, ToolError>(self.portfolios.list()),
-                render::portfolio_jobs,
-            ),
-            Err(error) => refuse(&error),
-        }
+        self.quick_call::<NoArgs, _>(
+            arguments,
+            &context,
+            async |_request, _cancel| Ok(self.portfolios.list()),
+            render::portfolio_jobs,
+        )
+        .await
     }
 }

@@ -8,9 +8,7 @@ use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
 use super::args::{self, FilesArgs, ModelArgs, SolveFilesArgs, SolveModelArgs};
 use super::{SolvergateServer, answer, render, reply};
-use crate::minizinc::{
-    CheckResult, ModelInspectionResult, PreflightRequest, SolveRequest, SolveResult,
-};
+use crate::minizinc::{CheckResult, ModelInspectionResult, SolveResult};
 use crate::runtime::{self, RuntimeStatus, SolverList};
 
 #[tool_router(router = minizinc_router, vis = "pub(super)")]
@@ -56,13 +54,11 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.minizinc_call::<ModelArgs, PreflightRequest, _>(
+        self.long_call::<ModelArgs, _>(
             "check_minizinc_model",
             arguments,
             &context,
-            async |service, request, progress, cancel| {
-                service.check(&request, progress, cancel).await
-            },
+            async |request, progress, cancel| self.minizinc.check(&request, progress, cancel).await,
             render::check,
         )
         .await
@@ -78,12 +74,12 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.minizinc_call::<ModelArgs, PreflightRequest, _>(
+        self.long_call::<ModelArgs, _>(
             "inspect_minizinc_model",
             arguments,
             &context,
-            async |service, request, progress, cancel| {
-                service.inspect(&request, progress, cancel).await
+            async |request, progress, cancel| {
+                self.minizinc.inspect(&request, progress, cancel).await
             },
             render::inspection,
         )
@@ -100,13 +96,11 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.minizinc_call::<SolveModelArgs, SolveRequest, _>(
+        self.long_call::<SolveModelArgs, _>(
             "solve_minizinc_model",
             arguments,
             &context,
-            async |service, request, progress, cancel| {
-                service.solve(&request, progress, cancel).await
-            },
+            async |request, progress, cancel| self.minizinc.solve(&request, progress, cancel).await,
             render::solve,
         )
         .await
@@ -122,13 +116,11 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.minizinc_call::<FilesArgs, PreflightRequest, _>(
+        self.long_call::<FilesArgs, _>(
             "check_minizinc_files",
             arguments,
             &context,
-            async |service, request, progress, cancel| {
-                service.check(&request, progress, cancel).await
-            },
+            async |request, progress, cancel| self.minizinc.check(&request, progress, cancel).await,
             render::check,
         )
         .await
@@ -144,12 +136,12 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.minizinc_call::<FilesArgs, PreflightRequest, _>(
+        self.long_call::<FilesArgs, _>(
             "inspect_minizinc_files",
             arguments,
             &context,
-            async |service, request, progress, cancel| {
-                service.inspect(&request, progress, cancel).await
+            async |request, progress, cancel| {
+                self.minizinc.inspect(&request, progress, cancel).await
             },
             render::inspection,
         )
@@ -166,13 +158,11 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.minizinc_call::<SolveFilesArgs, SolveRequest, _>(
+        self.long_call::<SolveFilesArgs, _>(
             "solve_minizinc_files",
             arguments,
             &context,
-            async |service, request, progress, cancel| {
-                service.solve(&request, progress, cancel).await
-            },
+            async |request, progress, cancel| self.minizinc.solve(&request, progress, cancel).await,
             render::solve,
         )
         .await

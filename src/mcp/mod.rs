@@ -43,6 +43,7 @@ use crate::progress::Progress;
 use crate::runtime::Runtime;
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::settings::JobBounds;
+use args::IntoRequest;
 pub use shutdown::EofSignal;
 
 /// Everything a server is built from.
@@ -216,30 +217,50 @@ impl SolvergateServer {
         (token.clone(), token.drop_guard())
     }
 
-    /// The shape of every MiniZinc tool: parse the arguments, report stages,
+    /// The shape of every long tool: parse the arguments, report stages,
     /// run under the call's token, answer with the result or the error.
-    async fn minizinc_call<A, R, T>(
+    async fn long_call<A, T>(
         &self,
         tool: &'static str,
         arguments: JsonObject,
         context: &RequestContext<RoleServer>,
-        call: impl AsyncFnOnce(&MiniZinc, R, &Progress, &CancellationToken) -> Result<T, ToolError>,
+        call: impl AsyncFnOnce(A::Request, &Progress, &CancellationToken) -> Result<T, ToolError>,
         render: fn(&T) -> String,
     ) -> Result<CallToolResult, ErrorData>
     where
-        A: DeserializeOwned,
-        R: From<A>,
+        A: DeserializeOwned + IntoRequest,
         T: Serialize,
     {
-        let request = match args::parse::<A>(arguments) {
-            Ok(args) => R::from(args),
+        let request = match args::parse::<A>(arguments).and_then(IntoRequest::into_request) {
+            Ok(request) => request,
             Err(error) => return refuse(&error),
         };
         let (cancel, _link) = self.call_token(context);
         let (progress, done) = progress::start(context, tool, self.wants_info_logs());
-        let outcome = call(&self.minizinc, request, &progress, &cancel).await;
+        let outcome = call(request, &progress, &cancel).await;
         progress::finish(progress, done).await;
         answer(outcome, render)
+    }
+
+    /// The shape of every job tool: parse, call under the call's token,
+    /// answer at once (no progress notifications).
+    async fn quick_call<A, T>(
+        &self,
+        arguments: JsonObject,
+        context: &RequestContext<RoleServer>,
+        call: impl AsyncFnOnce(A::Request, &CancellationToken) -> Result<T, ToolError>,
+        render: fn(&T) -> String,
+    ) -> Result<CallToolResult, ErrorData>
+    where
+        A: DeserializeOwned + IntoRequest,
+        T: Serialize,
+    {
+        let request = match args::parse::<A>(arguments).and_then(IntoRequest::into_request) {
+            Ok(request) => request,
+            Err(error) => return refuse(&error),
+        };
+        let (cancel, _link) = self.call_token(context);
+        answer(call(request, &cancel).await, render)
     }
 
     fn wants_info_logs(&self) -> bool {
