@@ -7,8 +7,8 @@ use std::fmt::Write;
 use crate::cpsat::{CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult};
 use crate::diagnostics::Diagnostic;
 use crate::jobs::{
-    CpsatPythonJobList, CpsatPythonJobStatus, PortfolioJobList, PortfolioJobStatus, SolveJobList,
-    SolveJobStatus,
+    CpsatPythonJobList, CpsatPythonJobStatus, JobState, PortfolioJobList, PortfolioJobStatus,
+    SolveJobList, SolveJobStatus,
 };
 use crate::minizinc::{CheckResult, ModelInspectionResult, SolveResult};
 use crate::runtime::{RuntimeStatus, SolverList};
@@ -198,25 +198,37 @@ pub fn solve_job(status: &SolveJobStatus) -> String {
 }
 
 pub fn solve_jobs(list: &SolveJobList) -> String {
-    if list.jobs.is_empty() {
-        return "No solve jobs are retained.\n".to_owned();
-    }
+    job_table(
+        "solve",
+        list.jobs.iter().map(|job| {
+            let status = job.result.as_ref().map(|result| result.status.as_str());
+            (job.job_id.as_str(), job.state, job.elapsed_ms, status)
+        }),
+    )
+}
+
+/// One row per job: id, state, elapsed time, result status.
+fn job_table<'a>(
+    kind: &str,
+    rows: impl Iterator<Item = (&'a str, JobState, u64, Option<&'a str>)>,
+) -> String {
     let mut text =
         String::from("| job_id | state | elapsed_ms | status |\n| --- | --- | --- | --- |\n");
-    for job in &list.jobs {
-        let status = job
-            .result
-            .as_ref()
-            .map_or("", |result| result.status.as_str());
+    let mut any = false;
+    for (id, state, elapsed_ms, status) in rows {
+        any = true;
         let _ = writeln!(
             text,
-            "| {} | {} | {} | {status} |",
-            job.job_id,
-            job.state.as_str(),
-            job.elapsed_ms
+            "| {id} | {} | {elapsed_ms} | {} |",
+            state.as_str(),
+            status.unwrap_or("")
         );
     }
-    text
+    if any {
+        text
+    } else {
+        format!("No {kind} jobs are retained.\n")
+    }
 }
 
 pub fn portfolio_job(status: &PortfolioJobStatus) -> String {
@@ -388,25 +400,13 @@ pub fn cpsat_job(status: &CpsatPythonJobStatus) -> String {
 }
 
 pub fn cpsat_jobs(list: &CpsatPythonJobList) -> String {
-    if list.jobs.is_empty() {
-        return "No CP-SAT jobs are retained.\n".to_owned();
-    }
-    let mut text =
-        String::from("| job_id | state | elapsed_ms | status |\n| --- | --- | --- | --- |\n");
-    for job in &list.jobs {
-        let status = job
-            .result
-            .as_ref()
-            .map_or("", |result| result.status.as_str());
-        let _ = writeln!(
-            text,
-            "| {} | {} | {} | {status} |",
-            job.job_id,
-            job.state.as_str(),
-            job.elapsed_ms
-        );
-    }
-    text
+    job_table(
+        "CP-SAT",
+        list.jobs.iter().map(|job| {
+            let status = job.result.as_ref().map(|result| result.status.as_str());
+            (job.job_id.as_str(), job.state, job.elapsed_ms, status)
+        }),
+    )
 }
 
 pub fn experiment(result: &CpsatPythonExperimentResult) -> String {
