@@ -18,7 +18,7 @@ mod tree;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -78,14 +78,6 @@ impl ChildCommand {
     pub fn env_remove(mut self, key: impl Into<OsString>) -> Self {
         self.env_remove.push(key.into());
         self
-    }
-
-    pub fn program(&self) -> &Path {
-        &self.program
-    }
-
-    pub fn arguments(&self) -> &[OsString] {
-        &self.args
     }
 }
 

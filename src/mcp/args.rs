@@ -81,15 +81,14 @@ impl IntoRequest for ModelArgs {
     type Request = PreflightRequest;
 
     fn into_request(self) -> Result<PreflightRequest, ToolError> {
-        let args = self;
         Ok(PreflightRequest {
             sources: Sources::Inline {
-                model: args.model,
-                data: args.data,
+                model: self.model,
+                data: self.data,
                 checker: None,
             },
-            solver: args.solver,
-            timeout_ms: args.timeout_ms,
+            solver: self.solver,
+            timeout_ms: self.timeout_ms,
         })
     }
 }
@@ -118,15 +117,14 @@ impl IntoRequest for FilesArgs {
     type Request = PreflightRequest;
 
     fn into_request(self) -> Result<PreflightRequest, ToolError> {
-        let args = self;
         Ok(PreflightRequest {
             sources: Sources::Files {
-                model_path: args.model_path,
-                data_path: args.data_path,
+                model_path: self.model_path,
+                data_path: self.data_path,
                 checker_path: None,
             },
-            solver: args.solver,
-            timeout_ms: args.timeout_ms,
+            solver: self.solver,
+            timeout_ms: self.timeout_ms,
         })
     }
 }
@@ -176,21 +174,20 @@ impl IntoRequest for SolveModelArgs {
     type Request = SolveRequest;
 
     fn into_request(self) -> Result<SolveRequest, ToolError> {
-        let args = self;
         Ok(SolveRequest {
             sources: Sources::Inline {
-                model: args.model,
-                data: args.data,
-                checker: args.checker,
+                model: self.model,
+                data: self.data,
+                checker: self.checker,
             },
-            solver: args.solver,
-            timeout_ms: args.timeout_ms,
+            solver: self.solver,
+            timeout_ms: self.timeout_ms,
             controls: SolveControls {
-                free_search: args.free_search,
-                parallel: args.parallel,
-                random_seed: args.random_seed,
-                all_solutions: args.all_solutions,
-                num_solutions: args.num_solutions,
+                free_search: self.free_search,
+                parallel: self.parallel,
+                random_seed: self.random_seed,
+                all_solutions: self.all_solutions,
+                num_solutions: self.num_solutions,
             },
         })
     }
@@ -237,21 +234,20 @@ impl IntoRequest for SolveFilesArgs {
     type Request = SolveRequest;
 
     fn into_request(self) -> Result<SolveRequest, ToolError> {
-        let args = self;
         Ok(SolveRequest {
             sources: Sources::Files {
-                model_path: args.model_path,
-                data_path: args.data_path,
-                checker_path: args.checker_path,
+                model_path: self.model_path,
+                data_path: self.data_path,
+                checker_path: self.checker_path,
             },
-            solver: args.solver,
-            timeout_ms: args.timeout_ms,
+            solver: self.solver,
+            timeout_ms: self.timeout_ms,
             controls: SolveControls {
-                free_search: args.free_search,
-                parallel: args.parallel,
-                random_seed: args.random_seed,
-                all_solutions: args.all_solutions,
-                num_solutions: args.num_solutions,
+                free_search: self.free_search,
+                parallel: self.parallel,
+                random_seed: self.random_seed,
+                all_solutions: self.all_solutions,
+                num_solutions: self.num_solutions,
             },
         })
     }
@@ -317,19 +313,18 @@ impl IntoRequest for PortfolioArgs {
     type Request = PortfolioRequest;
 
     fn into_request(self) -> Result<PortfolioRequest, ToolError> {
-        let args = self;
         Ok(PortfolioRequest {
-            models: args.models,
-            solvers: args.solvers,
-            data: args.data,
-            checker: args.checker,
-            seed_count: args.seed_count,
-            seeds: args.seeds,
-            per_attempt_timeout_ms: args.per_attempt_timeout_ms,
-            free_search: args.free_search,
-            parallel: args.parallel,
-            all_solutions: args.all_solutions,
-            num_solutions: args.num_solutions,
+            models: self.models,
+            solvers: self.solvers,
+            data: self.data,
+            checker: self.checker,
+            seed_count: self.seed_count,
+            seeds: self.seeds,
+            per_attempt_timeout_ms: self.per_attempt_timeout_ms,
+            free_search: self.free_search,
+            parallel: self.parallel,
+            all_solutions: self.all_solutions,
+            num_solutions: self.num_solutions,
         })
     }
 }
@@ -606,9 +601,8 @@ impl IntoRequest for ExperimentArgs {
     type Request = crate::cpsat::ExperimentRequest;
 
     fn into_request(self) -> Result<crate::cpsat::ExperimentRequest, ToolError> {
-        let args = self;
         Ok(crate::cpsat::ExperimentRequest {
-            attempts: args
+            attempts: self
                 .attempts
                 .into_iter()
                 .map(|attempt| crate::cpsat::AttemptRequest {
@@ -621,13 +615,13 @@ impl IntoRequest for ExperimentArgs {
                     script_timeout_ms: attempt.script_timeout_ms,
                 })
                 .collect(),
-            objective_sense: args.objective_sense,
-            default_script_timeout_ms: args.default_script_timeout_ms,
-            checker: args.checker,
-            checker_timeout_ms: args.checker_timeout_ms,
-            problem: canonical_problem(args.problem.as_ref()),
-            max_parallel_attempts: args.max_parallel_attempts,
-            include_winner_stdout: args.include_winner_stdout,
+            objective_sense: self.objective_sense,
+            default_script_timeout_ms: self.default_script_timeout_ms,
+            checker: self.checker,
+            checker_timeout_ms: self.checker_timeout_ms,
+            problem: canonical_problem(self.problem.as_ref()),
+            max_parallel_attempts: self.max_parallel_attempts,
+            include_winner_stdout: self.include_winner_stdout,
         })
     }
 }

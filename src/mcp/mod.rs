@@ -193,15 +193,6 @@ impl SolvergateServer {
         self.cpsat_jobs.shutdown().await;
     }
 
-    /// Names of the tools this server advertises.
-    pub fn tool_names(&self) -> Vec<String> {
-        self.tool_router
-            .list_all()
-            .into_iter()
-            .map(|tool| tool.name.to_string())
-            .collect()
-    }
-
     /// A token cancelled when this request is cancelled or the server shuts
     /// down; the guard ends the link when the call returns.
     fn call_token(&self, context: &RequestContext<RoleServer>) -> (CancellationToken, DropGuard) {

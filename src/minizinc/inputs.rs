@@ -42,13 +42,6 @@ pub(crate) struct Prepared {
 }
 
 impl Sources {
-    pub fn has_checker(&self) -> bool {
-        match self {
-            Sources::Inline { checker, .. } => checker.is_some(),
-            Sources::Files { checker_path, .. } => checker_path.is_some(),
-        }
-    }
-
     /// Checks what can be checked without touching the disk.
     pub(crate) fn validate(&self) -> Result<(), ToolError> {
         match self {
