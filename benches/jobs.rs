@@ -5,7 +5,10 @@
 //! - 10,000 `get_solve_job` polls while 4 jobs run: polls per second, and
 //!   the server's RSS before and after;
 //! - portfolio races of an easy and a hard formulation: time from the
-//!   winner's verdict to the last loser process gone (target <= 100 ms).
+//!   winner's verdict to the last loser process gone (target <= 100 ms);
+//! - 64 finished jobs that each printed a few hundred kilobytes: the size of
+//!   the `list_solve_jobs` answer (target < 64 KiB) beside one full
+//!   `get_solve_job`.
 //!
 //! Run: `cargo bench --bench jobs` (runtime at `SOLVERGATE_BENCH_RUNTIME`,
 //! default `/usr`). Everything stays on loopback pipes and stops by itself.
@@ -20,6 +23,8 @@ use serde_json::json;
 
 const LONG_MODEL: &str = "int: n = 60; array[1..n] of var 1..n: q;\ninclude \"alldifferent.mzn\";\nconstraint alldifferent(q);\nconstraint alldifferent([q[i] + i | i in 1..n]);\nconstraint alldifferent([q[i] - i | i in 1..n]);\nsolve maximize sum(i in 1..n)(q[i] * q[i] * i);\n";
 const EASY_MODEL: &str = "var 1..10: x; solve maximize x;\n";
+const CHATTY_MODEL: &str =
+    "array[1..8] of var 0..2: x;\nsolve satisfy;\noutput [show(x), \"\\n\"];\n";
 const MARK: &str = "SOLVERGATE_BENCH_MARK";
 
 /// Live processes started under the server (they inherit the marker).
@@ -143,6 +148,8 @@ fn main() {
         client.call("get_portfolio_job", json!({"job_id": job_id}));
     }
 
+    let (list_bytes, one_bytes) = list_sizes(&runtime, &mark);
+
     println!(
         "500 submits at once: {} admitted, {refused} refused (caps 4 running + 16 queued) in {:.1} ms",
         admitted.len(),
@@ -166,4 +173,44 @@ fn main() {
             10
         );
     }
+    println!(
+        "list_solve_jobs with 64 finished jobs: {list_bytes} bytes (target < 65536); one get_solve_job of them: {one_bytes} bytes"
+    );
+}
+
+/// Sizes of the list answer with 64 finished chatty jobs retained, and of
+/// one full job.
+fn list_sizes(runtime: &std::path::Path, mark: &str) -> (usize, usize) {
+    let mut client = Client::start(
+        runtime,
+        &["--toolset", "full"],
+        &[(MARK, mark), ("SOLVERGATE_MAX_QUEUED_JOBS", "60")],
+    );
+    client.initialize();
+    let submit = json!({"model": CHATTY_MODEL, "solver": "gecode", "all_solutions": true, "timeout_ms": 60_000});
+    let ids: Vec<String> = (0..64)
+        .filter_map(|_| {
+            let reply = client.call("submit_solve_job", submit.clone());
+            reply["result"]["structuredContent"]["job_id"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    let mut one_bytes = 0;
+    for id in &ids {
+        loop {
+            let job = client.call("get_solve_job", json!({"job_id": id}));
+            let state = job["result"]["structuredContent"]["state"]
+                .as_str()
+                .unwrap_or("failed")
+                .to_owned();
+            if !matches!(state.as_str(), "queued" | "running") {
+                one_bytes = job.to_string().len();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let list = client.call("list_solve_jobs", json!({}));
+    (list.to_string().len(), one_bytes)
 }

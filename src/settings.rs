@@ -46,6 +46,10 @@ pub struct Settings {
     /// `SOLVERGATE_CPSAT_MAX_RUNNING_JOBS`, `..._MAX_QUEUED_JOBS`,
     /// `..._MAX_RETAINED_TERMINAL`: the CP-SAT job registry.
     pub cpsat_jobs: JobBounds,
+    /// `SOLVERGATE_TEST_HOOKS=1`, honoured in debug builds only: lets tests
+    /// make a solve panic on purpose (see `minizinc::TEST_PANIC_MARKER`).
+    /// Always false in a release build.
+    pub test_hooks: bool,
 }
 
 /// A variable whose value cannot be used.
@@ -119,6 +123,8 @@ impl Settings {
                 CPSAT_PYTHON_VAR,
                 "a Python interpreter that can import ortools",
             )?,
+            test_hooks: cfg!(debug_assertions)
+                && lookup("SOLVERGATE_TEST_HOOKS").is_some_and(|value| value == "1"),
         })
     }
 }

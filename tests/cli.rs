@@ -278,6 +278,74 @@ fn solve_runs_in_the_models_directory() {
     assert!(Path::new(&dir).join("main.mzn").exists());
 }
 
+/// MiniZinc knows a checker only by its `.mzc.mzn` name: a checker that is a
+/// (relative) symlink to a plain `.mzn` file must still run as the checker,
+/// not join the model as a second one.
+#[test]
+fn a_symlinked_checker_runs_as_the_checker() {
+    let home = Home::adopted();
+    let root = home.dir.path();
+    for dir in ["models", "checks", "links"] {
+        std::fs::create_dir(root.join(dir)).unwrap();
+    }
+    std::fs::write(
+        root.join("models/m.mzn"),
+        "var 1..3: x; constraint x >= 2; solve satisfy;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("checks/rejects.mzn"),
+        "int: x;\nconstraint x == 1;\noutput [\"CORRECT\\n\"];\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("checks/accepts.mzn"),
+        "int: x;\noutput [if x >= 2 then \"CORRECT\" else \"INCORRECT\" endif ++ \"\\n\"];\n",
+    )
+    .unwrap();
+    // Relative links, named relative to the CLI's working directory, which
+    // is neither the links' directory nor the model's (MiniZinc's).
+    std::os::unix::fs::symlink("../checks/rejects.mzn", root.join("links/no.mzc.mzn")).unwrap();
+    std::os::unix::fs::symlink("../checks/accepts.mzn", root.join("links/yes.mzc.mzn")).unwrap();
+    let solve = |checker: &str| -> serde_json::Value {
+        let output = home
+            .command(&[
+                "solve",
+                "models/m.mzn",
+                "--checker",
+                checker,
+                "--solver",
+                "gecode",
+                "--json",
+            ])
+            .current_dir(root)
+            .output()
+            .unwrap();
+        serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|error| panic!("{error}: {}", text(&output.stderr)))
+    };
+
+    let rejected = solve("links/no.mzc.mzn");
+    assert_eq!(rejected["status"], "satisfied", "{rejected:#}");
+    assert_eq!(rejected["solution"]["x"], 2, "{rejected:#}");
+    assert_eq!(rejected["checker"]["status"], "violation", "{rejected:#}");
+    assert_eq!(
+        rejected["checker"]["checks"][0]["violation"], true,
+        "{rejected:#}"
+    );
+    assert_eq!(
+        rejected["diagnostic"]["category"], "checker_failed",
+        "{rejected:#}"
+    );
+
+    let accepted = solve("links/yes.mzc.mzn");
+    assert_eq!(accepted["status"], "satisfied", "{accepted:#}");
+    assert_eq!(accepted["checker"]["status"], "completed", "{accepted:#}");
+    let output = accepted["checker"]["checks"][0]["output"].as_str().unwrap();
+    assert!(output.contains("CORRECT"), "{accepted:#}");
+    assert!(accepted["diagnostic"].is_null(), "{accepted:#}");
+}
+
 /// A Python that can import ortools, for the CP-SAT runtime tests.
 fn test_python() -> PathBuf {
     let python = std::env::var("SOLVERGATE_TEST_PYTHON").expect(

@@ -171,6 +171,11 @@ pub fn run(cli: Cli) -> ExitCode {
     // Drops every task still running (their guards kill child trees) and
     // does not wait for a stdin reader blocked forever.
     tokio.shutdown_timeout(std::time::Duration::from_secs(2));
+    // Last line of defence: no child tree outlives the process.
+    let left = crate::exec::kill_all_sessions();
+    if left > 0 {
+        eprintln!("solvergate: {left} child process session(s) could not be emptied before exit");
+    }
     code
 }
 
@@ -278,6 +283,9 @@ async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
     }
 }
 
+/// How long the server waits at exit for its jobs to stop.
+const JOB_SHUTDOWN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
 async fn serve_stdio(
     runtime: Arc<Runtime>,
     cpsat: Arc<CpsatRuntime>,
@@ -314,6 +322,7 @@ async fn serve_stdio(
         jobs: settings.jobs,
         cpsat_jobs: settings.cpsat_jobs,
         shutdown: shutdown.clone(),
+        test_hooks: settings.test_hooks,
     });
     let jobs = server.clone();
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
@@ -335,7 +344,13 @@ async fn serve_stdio(
     let ended = service.waiting().await;
     // Jobs outlive requests but not the server: kill every tree first.
     shutdown.cancel();
-    jobs.shutdown_jobs().await;
+    let unfinished = jobs.shutdown_jobs(JOB_SHUTDOWN_DEADLINE).await;
+    if unfinished > 0 {
+        eprintln!(
+            "solvergate: {unfinished} job(s) had not stopped after {} s; exiting anyway",
+            JOB_SHUTDOWN_DEADLINE.as_secs()
+        );
+    }
     match ended {
         Ok(_) => ExitCode::SUCCESS,
         Err(error) => refuse(format!("MCP session ended with an error: {error}")),

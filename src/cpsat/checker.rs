@@ -18,7 +18,7 @@ use super::results::CheckerReport;
 use super::script::{parent_of, scratch_dir, sha256_hex, write};
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, ChildCommand, Ending, Limits};
-use crate::userfiles::text_file;
+use crate::userfiles::{off_thread, text_file};
 
 /// Where a checker comes from.
 #[derive(Debug, Clone)]
@@ -44,7 +44,14 @@ impl PreparedChecker {
 }
 
 impl CheckerSource {
+    /// [`CheckerSource::prepare`] on the blocking pool, for async callers.
+    pub async fn prepare_async(&self) -> Result<PreparedChecker, ToolError> {
+        let source = self.clone();
+        off_thread(move || source.prepare()).await
+    }
+
     /// Inline text into a temp dir, or a validated path run in its own dir.
+    /// Blocking file I/O: async code calls [`CheckerSource::prepare_async`].
     pub fn prepare(&self) -> Result<PreparedChecker, ToolError> {
         let scratch = scratch_dir()?;
         let (script, cwd, text) = match self {

@@ -20,7 +20,9 @@ use super::results::{CheckerReport, CpsatPythonResult};
 use super::run::{Cpsat, positive_ms};
 use super::script::{ScriptRequest, ScriptSource, sha256_hex};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
+use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::{Progress, Stage};
+use crate::userfiles::off_thread;
 
 /// Longest projected wall clock of one experiment call.
 pub const EXPERIMENT_BUDGET_MS: u64 = 210_000;
@@ -145,10 +147,17 @@ impl Cpsat {
                 )));
             }
         };
-        let plan = plan(request)?;
+        let plan = {
+            let request = request.clone();
+            off_thread(move || plan(&request)).await?
+        };
         let parallel = parallelism(request.max_parallel_attempts)?;
         let checker = match &request.checker {
-            Some(source) => Some(Arc::new(CheckerSource::Inline(source.clone()).prepare()?)),
+            Some(source) => Some(Arc::new(
+                CheckerSource::Inline(source.clone())
+                    .prepare_async()
+                    .await?,
+            )),
             None => None,
         };
         let checker_ms = match (request.checker_timeout_ms, &checker) {
@@ -299,9 +308,10 @@ fn plan(request: &ExperimentRequest) -> Result<Vec<Planned>, ToolError> {
             "attempts must list at least one attempt",
         ));
     }
-    let default_ms = positive_ms(
+    let default_ms = validate_budget(
         "default_script_timeout_ms",
         request.default_script_timeout_ms,
+        Some(DEFAULT_TIMEOUT_MS),
     )?;
     let mut plan: Vec<Planned> = Vec::new();
     for (index, attempt) in request.attempts.iter().enumerate() {
@@ -332,9 +342,9 @@ fn plan(request: &ExperimentRequest) -> Result<Vec<Planned>, ToolError> {
             return Err(at("seed must fit a signed 32-bit integer"));
         }
         let timeout_ms = match attempt.script_timeout_ms {
-            Some(ms) => {
-                positive_ms("script_timeout_ms", ms).map_err(|error| at(&error.0.message))?
-            }
+            // Omitted, an attempt's budget is default_script_timeout_ms.
+            Some(ms) => validate_budget("script_timeout_ms", ms, i64::try_from(default_ms).ok())
+                .map_err(|error| at(&error.0.message))?,
             None => default_ms,
         };
         let script = ScriptRequest {

@@ -16,6 +16,7 @@ use super::script::ScriptRequest;
 use super::verdict;
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, Ending, Limits};
+use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::{Progress, Stage};
 use crate::runtime::cpsat::CpsatRuntime;
 
@@ -30,10 +31,11 @@ pub struct CheckedRequest {
     pub test_checker: bool,
 }
 
-/// Checks a positive millisecond budget named `name`.
+/// Checks the millisecond budget `name` whose default, when omitted, is not
+/// a fixed number (`checker_timeout_ms` follows the script's budget). For
+/// an argument with a fixed default use [`validate_budget`] and name it.
 pub fn positive_ms(name: &str, value: i64) -> Result<u64, ToolError> {
-    crate::minizinc::validate_timeout(value)
-        .map_err(|error| ToolError::invalid(error.0.message.replace("timeout_ms", name)))
+    validate_budget(name, value, None)
 }
 
 /// Runs scripts and checkers on one CP-SAT runtime.
@@ -77,10 +79,14 @@ impl Cpsat {
         cancel: &CancellationToken,
     ) -> Result<CpsatPythonResult, ToolError> {
         progress.report(Stage::Validating, "validating the script and arguments");
-        let timeout_ms = positive_ms("script_timeout_ms", request.timeout_ms)?;
+        let timeout_ms = validate_budget(
+            "script_timeout_ms",
+            request.timeout_ms,
+            Some(DEFAULT_TIMEOUT_MS),
+        )?;
         request.validate()?;
         let python = self.python(cancel).await?;
-        let prepared = request.prepare()?;
+        let prepared = request.prepare_async().await?;
         let command = prepared.command(
             &python,
             &request.args,
@@ -119,7 +125,7 @@ impl Cpsat {
         timeout_ms: u64,
         cancel: &CancellationToken,
     ) -> Result<CheckerReport, ToolError> {
-        let prepared = match checker.prepare() {
+        let prepared = match checker.prepare_async().await {
             Ok(prepared) => prepared,
             Err(error) => return Ok(checker::error_report(error.0.message)),
         };
@@ -141,7 +147,11 @@ impl Cpsat {
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<CpsatPythonCheckedResult, ToolError> {
-        let script_ms = positive_ms("script_timeout_ms", request.script.timeout_ms)?;
+        let script_ms = validate_budget(
+            "script_timeout_ms",
+            request.script.timeout_ms,
+            Some(DEFAULT_TIMEOUT_MS),
+        )?;
         let explicit = request
             .checker_timeout_ms
             .map(|ms| positive_ms("checker_timeout_ms", ms))
@@ -149,8 +159,8 @@ impl Cpsat {
         let checker_timeout_ms = probe::checker_budget(script_ms, explicit, request.test_checker)?;
         request.script.validate()?;
         // Both files are validated before anything runs.
-        let checker = request.checker.prepare()?;
-        drop(request.script.prepare()?);
+        let checker = request.checker.prepare_async().await?;
+        drop(request.script.prepare_async().await?);
         let run = self.run(&request.script, progress, cancel).await?;
         let python = self.python(cancel).await?;
         let (report, skipped) = match run.checkable() {

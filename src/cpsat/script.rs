@@ -12,7 +12,7 @@ use tempfile::TempDir;
 
 use crate::diagnostics::ToolError;
 use crate::exec::ChildCommand;
-use crate::userfiles::text_file;
+use crate::userfiles::{off_thread, text_file};
 
 /// Env var carrying the replay seed to a cooperating script.
 pub const SEED_VAR: &str = "SOLVERGATE_CPSAT_SEED";
@@ -62,8 +62,15 @@ impl ScriptRequest {
         validate_args(&self.args)
     }
 
+    /// [`ScriptRequest::prepare`] on the blocking pool, for async callers.
+    pub(crate) async fn prepare_async(&self) -> Result<PreparedScript, ToolError> {
+        let request = self.clone();
+        off_thread(move || request.prepare()).await
+    }
+
     /// Writes inline source (and any config) to a private temp dir, or
-    /// validates the script path.
+    /// validates the script path. Blocking file I/O: async code calls
+    /// [`ScriptRequest::prepare_async`].
     pub(crate) fn prepare(&self) -> Result<PreparedScript, ToolError> {
         self.validate()?;
         let scratch = scratch_dir()?;

@@ -9,6 +9,11 @@
 //! future is dropped first (an early return, a cancelled MCP request, a
 //! server shutting down).
 //!
+//! The blocking parts of a run — the `/proc` sweep with its pauses and
+//! reading the captures back — happen on tokio's blocking pool, never on an
+//! async worker thread; only the drop guard sweeps synchronously, since a
+//! drop cannot wait.
+//!
 //! What this module does not do: interpret output. It hands back text and
 //! facts (`return_code`, `timed_out`, `truncated`, `elapsed_ms`); services
 //! decide what they mean.
@@ -205,6 +210,7 @@ pub async fn run(
     let guard = TreeGuard {
         leader: Pid::from_raw(pid),
     };
+    live::remember(guard.leader);
     // The command's copies of the capture files close when the wrapper goes.
     drop(wrap);
 
@@ -237,14 +243,32 @@ pub async fn run(
         }
     };
     let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    tree::kill_session(guard.leader);
+    let leader = guard.leader;
+    let guard = match tokio::task::spawn_blocking(move || tree::kill_session(leader)).await {
+        Ok(empty) => {
+            if empty {
+                live::forget(leader);
+            }
+            Some(guard)
+        }
+        // The blocking pool did not run the sweep (a runtime shutting down):
+        // the guard does it here, synchronously.
+        Err(_) => {
+            drop(guard);
+            None
+        }
+    };
     // Reap the leader; after the sweep it is dead or a zombie.
     let _ = child.wait().await;
     std::mem::forget(guard);
 
     let return_code = status.map(exit_code);
-    let (stdout, stderr, truncated) = read_captures(stdout_file, stderr_file, limits.output_cap)
-        .map_err(io_error("read the output"))?;
+    let cap = limits.output_cap;
+    let (stdout, stderr, truncated) =
+        tokio::task::spawn_blocking(move || read_captures(stdout_file, stderr_file, cap))
+            .await
+            .unwrap_or_else(|error| Err(io::Error::other(error)))
+            .map_err(io_error("read the output"))?;
     Ok(RunOutput {
         ending,
         return_code,
@@ -255,15 +279,77 @@ pub async fn run(
     })
 }
 
+/// Kills every child session this process started and has not yet seen
+/// empty, waiting for each to empty. The last step of a process that is
+/// about to exit, after its async runtime is gone: whatever a dropped task
+/// or an expired shutdown deadline left behind is stopped here. Returns how
+/// many sessions were still alive afterwards.
+pub fn kill_all_sessions() -> usize {
+    live::all()
+        .into_iter()
+        .filter(|leader| {
+            let empty = tree::kill_session(*leader);
+            if empty {
+                live::forget(*leader);
+            }
+            !empty
+        })
+        .count()
+}
+
+/// The sessions whose trees may still be alive: added at spawn, removed
+/// once a sweep found the session empty.
+mod live {
+    use std::collections::BTreeSet;
+    use std::sync::{Mutex, MutexGuard};
+
+    use nix::unistd::Pid;
+
+    static LIVE: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+    fn lock() -> MutexGuard<'static, BTreeSet<i32>> {
+        LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(super) fn remember(leader: Pid) {
+        lock().insert(leader.as_raw());
+    }
+
+    pub(super) fn forget(leader: Pid) {
+        lock().remove(&leader.as_raw());
+    }
+
+    pub(super) fn all() -> Vec<Pid> {
+        lock().iter().copied().map(Pid::from_raw).collect()
+    }
+}
+
+/// Threads that did a run's blocking work, for the test that keeps it off
+/// the async worker threads.
+#[cfg(test)]
+static BLOCKING_WORK_THREADS: std::sync::Mutex<Vec<std::thread::ThreadId>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Notes (in tests) which thread does a piece of blocking work.
+pub(crate) fn note_blocking_work() {
+    #[cfg(test)]
+    if let Ok(mut threads) = BLOCKING_WORK_THREADS.lock() {
+        threads.push(std::thread::current().id());
+    }
+}
+
 /// Kills the child's session if the run future is dropped before the child
-/// was reaped.
+/// was reaped: synchronously (with the sweep's short pauses), as a drop
+/// cannot wait.
 struct TreeGuard {
     leader: Pid,
 }
 
 impl Drop for TreeGuard {
     fn drop(&mut self) {
-        tree::kill_session(self.leader);
+        if tree::kill_session(self.leader) {
+            live::forget(self.leader);
+        }
         // The tokio child handle is dropped too; tokio reaps orphaned
         // children in the background, so no zombie stays.
     }
@@ -291,6 +377,7 @@ fn read_captures(
     mut stderr: File,
     cap: u64,
 ) -> io::Result<(String, String, bool)> {
+    note_blocking_work();
     let out_len = captured_len(&stdout);
     let err_len = captured_len(&stderr);
     let truncated = out_len + err_len > cap;
@@ -353,6 +440,28 @@ mod tests {
         assert_eq!(output.stdout, "out\n");
         assert_eq!(output.stderr, "err\n");
         assert!(!output.truncated);
+    }
+
+    /// `#[tokio::test]` runs on one thread, the test's own: blocking work
+    /// done there would stall every other task of the runtime.
+    #[tokio::test]
+    async fn the_sweep_and_the_reads_run_off_the_async_thread() {
+        let me = std::thread::current().id();
+        let command = ChildCommand::new("/bin/sh").args(["-c", "sleep 30 & echo started"]);
+        let output = run(
+            &command,
+            Limits::new(Duration::from_secs(10)),
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(output.stdout, "started\n");
+        let threads = BLOCKING_WORK_THREADS.lock().unwrap().clone();
+        assert!(!threads.is_empty());
+        assert!(
+            !threads.contains(&me),
+            "blocking work ran on the async thread"
+        );
     }
 
     #[tokio::test]

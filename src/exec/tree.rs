@@ -9,6 +9,7 @@
 //! escapes; only a PID namespace could catch it.
 
 use std::fs;
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
@@ -34,20 +35,43 @@ pub(crate) fn session_members(session: Pid, skip: Option<Pid>) -> Vec<Pid> {
         .map(Pid::from_raw)
         .filter(|pid| Some(*pid) != skip)
         .filter(|pid| {
-            stat_of(*pid).is_some_and(|stat| stat.session == session.as_raw() && stat.state != 'Z')
+            stat_of(*pid).is_some_and(|stat| {
+                stat.session == session.as_raw() && !matches!(stat.state, 'Z' | 'X')
+            })
         })
         .collect()
 }
 
-/// SIGKILLs every live process in `session` until none is left (a process
-/// may fork while we sweep). The leader itself is signalled through its
+/// How long a sweep waits for a SIGKILLed session to empty. A killed
+/// process stays in `/proc` until the kernel has torn it down, which on a
+/// loaded machine can take far longer than the signal.
+const SWEEP_DEADLINE: Duration = Duration::from_secs(5);
+
+/// SIGKILLs every live process in `session` and waits until none is left
+/// (a process may fork while we sweep, and a killed one takes time to go),
+/// up to [`SWEEP_DEADLINE`]. The leader itself is signalled through its
 /// group, so a zombie leader we have not reaped yet cannot confuse the scan.
-pub(crate) fn kill_session(session: Pid) {
+/// Returns whether the session is empty.
+///
+/// Blocking (it reads `/proc` and pauses between sweeps): async code runs it
+/// on the blocking pool.
+pub(crate) fn kill_session(session: Pid) -> bool {
+    super::note_blocking_work();
     signal_group(session, Signal::SIGKILL);
-    for _ in 0..50 {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
         let members = session_members(session, None);
         if members.is_empty() {
-            return;
+            return true;
+        }
+        if started.elapsed() > SWEEP_DEADLINE {
+            eprintln!(
+                "solvergate: {} process(es) of session {session} still alive {} s after SIGKILL",
+                members.len(),
+                SWEEP_DEADLINE.as_secs()
+            );
+            return false;
         }
         for pid in members {
             match kill(pid, Signal::SIGKILL) {
@@ -55,9 +79,9 @@ pub(crate) fn kill_session(session: Pid) {
                 Err(error) => eprintln!("solvergate: could not kill process {pid}: {error}"),
             }
         }
-        std::thread::sleep(std::time::Duration::from_millis(1));
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
     }
-    eprintln!("solvergate: processes of session {session} kept appearing after 50 sweeps");
 }
 
 struct Stat {

@@ -10,13 +10,18 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use std::sync::Arc;
+
 use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome, Start};
-use super::solve::{full, lifecycle_diagnostic, timestamp, unknown_job};
+use super::status::{
+    JobKind, JobList, full, lifecycle_diagnostic, summary, timestamp, unknown_job,
+};
 use crate::cpsat::{
     CheckerReport, CheckerSource, Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource,
     positive_ms,
 };
 use crate::diagnostics::{Diagnostic, ToolError};
+use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::Progress;
 use crate::settings::JobBounds;
 
@@ -32,7 +37,7 @@ pub struct CpsatJobRequest {
 /// What a finished CP-SAT job holds.
 #[derive(Debug, Clone)]
 pub struct CpsatJobOutput {
-    pub result: CpsatPythonResult,
+    pub result: Arc<CpsatPythonResult>,
     pub checker: Option<CheckerReport>,
     pub checker_skipped_reason: Option<String>,
 }
@@ -58,19 +63,13 @@ pub struct CpsatPythonJobStatus {
     pub finished_at: Option<String>,
     pub elapsed_ms: u64,
     /// Present exactly when `state` is `succeeded` or `timeout`.
-    pub result: Option<CpsatPythonResult>,
+    pub result: Option<Arc<CpsatPythonResult>>,
     /// The checker's verdict (diagnostic only, not a save gate).
     pub checker: Option<CheckerReport>,
     /// Why the checker did not run.
     pub checker_skipped_reason: Option<String>,
     pub message: Option<String>,
     pub diagnostic: Option<Diagnostic>,
-}
-
-/// `list_cpsat_python_jobs`.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct CpsatPythonJobList {
-    pub jobs: Vec<CpsatPythonJobStatus>,
 }
 
 /// Background CP-SAT runs.
@@ -94,7 +93,11 @@ impl CpsatJobs {
         mut request: CpsatJobRequest,
         cancel: &CancellationToken,
     ) -> Result<CpsatPythonJobStatus, ToolError> {
-        positive_ms("script_timeout_ms", request.script.timeout_ms)?;
+        validate_budget(
+            "script_timeout_ms",
+            request.script.timeout_ms,
+            Some(DEFAULT_TIMEOUT_MS),
+        )?;
         let checker_timeout_ms = match (&request.checker, request.checker_timeout_ms) {
             (None, Some(_)) => {
                 return Err(ToolError::invalid(
@@ -103,16 +106,20 @@ impl CpsatJobs {
             }
             (None, None) => None,
             (Some(_), Some(ms)) => Some(positive_ms("checker_timeout_ms", ms)?),
-            (Some(_), None) => Some(positive_ms("script_timeout_ms", request.script.timeout_ms)?),
+            (Some(_), None) => Some(validate_budget(
+                "script_timeout_ms",
+                request.script.timeout_ms,
+                Some(DEFAULT_TIMEOUT_MS),
+            )?),
         };
         request.script.validate()?;
-        let prepared = request.script.prepare()?;
+        let prepared = request.script.prepare_async().await?;
         if let ScriptSource::File(_) = request.script.source {
             request.script.source =
                 ScriptSource::File(prepared.script.to_string_lossy().into_owned());
         }
         if let Some(checker) = &request.checker {
-            let prepared = checker.prepare()?;
+            let prepared = checker.prepare_async().await?;
             if let CheckerSource::File(_) = checker {
                 request.checker = Some(CheckerSource::File(
                     prepared.path().to_string_lossy().into_owned(),
@@ -164,14 +171,28 @@ impl CpsatJobs {
             .ok_or_else(|| self.unknown(id))
     }
 
-    pub fn list(&self) -> CpsatPythonJobList {
-        CpsatPythonJobList {
-            jobs: self.registry.list().into_iter().map(status).collect(),
+    /// Every retained job, summarised (`get` has the full result).
+    pub fn list(&self) -> JobList {
+        JobList {
+            jobs: self
+                .registry
+                .list()
+                .iter()
+                .map(|snapshot| {
+                    summary(JobKind::CpsatPython, snapshot, |output| {
+                        (
+                            output.result.status.clone(),
+                            output.result.objective.clone(),
+                        )
+                    })
+                })
+                .collect(),
         }
     }
 
-    pub async fn shutdown(&self) {
-        self.registry.shutdown().await;
+    /// Cancels every job; waits for them until `deadline`.
+    pub async fn shutdown(&self, deadline: std::time::Duration) -> usize {
+        self.registry.shutdown(deadline).await
     }
 
     fn unknown(&self, id: &str) -> ToolError {
@@ -193,7 +214,7 @@ async fn run_job(
     let mut result = cpsat.run(&request.script, &Progress::none(), token).await?;
     let (Some(checker), Some(checker_ms)) = (&request.checker, checker_timeout_ms) else {
         return Ok(CpsatJobOutput {
-            result,
+            result: Arc::new(result),
             checker: None,
             checker_skipped_reason: None,
         });
@@ -202,7 +223,7 @@ async fn run_job(
         Ok(solution) => solution.clone(),
         Err(reason) => {
             return Ok(CpsatJobOutput {
-                result,
+                result: Arc::new(result),
                 checker: None,
                 checker_skipped_reason: Some(reason),
             });
@@ -220,7 +241,7 @@ async fn run_job(
         .await?;
     result.diagnostic = crate::cpsat::checked_diagnostic(&result, Some(&report.status));
     Ok(CpsatJobOutput {
-        result,
+        result: Arc::new(result),
         checker: Some(report),
         checker_skipped_reason: None,
     })
@@ -234,11 +255,11 @@ fn status(snapshot: JobSnapshot<CpsatJobOutput, CpsatJobMeta>) -> CpsatPythonJob
                 .as_ref()
                 .and_then(|output| output.result.diagnostic.clone())
         });
-    let (result, checker, checker_skipped_reason) = match snapshot.result {
+    let (result, checker, checker_skipped_reason) = match snapshot.result.as_deref() {
         Some(output) => (
-            Some(output.result),
-            output.checker,
-            output.checker_skipped_reason,
+            Some(output.result.clone()),
+            output.checker.clone(),
+            output.checker_skipped_reason.clone(),
         ),
         None => (None, None, None),
     };

@@ -1,35 +1,54 @@
 //! Portfolio races: formulations × solvers × seeds of one instance, run as
 //! ordinary solve jobs, one winner.
 //!
-//! Better than polling: a coordinator task watches the attempts; the moment
-//! one reaches a decisive verdict it cancels the rest (queued ones are
-//! dropped, running ones have their process trees killed), whether or not
-//! anyone polls. `get_portfolio_job` only reads.
+//! A coordinator task watches the attempts' completions (subscribed at
+//! admission, so retention cannot take a result away); the moment one
+//! reaches a decisive verdict it cancels the rest (queued ones are dropped,
+//! running ones have their process trees killed), whether or not anyone
+//! polls. `get_portfolio_job` only reads.
 //!
-//! Winner policy: the first decisive verdict (optimal, satisfied,
-//! unsatisfiable, unbounded, unsat_or_unbounded) wins; otherwise the best
-//! terminal attempt — a timeout or error with a solution, then unknown, then
-//! a timeout without one, then an error — the earlier attempt on a tie.
+//! Winner policies ([`WinnerPolicy`]):
+//! - `best_objective` (default): `optimal`, `unsatisfiable`, `unbounded` and
+//!   `unsat_or_unbounded` are decisive; `satisfied` is decisive only on a
+//!   satisfaction model. On an optimisation model an attempt stopped by its
+//!   budget holds an incumbent, not an answer, so the race runs until every
+//!   attempt has ended and the best objective wins.
+//! - `first_decisive` (the reference's rule): `satisfied` is decisive too,
+//!   whatever the model.
+//!
+//! Without a decisive attempt the best terminal attempt wins; ties go to the
+//! earlier attempt in plan order.
+//!
+//! The plan is sized with checked arithmetic and compared with the solve
+//! registry's free capacity before anything per attempt is built; the
+//! sources are written once to a temp dir every attempt shares.
 
 use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 use sha2::{Digest, Sha256};
+use tempfile::TempDir;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use std::sync::{Arc, OnceLock};
-
-use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome, Start};
-use super::solve::{SolveJobMeta, SolveJobs, full, lifecycle_diagnostic, timestamp, unknown_job};
+use super::registry::{Completion, JobRegistry, JobSnapshot, JobState, Outcome, Start};
+use super::solve::{SolveJobMeta, SolveJobs};
+use super::status::{
+    JobKind, JobList, full, lifecycle_diagnostic, summary, timestamp, unknown_job,
+};
+pub use super::winner::WinnerPolicy;
+use super::winner::pick_winner;
 use crate::diagnostics::{Category, Diagnostic, ToolError};
-use crate::minizinc::{SolveControls, SolveRequest, SolveResult, Sources, validate_timeout};
+use crate::minizinc::{
+    DEFAULT_TIMEOUT_MS, SolveControls, SolveRequest, SolveResult, Sources, validate_budget,
+};
 use crate::settings::JobBounds;
 
-/// The policy, as the result states it.
-pub const SELECTION_POLICY: &str = "the first attempt with a decisive verdict (optimal, satisfied, unsatisfiable, unbounded, unsat_or_unbounded) wins and the others are cancelled at once; if none is decisive, the best terminal attempt wins: a timeout or error with a solution, then unknown, then a timeout without a solution, then an error; ties go to the earlier attempt";
+/// The most seeds one race may use (`seed_count` or `seeds`).
+pub const MAX_SEEDS: usize = 1000;
 
 /// A race as submitted.
 #[derive(Debug, Clone)]
@@ -46,6 +65,7 @@ pub struct PortfolioRequest {
     pub parallel: Option<i64>,
     pub all_solutions: bool,
     pub num_solutions: Option<i64>,
+    pub winner_policy: WinnerPolicy,
 }
 
 /// The search configuration every attempt shared.
@@ -72,6 +92,7 @@ pub struct PortfolioAttempt {
     pub state: JobState,
     /// The solve's status, when it produced a result.
     pub status: Option<String>,
+    /// The attempt's final objective, when it found a solution.
     pub objective: Option<Number>,
     pub checker_status: Option<String>,
     pub elapsed_ms: u64,
@@ -86,7 +107,7 @@ pub struct PortfolioSolveResult {
     /// Index into `attempts` of the winner.
     pub winner_index: Option<usize>,
     /// The winning solve; its own `status` says whether the win was decisive.
-    pub winner: Option<SolveResult>,
+    pub winner: Option<Arc<SolveResult>>,
     pub attempts: Vec<PortfolioAttempt>,
     /// SHA256 of each formulation, aligned with `models`.
     pub models_sha256: Vec<String>,
@@ -94,6 +115,9 @@ pub struct PortfolioSolveResult {
     pub data_sha256: Option<String>,
     pub checker_sha256: Option<String>,
     pub solve_controls: SharedControls,
+    /// The policy the race ran under.
+    pub winner_policy: WinnerPolicy,
+    /// The policy in words, starting with its name.
     pub selection_policy: String,
     pub elapsed_ms: u64,
 }
@@ -118,15 +142,9 @@ pub struct PortfolioJobStatus {
     pub finished_at: Option<String>,
     pub elapsed_ms: u64,
     /// Present exactly when `state` is `succeeded`.
-    pub result: Option<PortfolioSolveResult>,
+    pub result: Option<Arc<PortfolioSolveResult>>,
     pub message: Option<String>,
     pub diagnostic: Option<Diagnostic>,
-}
-
-/// `list_portfolio_jobs`.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct PortfolioJobList {
-    pub jobs: Vec<PortfolioJobStatus>,
 }
 
 /// One planned attempt.
@@ -146,6 +164,61 @@ pub struct Portfolios {
 
 fn sha256(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// The race's sources, written once; every attempt reads these files.
+struct SharedSources {
+    /// Removed when the last attempt that holds it is done.
+    _dir: TempDir,
+    models: Vec<String>,
+    data: Option<String>,
+    checker: Option<String>,
+}
+
+impl SharedSources {
+    fn write(request: &PortfolioRequest) -> Result<SharedSources, ToolError> {
+        let dir = tempfile::Builder::new()
+            .prefix("solvergate-portfolio-")
+            .tempdir()
+            .map_err(|error| ToolError::invalid(format!("could not create a temp dir: {error}")))?;
+        let write = |name: String, text: &str| -> Result<String, ToolError> {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).map_err(|error| {
+                ToolError::invalid(format!("could not write {}: {error}", path.display()))
+            })?;
+            Ok(path.to_string_lossy().into_owned())
+        };
+        let models = request
+            .models
+            .iter()
+            .enumerate()
+            .map(|(index, model)| write(format!("model-{index}.mzn"), model))
+            .collect::<Result<Vec<_>, _>>()?;
+        let data = request
+            .data
+            .as_deref()
+            .map(|data| write("data.dzn".to_owned(), data))
+            .transpose()?;
+        let checker = request
+            .checker
+            .as_deref()
+            .map(|checker| write("checker.mzc.mzn".to_owned(), checker))
+            .transpose()?;
+        Ok(SharedSources {
+            _dir: dir,
+            models,
+            data,
+            checker,
+        })
+    }
+
+    fn sources(&self, model_index: usize) -> Sources {
+        Sources::Files {
+            model_path: self.models[model_index].clone(),
+            data_path: self.data.clone(),
+            checker_path: self.checker.clone(),
+        }
+    }
 }
 
 impl Portfolios {
@@ -171,11 +244,16 @@ impl Portfolios {
         cancel: &CancellationToken,
     ) -> Result<PortfolioJobStatus, ToolError> {
         let plan = self.plan(&request, cancel).await?;
+        let policy = request.winner_policy;
         let controls = SharedControls {
             free_search: request.free_search,
             parallel: request.parallel,
             all_solutions: request.all_solutions,
             num_solutions: request.num_solutions,
+        };
+        let shared = {
+            let request = request.clone();
+            Arc::new(crate::userfiles::off_thread(move || SharedSources::write(&request)).await?)
         };
         // Filled once the attempts are admitted: a decisive attempt drops its
         // queued siblings itself, before its slot can start one of them.
@@ -185,11 +263,7 @@ impl Portfolios {
             .enumerate()
             .map(|(index, attempt)| {
                 let solve = SolveRequest {
-                    sources: Sources::Inline {
-                        model: request.models[attempt.model_index].clone(),
-                        data: request.data.clone(),
-                        checker: request.checker.clone(),
-                    },
+                    sources: shared.sources(attempt.model_index),
                     solver: Some(attempt.solver.clone()),
                     timeout_ms: request.per_attempt_timeout_ms,
                     controls: SolveControls {
@@ -204,23 +278,28 @@ impl Portfolios {
                     timeout_ms: request.per_attempt_timeout_ms,
                 };
                 let work = self.solve_jobs.start(solve);
+                let work = keep_alive(work, shared.clone());
                 (
                     meta,
-                    self.decisive_drops_siblings(work, index, siblings.clone()),
+                    self.decisive_drops_siblings(work, index, policy, siblings.clone()),
                 )
             })
             .collect();
+        drop(shared);
         let admitted = self
             .solve_jobs
             .registry()
-            .submit_all(attempts)
+            .submit_all_watched(attempts)
             .map_err(|error| {
                 ToolError::invalid(format!(
                     "the plan has {} attempts (models × solvers × seeds) and {error}",
                     plan.len()
                 ))
             })?;
-        let attempt_jobs: Vec<String> = admitted.into_iter().map(|job| job.id).collect();
+        let (attempt_jobs, completions): (Vec<String>, Vec<_>) = admitted
+            .into_iter()
+            .map(|(snapshot, completion)| (snapshot.id, completion))
+            .unzip();
         let _ = siblings.set(attempt_jobs.clone());
         let race = Race {
             solve_jobs: self.solve_jobs.registry().clone(),
@@ -230,6 +309,7 @@ impl Portfolios {
             data_sha256: request.data.as_deref().map(sha256),
             checker_sha256: request.checker.as_deref().map(sha256),
             controls,
+            policy,
         };
         let meta = PortfolioMeta {
             per_attempt_timeout_ms: request.per_attempt_timeout_ms,
@@ -237,7 +317,7 @@ impl Portfolios {
         };
         let started = self.registry.submit(
             meta,
-            Box::new(move |token: CancellationToken| Box::pin(race.run(token))),
+            Box::new(move |token: CancellationToken| Box::pin(race.run(completions, token))),
         );
         match started {
             Ok(snapshot) => Ok(portfolio_status(snapshot)),
@@ -257,13 +337,15 @@ impl Portfolios {
         &self,
         work: Start<SolveResult>,
         index: usize,
+        policy: WinnerPolicy,
         siblings: Arc<OnceLock<Vec<String>>>,
     ) -> Start<SolveResult> {
         let registry = self.solve_jobs.registry().clone();
         Box::new(move |token: CancellationToken| {
             Box::pin(async move {
                 let outcome = work(token).await;
-                let decisive = matches!(&outcome, Outcome::Succeeded(result) if DECISIVE.contains(&result.status.as_str()));
+                let decisive =
+                    matches!(&outcome, Outcome::Succeeded(result) if policy.is_decisive(result));
                 if decisive && let Some(ids) = siblings.get() {
                     for (sibling, id) in ids.iter().enumerate() {
                         if sibling != index {
@@ -278,6 +360,8 @@ impl Portfolios {
 
     /// Checks every rule before anything is admitted and lays out the
     /// attempts: seeds outermost, then solvers, the model index fastest.
+    /// The plan's size is checked against the registry's free capacity
+    /// before a single attempt is laid out.
     async fn plan(
         &self,
         request: &PortfolioRequest,
@@ -307,42 +391,31 @@ impl Portfolios {
                 "checker must not be empty; omit it for no checker",
             ));
         }
-        validate_timeout(request.per_attempt_timeout_ms).map_err(|error| {
-            ToolError::invalid(
-                error
-                    .0
-                    .message
-                    .replace("timeout_ms", "per_attempt_timeout_ms"),
-            )
-        })?;
-        let seeds: Vec<Option<i64>> = match &request.seeds {
-            Some(_) if request.seed_count != 1 => {
-                return Err(ToolError::invalid(
-                    "give either seeds or seed_count, not both: with an explicit seeds list, leave seed_count at 1",
-                ));
-            }
-            Some(seeds) if seeds.is_empty() => {
-                return Err(ToolError::invalid(
-                    "seeds must not be empty; omit it for one unseeded run",
-                ));
-            }
-            Some(seeds) => {
-                let distinct: BTreeSet<_> = seeds.iter().collect();
-                if distinct.len() != seeds.len() {
-                    return Err(ToolError::invalid("seeds must not repeat a value"));
-                }
-                seeds.iter().copied().map(Some).collect()
-            }
-            None if request.seed_count < 1 => {
+        validate_budget(
+            "per_attempt_timeout_ms",
+            request.per_attempt_timeout_ms,
+            Some(DEFAULT_TIMEOUT_MS),
+        )?;
+        let seeds = Seeds::of(request)?;
+        let attempts = request
+            .models
+            .len()
+            .checked_mul(request.solvers.len())
+            .and_then(|pairs| pairs.checked_mul(seeds.len()));
+        let room = self.solve_jobs.registry();
+        match attempts {
+            Some(attempts) => room.check_room(attempts).map_err(|error| {
+                ToolError::invalid(format!(
+                    "the plan has {attempts} attempts (models × solvers × seeds) and {error}"
+                ))
+            })?,
+            None => {
                 return Err(ToolError::invalid(format!(
-                    "seed_count must be at least 1, got {}",
-                    request.seed_count
+                    "the plan is too large to count (models × solvers × seeds overflows); the registry has room for {} more attempts",
+                    room.free_capacity()
                 )));
             }
-            None if request.seed_count == 1 => vec![None],
-            None => (1..=request.seed_count).map(Some).collect(),
-        };
-        let seeded = seeds.iter().any(Option::is_some);
+        }
         let mut solvers = Vec::new();
         for name in &request.solvers {
             let solver = self
@@ -353,7 +426,7 @@ impl Portfolios {
             let gated = SolveControls {
                 free_search: request.free_search,
                 parallel: request.parallel,
-                random_seed: seeded.then_some(1),
+                random_seed: seeds.seeded().then_some(1),
                 all_solutions: request.all_solutions,
                 num_solutions: request.num_solutions,
             };
@@ -368,13 +441,13 @@ impl Portfolios {
             solvers.push(solver.id.clone());
         }
         let mut plan = Vec::new();
-        for seed in &seeds {
+        for seed in seeds.iter() {
             for solver in &solvers {
                 for model_index in 0..request.models.len() {
                     plan.push(Planned {
                         model_index,
                         solver: solver.clone(),
-                        seed: *seed,
+                        seed,
                     });
                 }
             }
@@ -398,19 +471,29 @@ impl Portfolios {
             .ok_or_else(|| self.unknown(id))
     }
 
-    pub fn list(&self) -> PortfolioJobList {
-        PortfolioJobList {
+    /// Every retained race, summarised: its status and the winner's
+    /// objective (`get` has the full result).
+    pub fn list(&self) -> JobList {
+        JobList {
             jobs: self
                 .registry
                 .list()
-                .into_iter()
-                .map(portfolio_status)
+                .iter()
+                .map(|snapshot| {
+                    summary(JobKind::Portfolio, snapshot, |result| {
+                        (
+                            result.status.clone(),
+                            result.winner.as_ref().and_then(|w| w.objective.clone()),
+                        )
+                    })
+                })
                 .collect(),
         }
     }
 
-    pub async fn shutdown(&self) {
-        self.registry.shutdown().await;
+    /// Cancels every race; waits for them until `deadline`.
+    pub async fn shutdown(&self, deadline: std::time::Duration) -> usize {
+        self.registry.shutdown(deadline).await
     }
 
     fn unknown(&self, id: &str) -> ToolError {
@@ -422,6 +505,82 @@ impl Portfolios {
     }
 }
 
+/// Holds `keep` until the attempt's work is done (or dropped unstarted).
+fn keep_alive(work: Start<SolveResult>, keep: Arc<SharedSources>) -> Start<SolveResult> {
+    Box::new(move |token: CancellationToken| {
+        Box::pin(async move {
+            let outcome = work(token).await;
+            drop(keep);
+            outcome
+        })
+    })
+}
+
+/// The seeds of a race, counted before any is materialised.
+enum Seeds<'a> {
+    Unseeded,
+    Count(usize),
+    Listed(&'a [i64]),
+}
+
+impl<'a> Seeds<'a> {
+    fn of(request: &'a PortfolioRequest) -> Result<Seeds<'a>, ToolError> {
+        match &request.seeds {
+            Some(_) if request.seed_count != 1 => Err(ToolError::invalid(
+                "give either seeds or seed_count, not both: with an explicit seeds list, leave seed_count at 1",
+            )),
+            Some(seeds) if seeds.is_empty() => Err(ToolError::invalid(
+                "seeds must not be empty; omit it for one unseeded run",
+            )),
+            Some(seeds) if seeds.len() > MAX_SEEDS => Err(ToolError::invalid(format!(
+                "seeds lists {} values; a race takes at most {MAX_SEEDS}",
+                seeds.len()
+            ))),
+            Some(seeds) => {
+                let distinct: BTreeSet<_> = seeds.iter().collect();
+                if distinct.len() != seeds.len() {
+                    return Err(ToolError::invalid("seeds must not repeat a value"));
+                }
+                Ok(Seeds::Listed(seeds))
+            }
+            None if request.seed_count < 1 => Err(ToolError::invalid(format!(
+                "seed_count must be at least 1, got {}",
+                request.seed_count
+            ))),
+            None if request.seed_count == 1 => Ok(Seeds::Unseeded),
+            None => match usize::try_from(request.seed_count) {
+                Ok(count) if count <= MAX_SEEDS => Ok(Seeds::Count(count)),
+                _ => Err(ToolError::invalid(format!(
+                    "seed_count must be at most {MAX_SEEDS}, got {}",
+                    request.seed_count
+                ))),
+            },
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Seeds::Unseeded => 1,
+            Seeds::Count(count) => *count,
+            Seeds::Listed(seeds) => seeds.len(),
+        }
+    }
+
+    fn seeded(&self) -> bool {
+        !matches!(self, Seeds::Unseeded)
+    }
+
+    fn iter(&self) -> Box<dyn Iterator<Item = Option<i64>> + '_> {
+        match self {
+            Seeds::Unseeded => Box::new(std::iter::once(None)),
+            Seeds::Count(count) => Box::new((1..=*count).map(|seed| i64::try_from(seed).ok())),
+            Seeds::Listed(seeds) => Box::new(seeds.iter().copied().map(Some)),
+        }
+    }
+}
+
+type AttemptSnapshot = JobSnapshot<SolveResult, SolveJobMeta>;
+
 /// Everything the coordinator needs, moved into its task.
 struct Race {
     solve_jobs: JobRegistry<SolveResult, SolveJobMeta>,
@@ -431,45 +590,57 @@ struct Race {
     data_sha256: Option<String>,
     checker_sha256: Option<String>,
     controls: SharedControls,
+    policy: WinnerPolicy,
 }
 
 impl Race {
-    async fn run(self, token: CancellationToken) -> Outcome<PortfolioSolveResult> {
+    async fn run(
+        self,
+        completions: Vec<Completion<SolveResult, SolveJobMeta>>,
+        token: CancellationToken,
+    ) -> Outcome<PortfolioSolveResult> {
         let started = std::time::Instant::now();
         let mut pending = JoinSet::new();
-        for (index, id) in self.attempt_jobs.iter().enumerate() {
-            let registry = self.solve_jobs.clone();
-            let id = id.clone();
-            pending.spawn(async move { (index, registry.wait(&id).await) });
+        for (index, completion) in completions.into_iter().enumerate() {
+            pending.spawn(async move { (index, completion.finished().await) });
         }
+        // Every attempt's final snapshot, kept as it arrives: retention may
+        // evict a finished attempt from the solve registry at any time.
+        let mut finals: Vec<Option<AttemptSnapshot>> = vec![None; self.attempt_jobs.len()];
         let mut decisive = None;
+        let mut cancelled = false;
         loop {
             tokio::select! {
-                () = token.cancelled() => {
-                    self.stop_all(None).await;
-                    return Outcome::Cancelled;
+                () = token.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    self.cancel_all_but(None);
                 }
                 finished = pending.join_next() => {
                     let Some(finished) = finished else { break };
                     let Ok((index, Some(snapshot))) = finished else { continue };
-                    if is_decisive(&snapshot) {
+                    let is_decisive = snapshot
+                        .result
+                        .as_deref()
+                        .is_some_and(|result| self.policy.is_decisive(result));
+                    if is_decisive && decisive.is_none() && !cancelled {
                         decisive = Some(index);
-                        break;
+                        self.cancel_all_but(Some(index));
                     }
+                    finals[index] = Some(snapshot);
                 }
             }
         }
-        pending.abort_all();
-        self.stop_all(decisive).await;
-        let snapshots: Vec<_> = self
-            .attempt_jobs
+        if cancelled {
+            return Outcome::Cancelled;
+        }
+        let results: Vec<Option<&SolveResult>> = finals
             .iter()
-            .map(|id| self.solve_jobs.get(id))
+            .map(|snapshot| snapshot.as_ref().and_then(|s| s.result.as_deref()))
             .collect();
-        let winner_index = decisive.or_else(|| best_of_the_rest(&snapshots));
-        let attempts = self.table(&snapshots);
+        let winner_index = decisive.or_else(|| pick_winner(self.policy, &results));
+        let attempts = self.table(&finals);
         let winner = winner_index
-            .and_then(|index| snapshots.get(index))
+            .and_then(|index| finals.get(index))
             .and_then(|snapshot| snapshot.as_ref())
             .and_then(|snapshot| snapshot.result.clone());
         Outcome::Succeeded(PortfolioSolveResult {
@@ -486,102 +657,54 @@ impl Race {
             data_sha256: self.data_sha256,
             checker_sha256: self.checker_sha256,
             solve_controls: self.controls,
-            selection_policy: SELECTION_POLICY.to_owned(),
+            winner_policy: self.policy,
+            selection_policy: self.policy.description().to_owned(),
             elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         })
     }
 
-    /// Cancels every attempt but `keep` at once, then waits for them all.
-    async fn stop_all(&self, keep: Option<usize>) {
-        let losers: Vec<&String> = self
-            .attempt_jobs
-            .iter()
-            .enumerate()
-            .filter(|(index, _)| Some(*index) != keep)
-            .map(|(_, id)| id)
-            .collect();
-        for id in &losers {
-            self.solve_jobs.request_cancel(id);
-        }
-        for id in losers {
-            self.solve_jobs.wait(id).await;
+    /// Cancels every attempt but `keep` without waiting; the coordinator
+    /// goes on collecting their final snapshots.
+    fn cancel_all_but(&self, keep: Option<usize>) {
+        for (index, id) in self.attempt_jobs.iter().enumerate() {
+            if Some(index) != keep {
+                self.solve_jobs.request_cancel(id);
+            }
         }
     }
 
-    fn table(
-        &self,
-        snapshots: &[Option<JobSnapshot<SolveResult, SolveJobMeta>>],
-    ) -> Vec<PortfolioAttempt> {
+    fn table(&self, finals: &[Option<AttemptSnapshot>]) -> Vec<PortfolioAttempt> {
         self.plan
             .iter()
             .zip(&self.attempt_jobs)
-            .zip(snapshots)
+            .zip(finals)
             .enumerate()
             .map(|(index, ((planned, job_id), snapshot))| {
-                let result = snapshot.as_ref().and_then(|s| s.result.as_ref());
+                let result = snapshot.as_ref().and_then(|s| s.result.as_deref());
                 PortfolioAttempt {
                     index,
                     model_index: planned.model_index,
                     solver: planned.solver.clone(),
                     seed: planned.seed,
                     job_id: job_id.clone(),
-                    state: snapshot.as_ref().map_or(JobState::Cancelled, |s| s.state),
+                    state: snapshot.as_ref().map_or(JobState::Failed, |s| s.state),
                     status: result.map(|r| r.status.clone()),
                     objective: result.and_then(|r| r.objective.clone()),
                     checker_status: result
                         .and_then(|r| r.checker.as_ref())
                         .map(|c| c.status.clone()),
                     elapsed_ms: snapshot.as_ref().map_or(0, |s| s.elapsed_ms),
-                    message: snapshot
-                        .as_ref()
-                        .and_then(|s| s.message.clone())
-                        .or_else(|| {
-                            snapshot
-                                .is_none()
-                                .then(|| "evicted from the solve registry".to_owned())
-                        }),
+                    message: match snapshot {
+                        Some(snapshot) => snapshot.message.clone(),
+                        None => Some(
+                            "the attempt's outcome was lost (its job never reported an end)"
+                                .to_owned(),
+                        ),
+                    },
                 }
             })
             .collect()
     }
-}
-
-/// Verdicts that end a race.
-const DECISIVE: &[&str] = &[
-    "optimal",
-    "satisfied",
-    "unsatisfiable",
-    "unbounded",
-    "unsat_or_unbounded",
-];
-
-fn is_decisive(snapshot: &JobSnapshot<SolveResult, SolveJobMeta>) -> bool {
-    snapshot
-        .result
-        .as_ref()
-        .is_some_and(|result| DECISIVE.contains(&result.status.as_str()))
-}
-
-/// Rank of a non-decisive attempt; lower is better, `None` is not eligible.
-fn rank(snapshot: &JobSnapshot<SolveResult, SolveJobMeta>) -> Option<u8> {
-    let result = snapshot.result.as_ref()?;
-    let has_solution = result.solution.is_some();
-    match result.status.as_str() {
-        "timeout" | "error" if has_solution => Some(0),
-        "unknown" => Some(1),
-        "timeout" => Some(2),
-        "error" => Some(3),
-        _ => None,
-    }
-}
-
-fn best_of_the_rest(snapshots: &[Option<JobSnapshot<SolveResult, SolveJobMeta>>]) -> Option<usize> {
-    snapshots
-        .iter()
-        .enumerate()
-        .filter_map(|(index, snapshot)| Some((rank(snapshot.as_ref()?)?, index)))
-        .min()
-        .map(|(_, index)| index)
 }
 
 fn portfolio_status(
@@ -604,12 +727,53 @@ fn portfolio_status(
         job_id: snapshot.id,
         state: snapshot.state,
         per_attempt_timeout_ms: snapshot.meta.per_attempt_timeout_ms,
-        attempt_job_ids: snapshot.meta.attempt_jobs,
+        attempt_job_ids: snapshot.meta.attempt_jobs.clone(),
         submitted_at: timestamp(snapshot.submitted_at),
         finished_at: snapshot.finished_at.map(timestamp),
         elapsed_ms: snapshot.elapsed_ms,
         result: snapshot.result,
         message: snapshot.message,
         diagnostic,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(models: usize, solvers: usize, seed_count: i64) -> PortfolioRequest {
+        PortfolioRequest {
+            models: vec!["solve satisfy;".to_owned(); models],
+            solvers: vec!["gecode".to_owned(); solvers],
+            data: None,
+            checker: None,
+            seed_count,
+            seeds: None,
+            per_attempt_timeout_ms: 1000,
+            free_search: false,
+            parallel: None,
+            all_solutions: false,
+            num_solutions: None,
+            winner_policy: WinnerPolicy::default(),
+        }
+    }
+
+    #[test]
+    fn seeds_are_counted_before_they_exist() {
+        assert!(Seeds::of(&request(1, 1, i64::MAX)).is_err());
+        assert!(Seeds::of(&request(1, 1, 100_000_000)).is_err());
+        assert_eq!(Seeds::of(&request(1, 1, 1000)).unwrap().len(), 1000);
+        let one = request(1, 1, 1);
+        let unseeded = Seeds::of(&one).unwrap();
+        assert_eq!(unseeded.iter().collect::<Vec<_>>(), vec![None]);
+        let three = request(1, 1, 3);
+        let counted = Seeds::of(&three).unwrap();
+        assert_eq!(
+            counted.iter().collect::<Vec<_>>(),
+            vec![Some(1), Some(2), Some(3)]
+        );
+        let mut listed = request(1, 1, 1);
+        listed.seeds = Some(vec![0; MAX_SEEDS + 1]);
+        assert!(Seeds::of(&listed).is_err());
     }
 }

@@ -9,6 +9,12 @@
 //! starts, cancelling a running one cancels its token and waits for the work
 //! to end, so its processes are gone when `cancel` returns.
 //!
+//! A job's work runs in a task of its own: a panic in it becomes a `failed`
+//! job, never a held slot, and a guard finishes the job even if its task is
+//! dropped. A job's final snapshot travels on its completion channel, so a
+//! waiter that subscribed in time gets it even after retention evicted the
+//! job. Results are stored once (`Arc`); snapshots share them.
+//!
 //! The one rule a maintainer must keep: the registry lock is never held
 //! across an `.await`.
 
@@ -16,7 +22,7 @@ use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -69,21 +75,56 @@ pub enum Outcome<R> {
 pub type Work<R> = Pin<Box<dyn Future<Output = Outcome<R>> + Send>>;
 pub type Start<R> = Box<dyn FnOnce(CancellationToken) -> Work<R> + Send>;
 
-/// A job as a poll sees it.
-#[derive(Debug, Clone)]
+/// A job as a poll sees it. Cheap to clone: the meta and the result are
+/// shared, not copied.
+#[derive(Debug)]
 pub struct JobSnapshot<R, M> {
     pub id: String,
     /// What the submitter attached (e.g. the requested budget).
-    pub meta: M,
+    pub meta: Arc<M>,
     pub state: JobState,
     pub submitted_at: SystemTime,
     pub started_at: Option<SystemTime>,
     pub finished_at: Option<SystemTime>,
     /// Running time so far, or in all once finished; 0 while queued.
     pub elapsed_ms: u64,
-    pub result: Option<R>,
+    pub result: Option<Arc<R>>,
     pub message: Option<String>,
 }
+
+impl<R, M> Clone for JobSnapshot<R, M> {
+    fn clone(&self) -> Self {
+        JobSnapshot {
+            id: self.id.clone(),
+            meta: self.meta.clone(),
+            state: self.state,
+            submitted_at: self.submitted_at,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+            elapsed_ms: self.elapsed_ms,
+            result: self.result.clone(),
+            message: self.message.clone(),
+        }
+    }
+}
+
+/// Resolves to a job's final snapshot, whether or not the registry still
+/// retains the job.
+pub struct Completion<R, M> {
+    done: watch::Receiver<Option<JobSnapshot<R, M>>>,
+}
+
+impl<R, M> Completion<R, M> {
+    /// The final snapshot; `None` only if the registry itself went away
+    /// without finishing the job.
+    pub async fn finished(mut self) -> Option<JobSnapshot<R, M>> {
+        let finished = self.done.wait_for(Option::is_some).await.ok()?;
+        finished.clone()
+    }
+}
+
+/// An admitted job: its first snapshot and its completion.
+pub type Admitted<R, M> = (JobSnapshot<R, M>, Completion<R, M>);
 
 /// A submission the registry has no room for.
 #[derive(Debug, thiserror::Error)]
@@ -100,18 +141,19 @@ pub struct RegistryFull {
 }
 
 struct Entry<R, M> {
-    meta: M,
+    meta: Arc<M>,
     state: JobState,
     submitted_at: SystemTime,
     started_at: Option<SystemTime>,
     started: Option<Instant>,
     finished_at: Option<SystemTime>,
     ran_ms: u64,
-    result: Option<R>,
+    result: Option<Arc<R>>,
     message: Option<String>,
     token: CancellationToken,
     start: Option<Start<R>>,
-    done: watch::Sender<bool>,
+    /// Carries the final snapshot once the job is terminal.
+    done: watch::Sender<Option<JobSnapshot<R, M>>>,
 }
 
 struct Inner<R, M> {
@@ -144,7 +186,7 @@ impl<R, M> Clone for JobRegistry<R, M> {
     }
 }
 
-impl<R: Clone + Send + 'static, M: Clone + Send + 'static> JobRegistry<R, M> {
+impl<R: Send + Sync + 'static, M: Send + Sync + 'static> JobRegistry<R, M> {
     /// `what` names the registry in messages ("solve job").
     pub fn new(what: &'static str, bounds: JobBounds, shutdown: CancellationToken) -> Self {
         JobRegistry {
@@ -189,36 +231,65 @@ impl<R: Clone + Send + 'static, M: Clone + Send + 'static> JobRegistry<R, M> {
         })
     }
 
+    /// How many more jobs fit now (free running plus free queued slots).
+    pub fn free_capacity(&self) -> usize {
+        let bounds = self.shared.bounds;
+        let inner = self.lock();
+        free_slots(bounds, &inner)
+    }
+
+    /// Checks that `asked` more jobs would fit now, without admitting any.
+    pub fn check_room(&self, asked: usize) -> Result<(), RegistryFull> {
+        let inner = self.lock();
+        self.room_for(&inner, asked)
+    }
+
+    fn room_for(&self, inner: &Inner<R, M>, asked: usize) -> Result<(), RegistryFull> {
+        let bounds = self.shared.bounds;
+        if asked <= free_slots(bounds, inner) {
+            return Ok(());
+        }
+        Err(RegistryFull {
+            what: self.shared.what,
+            asked,
+            running: inner.running,
+            max_running: bounds.max_running,
+            queued: inner.queue.len(),
+            max_queued: bounds.max_queued,
+        })
+    }
+
     /// Admits every job or none: all fit in the free running and queued
     /// slots, or the whole batch is refused.
     pub fn submit_all(
         &self,
         starts: Vec<(M, Start<R>)>,
     ) -> Result<Vec<JobSnapshot<R, M>>, RegistryFull> {
-        let bounds = self.shared.bounds;
+        Ok(self
+            .submit_all_watched(starts)?
+            .into_iter()
+            .map(|(snapshot, _)| snapshot)
+            .collect())
+    }
+
+    /// [`submit_all`](Self::submit_all), also returning each job's
+    /// completion, subscribed before any of the jobs could finish.
+    pub fn submit_all_watched(
+        &self,
+        starts: Vec<(M, Start<R>)>,
+    ) -> Result<Vec<Admitted<R, M>>, RegistryFull> {
         let mut to_start = Vec::new();
-        let mut ids = Vec::new();
-        {
+        let admitted = {
             let mut inner = self.lock();
-            let free = bounds.max_running.saturating_sub(inner.running)
-                + bounds.max_queued.saturating_sub(inner.queue.len());
-            if starts.len() > free {
-                return Err(RegistryFull {
-                    what: self.shared.what,
-                    asked: starts.len(),
-                    running: inner.running,
-                    max_running: bounds.max_running,
-                    queued: inner.queue.len(),
-                    max_queued: bounds.max_queued,
-                });
-            }
+            self.room_for(&inner, starts.len())?;
+            let mut admitted = Vec::new();
             for (meta, start) in starts {
                 let id = uuid::Uuid::new_v4().simple().to_string();
-                let (done, _) = watch::channel(false);
+                let (done, completion) = watch::channel(None);
                 inner.jobs.insert(
                     id.clone(),
                     Entry {
-                        meta,
+                        meta: Arc::new(meta),
                         state: JobState::Queued,
                         submitted_at: SystemTime::now(),
                         started_at: None,
@@ -234,14 +305,22 @@ impl<R: Clone + Send + 'static, M: Clone + Send + 'static> JobRegistry<R, M> {
                 );
                 inner.order.push(id.clone());
                 inner.queue.push_back(id.clone());
-                ids.push(id);
+                admitted.push((id, Completion { done: completion }));
             }
             to_start.extend(self.take_startable(&mut inner));
-        }
+            // Nothing admitted can have finished: none is spawned yet.
+            admitted
+                .into_iter()
+                .filter_map(|(id, completion)| {
+                    let entry = inner.jobs.get(&id)?;
+                    Some((snapshot(&id, entry), completion))
+                })
+                .collect::<Vec<_>>()
+        };
         for (id, token, start) in to_start {
             self.spawn(id, token, start);
         }
-        Ok(ids.iter().filter_map(|id| self.get(id)).collect())
+        Ok(admitted)
     }
 
     /// Moves queued jobs into free running slots; returns what to spawn.
@@ -269,12 +348,25 @@ impl<R: Clone + Send + 'static, M: Clone + Send + 'static> JobRegistry<R, M> {
         startable
     }
 
+    /// Runs a job's work in a task of its own, so a panic in it ends the
+    /// job as `failed` instead of leaving it running with its slot held.
     fn spawn(&self, id: String, token: CancellationToken, start: Start<R>) {
-        let registry = self.clone();
+        let finisher = Finisher {
+            registry: self.clone(),
+            id,
+            finished: false,
+        };
         tokio::spawn(async move {
-            let work = start(token);
-            let outcome = work.await;
-            registry.finish(&id, outcome);
+            let work = tokio::spawn(async move { start(token).await });
+            let outcome = match work.await {
+                Ok(outcome) => outcome,
+                Err(error) if error.is_panic() => Outcome::Failed(format!(
+                    "the job's work panicked ({}); this is a solvergate bug — please report it",
+                    panic_text(error.into_panic().as_ref())
+                )),
+                Err(_) => Outcome::Failed("the job's work was stopped by the runtime".to_owned()),
+            };
+            finisher.finish(outcome);
         });
     }
 
@@ -282,31 +374,43 @@ impl<R: Clone + Send + 'static, M: Clone + Send + 'static> JobRegistry<R, M> {
     fn finish(&self, id: &str, outcome: Outcome<R>) {
         let to_start = {
             let mut inner = self.lock();
-            inner.running = inner.running.saturating_sub(1);
-            if let Some(entry) = inner.jobs.get_mut(id) {
-                let (state, result, message) = match outcome {
-                    Outcome::Succeeded(result) => (JobState::Succeeded, Some(result), None),
-                    Outcome::TimedOut(result) => (JobState::Timeout, Some(result), None),
-                    Outcome::Failed(message) => (JobState::Failed, None, Some(message)),
-                    Outcome::Cancelled => (
-                        JobState::Cancelled,
-                        None,
-                        Some("cancelled; its processes were stopped".to_owned()),
-                    ),
-                };
-                entry.state = state;
-                entry.result = result;
-                entry.message = message;
-                entry.finished_at = Some(SystemTime::now());
-                entry.ran_ms = entry.started.map_or(0, elapsed_ms);
-                entry.done.send_replace(true);
-                self.retire(&mut inner, id);
-            }
+            self.record(&mut inner, id, outcome);
             self.take_startable(&mut inner)
         };
         for (id, token, start) in to_start {
             self.spawn(id, token, start);
         }
+    }
+
+    /// Marks a running job terminal, frees its slot, publishes its final
+    /// snapshot and retires it.
+    fn record(&self, inner: &mut Inner<R, M>, id: &str, outcome: Outcome<R>) {
+        // A running job is never evicted, so a missing or terminal entry
+        // means this job was recorded already.
+        let Some(entry) = inner.jobs.get_mut(id) else {
+            return;
+        };
+        if entry.state.is_terminal() {
+            return;
+        }
+        inner.running = inner.running.saturating_sub(1);
+        let (state, result, message) = match outcome {
+            Outcome::Succeeded(result) => (JobState::Succeeded, Some(Arc::new(result)), None),
+            Outcome::TimedOut(result) => (JobState::Timeout, Some(Arc::new(result)), None),
+            Outcome::Failed(message) => (JobState::Failed, None, Some(message)),
+            Outcome::Cancelled => (
+                JobState::Cancelled,
+                None,
+                Some("cancelled; its processes were stopped".to_owned()),
+            ),
+        };
+        entry.state = state;
+        entry.result = result;
+        entry.message = message;
+        entry.finished_at = Some(SystemTime::now());
+        entry.ran_ms = entry.started.map_or(0, elapsed_ms);
+        entry.done.send_replace(Some(snapshot(id, entry)));
+        self.retire(inner, id);
     }
 
     /// Keeps at most `max_retained_terminal` finished jobs.
@@ -349,7 +453,7 @@ impl<R: Clone + Send + 'static, M: Clone + Send + 'static> JobRegistry<R, M> {
                 entry.finished_at = Some(SystemTime::now());
                 entry.message = Some("cancelled before it started".to_owned());
                 entry.token.cancel();
-                entry.done.send_replace(true);
+                entry.done.send_replace(Some(snapshot(id, entry)));
                 inner.queue.retain(|queued| queued != id);
                 self.retire(&mut inner, id);
             }
@@ -370,31 +474,92 @@ impl<R: Clone + Send + 'static, M: Clone + Send + 'static> JobRegistry<R, M> {
 
     /// Waits until a job is terminal; `None` for an unknown id.
     pub async fn wait(&self, id: &str) -> Option<JobSnapshot<R, M>> {
-        let mut done = {
-            let inner = self.lock();
-            inner.jobs.get(id)?.done.subscribe()
-        };
-        let _ = done.wait_for(|finished| *finished).await;
-        self.get(id)
+        self.completion(id)?.finished().await
     }
 
-    /// Cancels every job and waits until none runs.
-    pub async fn shutdown(&self) {
+    /// The job's completion, to await without holding the registry.
+    pub fn completion(&self, id: &str) -> Option<Completion<R, M>> {
+        let inner = self.lock();
+        Some(Completion {
+            done: inner.jobs.get(id)?.done.subscribe(),
+        })
+    }
+
+    /// Cancels every job and waits until none runs, or until `deadline`
+    /// passes; returns how many jobs had not ended by then.
+    pub async fn shutdown(&self, deadline: Duration) -> usize {
         let ids: Vec<String> = self.lock().order.clone();
         for id in &ids {
             self.request_cancel(id);
         }
-        for id in &ids {
-            self.wait(id).await;
+        let completions: Vec<_> = ids.iter().filter_map(|id| self.completion(id)).collect();
+        let all = futures_util::future::join_all(completions.into_iter().map(Completion::finished));
+        match tokio::time::timeout(deadline, all).await {
+            Ok(_) => 0,
+            Err(_) => self
+                .list()
+                .iter()
+                .filter(|job| !job.state.is_terminal())
+                .count(),
         }
     }
+}
+
+/// Finishes its job exactly once: with the work's outcome, or as `failed`
+/// if the task running it is dropped first (a runtime shutting down).
+struct Finisher<R: Send + Sync + 'static, M: Send + Sync + 'static> {
+    registry: JobRegistry<R, M>,
+    id: String,
+    finished: bool,
+}
+
+impl<R: Send + Sync + 'static, M: Send + Sync + 'static> Finisher<R, M> {
+    fn finish(mut self, outcome: Outcome<R>) {
+        self.finished = true;
+        self.registry.finish(&self.id, outcome);
+    }
+}
+
+impl<R: Send + Sync + 'static, M: Send + Sync + 'static> Drop for Finisher<R, M> {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        // Record the end without starting queued work: the runtime is going
+        // away, and a job started now would be dropped at once.
+        let mut inner = self.registry.lock();
+        self.registry.record(
+            &mut inner,
+            &self.id,
+            Outcome::Failed(
+                "the job was stopped before it could finish (the server is shutting down)"
+                    .to_owned(),
+            ),
+        );
+    }
+}
+
+/// The text of a panic payload.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message")
 }
 
 fn elapsed_ms(started: Instant) -> u64 {
     u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-fn snapshot<R: Clone, M: Clone>(id: &str, entry: &Entry<R, M>) -> JobSnapshot<R, M> {
+fn free_slots<R, M>(bounds: JobBounds, inner: &Inner<R, M>) -> usize {
+    bounds
+        .max_running
+        .saturating_sub(inner.running)
+        .saturating_add(bounds.max_queued.saturating_sub(inner.queue.len()))
+}
+
+fn snapshot<R, M>(id: &str, entry: &Entry<R, M>) -> JobSnapshot<R, M> {
     let elapsed_ms = match entry.state {
         JobState::Running => entry.started.map_or(0, elapsed_ms),
         JobState::Queued => 0,
@@ -454,7 +619,7 @@ mod tests {
         // The queued job starts when a slot frees and finishes in turn.
         let done = registry.wait(&third.id).await.unwrap();
         assert_eq!(done.state, JobState::Succeeded);
-        assert_eq!(done.result, Some(3));
+        assert_eq!(done.result.as_deref(), Some(&3));
         assert!(done.started_at.unwrap() >= first.submitted_at);
     }
 
@@ -535,12 +700,83 @@ mod tests {
         for value in 0..4 {
             registry.submit((), sleeper(60_000, value)).unwrap();
         }
-        registry.shutdown().await;
+        assert_eq!(registry.shutdown(Duration::from_secs(10)).await, 0);
         assert!(
             registry
                 .list()
                 .iter()
                 .all(|job| job.state == JobState::Cancelled)
         );
+    }
+
+    /// Work that panics after `millis`.
+    fn panicker(millis: u64) -> Start<u32> {
+        Box::new(move |_token: CancellationToken| {
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_millis(millis)).await;
+                panic!("test panic in a job");
+            })
+        })
+    }
+
+    #[tokio::test]
+    async fn a_panicking_job_fails_and_frees_its_slot() {
+        let registry: JobRegistry<u32> =
+            JobRegistry::new("test job", bounds(1, 1, 10), CancellationToken::new());
+        let bad = registry.submit((), panicker(10)).unwrap();
+        let next = registry.submit((), sleeper(10, 7)).unwrap();
+        assert_eq!(next.state, JobState::Queued);
+        let failed = registry.wait(&bad.id).await.unwrap();
+        assert_eq!(failed.state, JobState::Failed);
+        let message = failed.message.unwrap();
+        assert!(message.contains("test panic in a job"), "{message}");
+        let done = registry.wait(&next.id).await.unwrap();
+        assert_eq!(done.state, JobState::Succeeded);
+        assert_eq!(done.result.as_deref(), Some(&7));
+        assert_eq!(registry.shutdown(Duration::from_secs(10)).await, 0);
+    }
+
+    #[tokio::test]
+    async fn a_completion_outlives_eviction() {
+        let registry: JobRegistry<u32> =
+            JobRegistry::new("test job", bounds(4, 4, 1), CancellationToken::new());
+        let mut admitted = registry
+            .submit_all_watched(vec![((), sleeper(5, 1)), ((), sleeper(50, 2))])
+            .unwrap();
+        let (second, second_done) = admitted.pop().unwrap();
+        let (first, first_done) = admitted.pop().unwrap();
+        let later = second_done.finished().await.unwrap();
+        assert_eq!(later.result.as_deref(), Some(&2));
+        assert!(
+            registry.get(&first.id).is_none(),
+            "retention 1 evicted the first job"
+        );
+        let earlier = first_done.finished().await.unwrap();
+        assert_eq!(earlier.state, JobState::Succeeded);
+        assert_eq!(earlier.result.as_deref(), Some(&1));
+        assert_eq!(later.id, second.id);
+    }
+
+    #[tokio::test]
+    async fn room_is_checked_without_admitting() {
+        let registry: JobRegistry<u32> =
+            JobRegistry::new("test job", bounds(2, 3, 10), CancellationToken::new());
+        assert_eq!(registry.free_capacity(), 5);
+        assert!(registry.check_room(5).is_ok());
+        assert!(registry.check_room(usize::MAX).is_err());
+        assert!(registry.list().is_empty());
+    }
+
+    #[test]
+    fn a_dropped_runtime_still_finishes_its_jobs() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let registry: JobRegistry<u32> =
+            JobRegistry::new("test job", bounds(1, 0, 10), CancellationToken::new());
+        let job = runtime.block_on(async { registry.submit((), sleeper(60_000, 1)).unwrap() });
+        runtime.block_on(async { tokio::time::sleep(Duration::from_millis(20)).await });
+        drop(runtime);
+        let after = registry.get(&job.id).unwrap();
+        assert_eq!(after.state, JobState::Failed);
+        assert!(registry.check_room(1).is_ok(), "the slot is free again");
     }
 }

@@ -5,14 +5,17 @@
 //! `timeout`. A solver-level `error` is a `succeeded` job whose result says
 //! `error`; `failed` means our machinery failed (see `message`).
 
-use std::time::SystemTime;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome, RegistryFull, Start};
-use crate::diagnostics::{Category, Diagnostic, ToolError};
+use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome, Start};
+use super::status::{
+    JobKind, JobList, full, lifecycle_diagnostic, summary, timestamp, unknown_job,
+};
+use crate::diagnostics::{Diagnostic, ToolError};
 use crate::minizinc::{MiniZinc, SolveRequest, SolveResult};
 use crate::progress::Progress;
 use crate::settings::JobBounds;
@@ -39,48 +42,10 @@ pub struct SolveJobStatus {
     /// Running time so far, or in all once finished; 0 while queued.
     pub elapsed_ms: u64,
     /// The full result: present exactly when `state` is `succeeded` or `timeout`.
-    pub result: Option<SolveResult>,
+    pub result: Option<Arc<SolveResult>>,
     pub message: Option<String>,
     /// `cancelled`, `job_failed`, or the result's own diagnostic.
     pub diagnostic: Option<Diagnostic>,
-}
-
-/// `list_solve_jobs`: every retained job, oldest first.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct SolveJobList {
-    pub jobs: Vec<SolveJobStatus>,
-}
-
-/// RFC 3339 with milliseconds, UTC.
-pub(crate) fn timestamp(time: SystemTime) -> String {
-    humantime::format_rfc3339_millis(time).to_string()
-}
-
-/// The error for a job id we do not have.
-pub(crate) fn unknown_job(kind: &str, id: &str, retained: usize) -> ToolError {
-    ToolError::invalid(format!(
-        "no {kind} with id {id:?}; ids come from submit, and only the last {retained} finished jobs are kept"
-    ))
-}
-
-/// The diagnostic a cancelled or failed job carries; `None` otherwise,
-/// when the result's own diagnostic speaks.
-pub(crate) fn lifecycle_diagnostic(state: JobState, message: Option<&str>) -> Option<Diagnostic> {
-    match state {
-        JobState::Cancelled => Some(Diagnostic::new(
-            Category::Cancelled,
-            message.unwrap_or("cancelled"),
-        )),
-        JobState::Failed => Some(Diagnostic::new(
-            Category::JobFailed,
-            message.unwrap_or("the job failed"),
-        )),
-        _ => None,
-    }
-}
-
-pub(crate) fn full(error: RegistryFull) -> ToolError {
-    ToolError::invalid(error.to_string())
 }
 
 /// Background MiniZinc solves.
@@ -154,14 +119,25 @@ impl SolveJobs {
             .ok_or_else(|| self.unknown(id))
     }
 
-    pub fn list(&self) -> SolveJobList {
-        SolveJobList {
-            jobs: self.registry.list().into_iter().map(status).collect(),
+    /// Every retained job, summarised (`get` has the full result).
+    pub fn list(&self) -> JobList {
+        JobList {
+            jobs: self
+                .registry
+                .list()
+                .iter()
+                .map(|snapshot| {
+                    summary(JobKind::Solve, snapshot, |result| {
+                        (result.status.clone(), result.objective.clone())
+                    })
+                })
+                .collect(),
         }
     }
 
-    pub async fn shutdown(&self) {
-        self.registry.shutdown().await;
+    /// Cancels every job; waits for them until `deadline`.
+    pub async fn shutdown(&self, deadline: std::time::Duration) -> usize {
+        self.registry.shutdown(deadline).await
     }
 
     fn unknown(&self, id: &str) -> ToolError {

@@ -11,8 +11,10 @@ use serde::de::DeserializeOwned;
 
 use crate::cpsat::{CheckedRequest, CheckerSource, ScriptRequest, ScriptSource, canonical_problem};
 use crate::diagnostics::ToolError;
-use crate::jobs::{CpsatJobRequest, PortfolioRequest};
-use crate::minizinc::{DEFAULT_TIMEOUT_MS, PreflightRequest, SolveControls, SolveRequest, Sources};
+use crate::jobs::{CpsatJobRequest, MAX_SEEDS, PortfolioRequest, WinnerPolicy};
+use crate::minizinc::{
+    DEFAULT_TIMEOUT_MS, MAX_PARALLEL, PreflightRequest, SolveControls, SolveRequest, Sources,
+};
 
 /// Reads a tool's arguments; a malformed one is an `invalid_request` that
 /// names the problem (rmcp's own extractor would answer without our
@@ -154,8 +156,9 @@ pub struct SolveModelArgs {
     /// `-f`: let the solver ignore the model's search annotations.
     #[serde(default)]
     pub free_search: bool,
-    /// `-p <n>`: parallel threads, at least 1.
+    /// `-p <n>`: parallel threads, 1 to 256.
     #[serde(default)]
+    #[schemars(range(min = 1, max = MAX_PARALLEL))]
     pub parallel: Option<i64>,
     /// `-r <n>`: random seed.
     #[serde(default)]
@@ -216,8 +219,9 @@ pub struct SolveFilesArgs {
     /// `-f`: let the solver ignore the model's search annotations.
     #[serde(default)]
     pub free_search: bool,
-    /// `-p <n>`: parallel threads, at least 1.
+    /// `-p <n>`: parallel threads, 1 to 256.
     #[serde(default)]
+    #[schemars(range(min = 1, max = MAX_PARALLEL))]
     pub parallel: Option<i64>,
     /// `-r <n>`: random seed.
     #[serde(default)]
@@ -286,11 +290,13 @@ pub struct PortfolioArgs {
     #[serde(default)]
     pub checker: Option<String>,
     /// 1: each (model, solver) runs once unseeded; n > 1: with seeds 1..n
-    /// (every solver must support -r).
+    /// (every solver must support -r). At most 1000.
     #[serde(default = "one")]
+    #[schemars(range(min = 1, max = MAX_SEEDS))]
     pub seed_count: i64,
-    /// Exact seeds instead of seed_count (non-empty, no repeats).
+    /// Exact seeds instead of seed_count (1 to 1000 values, no repeats).
     #[serde(default)]
+    #[schemars(length(min = 1, max = MAX_SEEDS))]
     pub seeds: Option<Vec<i64>>,
     /// Budget of each attempt in milliseconds; strictly positive.
     #[serde(default = "default_timeout_ms")]
@@ -298,8 +304,9 @@ pub struct PortfolioArgs {
     /// `-f` for every attempt.
     #[serde(default)]
     pub free_search: bool,
-    /// `-p <n>` for every attempt, at least 1.
+    /// `-p <n>` for every attempt, 1 to 256.
     #[serde(default)]
+    #[schemars(range(min = 1, max = MAX_PARALLEL))]
     pub parallel: Option<i64>,
     /// `-a` for every attempt.
     #[serde(default)]
@@ -307,6 +314,13 @@ pub struct PortfolioArgs {
     /// `-n <n>` for every attempt, at least 1.
     #[serde(default)]
     pub num_solutions: Option<i64>,
+    /// `best_objective` (default): on a minimize/maximize model only a
+    /// proven verdict (optimal, unsatisfiable, unbounded) stops the race;
+    /// otherwise every attempt runs to its end and the best objective wins.
+    /// `first_decisive`: the first optimal, satisfied, unsatisfiable or
+    /// unbounded attempt wins at once.
+    #[serde(default)]
+    pub winner_policy: WinnerPolicy,
 }
 
 impl IntoRequest for PortfolioArgs {
@@ -325,8 +339,35 @@ impl IntoRequest for PortfolioArgs {
             parallel: self.parallel,
             all_solutions: self.all_solutions,
             num_solutions: self.num_solutions,
+            winner_policy: self.winner_policy,
         })
     }
+}
+
+/// Reads `problem`: text as it is, a JSON object or array as its canonical
+/// text, anything else refused with what was wrong.
+fn problem_text<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<String>, D::Error> {
+    use serde_json::Value;
+    let value = Value::deserialize(deserializer)?;
+    let kind = match &value {
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        _ => return Ok(canonical_problem(Some(&value))),
+    };
+    Err(serde::de::Error::custom(format!(
+        "problem must be text, a JSON object or a JSON array (or null), got {kind}"
+    )))
+}
+
+/// The schema `problem_text` accepts, stated exactly.
+fn problem_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "The instance the checker validates against: text, or a JSON object or array (sent as its canonical JSON text).",
+        "type": ["string", "object", "array", "null"],
+        "default": null
+    })
 }
 
 /// Arguments of `run_cpsat_python`.
@@ -378,9 +419,9 @@ pub struct RunCpsatFileCheckedArgs {
     pub args: Option<Vec<String>>,
     /// The instance the checker validates against: text, or any JSON value
     /// (sent as its canonical text).
-    #[serde(default)]
-    #[schemars(with = "Option<String>")]
-    pub problem: Option<serde_json::Value>,
+    #[serde(default, deserialize_with = "problem_text")]
+    #[schemars(schema_with = "problem_schema")]
+    pub problem: Option<String>,
     /// Checker budget; defaults to script_timeout_ms (with test_checker, to
     /// the largest that fits the 120 s ceiling, at least 2000 ms).
     #[serde(default)]
@@ -403,9 +444,9 @@ pub struct SubmitCpsatArgs {
     pub source: String,
     #[serde(default = "default_timeout_ms")]
     pub script_timeout_ms: i64,
-    #[serde(default)]
-    #[schemars(with = "Option<String>")]
-    pub problem: Option<serde_json::Value>,
+    #[serde(default, deserialize_with = "problem_text")]
+    #[schemars(schema_with = "problem_schema")]
+    pub problem: Option<String>,
     /// Optional inline Python checker run after the script.
     #[serde(default)]
     pub checker: Option<String>,
@@ -422,9 +463,9 @@ pub struct SubmitCpsatFileArgs {
     pub script_timeout_ms: i64,
     #[serde(default)]
     pub args: Option<Vec<String>>,
-    #[serde(default)]
-    #[schemars(with = "Option<String>")]
-    pub problem: Option<serde_json::Value>,
+    #[serde(default, deserialize_with = "problem_text")]
+    #[schemars(schema_with = "problem_schema")]
+    pub problem: Option<String>,
     /// Inline checker source (exclusive with checker_path).
     #[serde(default)]
     pub checker: Option<String>,
@@ -486,7 +527,7 @@ impl IntoRequest for RunCpsatFileCheckedArgs {
                 timeout_ms: self.script_timeout_ms,
             },
             checker: CheckerSource::File(self.checker_path),
-            problem: canonical_problem(self.problem.as_ref()),
+            problem: self.problem,
             checker_timeout_ms: self.checker_timeout_ms,
             test_checker: self.test_checker,
         })
@@ -506,7 +547,7 @@ impl IntoRequest for SubmitCpsatArgs {
                 timeout_ms: self.script_timeout_ms,
             },
             checker: self.checker.map(CheckerSource::Inline),
-            problem: canonical_problem(self.problem.as_ref()),
+            problem: self.problem,
             checker_timeout_ms: self.checker_timeout_ms,
         })
     }
@@ -533,7 +574,7 @@ impl IntoRequest for SubmitCpsatFileArgs {
                 timeout_ms: self.script_timeout_ms,
             },
             checker,
-            problem: canonical_problem(self.problem.as_ref()),
+            problem: self.problem,
             checker_timeout_ms: self.checker_timeout_ms,
         })
     }
@@ -586,9 +627,9 @@ pub struct ExperimentArgs {
     pub checker: Option<String>,
     #[serde(default)]
     pub checker_timeout_ms: Option<i64>,
-    #[serde(default)]
-    #[schemars(with = "Option<String>")]
-    pub problem: Option<serde_json::Value>,
+    #[serde(default, deserialize_with = "problem_text")]
+    #[schemars(schema_with = "problem_schema")]
+    pub problem: Option<String>,
     /// Attempts run at once (1 = serial), at most min(CPUs, 4).
     #[serde(default = "one")]
     pub max_parallel_attempts: i64,
@@ -619,7 +660,7 @@ impl IntoRequest for ExperimentArgs {
             default_script_timeout_ms: self.default_script_timeout_ms,
             checker: self.checker,
             checker_timeout_ms: self.checker_timeout_ms,
-            problem: canonical_problem(self.problem.as_ref()),
+            problem: self.problem,
             max_parallel_attempts: self.max_parallel_attempts,
             include_winner_stdout: self.include_winner_stdout,
         })

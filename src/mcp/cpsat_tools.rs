@@ -12,7 +12,7 @@ use super::args::{
 };
 use super::{SolvergateServer, render};
 use crate::cpsat::{CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult};
-use crate::jobs::{CpsatPythonJobList, CpsatPythonJobStatus};
+use crate::jobs::{CpsatPythonJobStatus, JobList};
 
 #[tool_router(router = cpsat_router, vis = "pub(super)")]
 impl SolvergateServer {
@@ -185,9 +185,9 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "List the retained CP-SAT jobs (inline and file), oldest first.",
+        description = "List the retained CP-SAT jobs (inline and file), oldest first: one summary each (id, state, timing, status, objective). get_cpsat_python_job returns a job's full result.",
         input_schema = args::schema::<NoArgs>(),
-        output_schema = schema_for_output::<CpsatPythonJobList>()
+        output_schema = schema_for_output::<JobList>()
     )]
     async fn list_cpsat_python_jobs(
         &self,

@@ -8,7 +8,7 @@ use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
 use super::args::{self, JobIdArgs, NoArgs, PortfolioArgs, SolveModelArgs};
 use super::{SolvergateServer, render};
-use crate::jobs::{PortfolioJobList, PortfolioJobStatus, SolveJobList, SolveJobStatus};
+use crate::jobs::{JobList, PortfolioJobStatus, SolveJobStatus};
 
 #[tool_router(router = job_router, vis = "pub(super)")]
 impl SolvergateServer {
@@ -70,9 +70,9 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "List the retained background solve jobs (portfolio attempts included), oldest first. Finished jobs are kept only up to a cap.",
+        description = "List the retained background solve jobs (portfolio attempts included), oldest first: one summary each (id, state, timing, status, objective). get_solve_job returns a job's full result. Finished jobs are kept only up to a cap.",
         input_schema = args::schema::<NoArgs>(),
-        output_schema = schema_for_output::<SolveJobList>()
+        output_schema = schema_for_output::<JobList>()
     )]
     async fn list_solve_jobs(
         &self,
@@ -89,7 +89,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Race several formulations of one instance across solvers and seeds in the background; returns at once with a job_id. The first attempt with a decisive verdict (optimal, satisfied, unsatisfiable, unbounded) wins and the server kills the others immediately; otherwise the best attempt wins. Poll get_portfolio_job for the winner and the full attempts table.",
+        description = "Race several formulations of one instance across solvers and seeds in the background; returns at once with a job_id. A proven verdict (optimal, unsatisfiable, unbounded; satisfied on a satisfaction model) wins and the server kills the other attempts immediately. On a minimize/maximize model, attempts stopped by their budget hold incumbents: the race waits for all of them and the best objective wins (winner_policy \"best_objective\", the default; \"first_decisive\" takes the first satisfied attempt instead). Poll get_portfolio_job for the winner and the full attempts table.",
         input_schema = args::schema::<PortfolioArgs>(),
         output_schema = schema_for_output::<PortfolioJobStatus>()
     )]
@@ -146,9 +146,9 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "List the retained portfolio jobs, oldest first.",
+        description = "List the retained portfolio jobs, oldest first: one summary each (id, state, timing, winner or no_winner, the winner's objective). get_portfolio_job returns the full race.",
         input_schema = args::schema::<NoArgs>(),
-        output_schema = schema_for_output::<PortfolioJobList>()
+        output_schema = schema_for_output::<JobList>()
     )]
     async fn list_portfolio_jobs(
         &self,

@@ -36,7 +36,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::cpsat::Cpsat;
-use crate::diagnostics::ToolError;
+use crate::diagnostics::{Category, ToolError};
 use crate::jobs::{CpsatJobs, Portfolios, SolveJobs};
 use crate::minizinc::MiniZinc;
 use crate::progress::Progress;
@@ -55,6 +55,8 @@ pub struct ServerSetup {
     pub cpsat_jobs: JobBounds,
     /// Cancelled when the client goes away; every call and job runs under it.
     pub shutdown: CancellationToken,
+    /// Debug builds only: honour the test panic marker.
+    pub test_hooks: bool,
 }
 
 /// Which tools the server advertises.
@@ -160,6 +162,7 @@ impl SolvergateServer {
             jobs: bounds,
             cpsat_jobs,
             shutdown,
+            test_hooks,
         } = setup;
         let mut tool_router = Self::minizinc_router() + Self::job_router() + Self::cpsat_router();
         if toolset == Toolset::Core {
@@ -167,7 +170,7 @@ impl SolvergateServer {
                 tool_router.remove_route(name);
             }
         }
-        let minizinc = MiniZinc::new(runtime);
+        let minizinc = MiniZinc::new(runtime).with_test_hooks(test_hooks);
         let solve_jobs = SolveJobs::new(minizinc.clone(), bounds, shutdown.clone());
         let portfolios = Portfolios::new(solve_jobs.clone(), bounds, shutdown.clone());
         let cpsat_service = Cpsat::new(cpsat.clone());
@@ -186,11 +189,16 @@ impl SolvergateServer {
         }
     }
 
-    /// Stops every background job and waits until their processes are gone.
-    pub async fn shutdown_jobs(&self) {
-        self.portfolios.shutdown().await;
-        self.solve_jobs.shutdown().await;
-        self.cpsat_jobs.shutdown().await;
+    /// Stops every background job and waits until their processes are
+    /// gone, or until `deadline` passes; returns how many jobs had not
+    /// ended by then.
+    pub async fn shutdown_jobs(&self, deadline: std::time::Duration) -> usize {
+        let (portfolios, solves, cpsat) = tokio::join!(
+            self.portfolios.shutdown(deadline),
+            self.solve_jobs.shutdown(deadline),
+            self.cpsat_jobs.shutdown(deadline),
+        );
+        portfolios + solves + cpsat
     }
 
     /// A token cancelled when this request is cancelled or the server shuts
@@ -228,7 +236,7 @@ impl SolvergateServer {
         };
         let (cancel, _link) = self.call_token(context);
         let (progress, done) = progress::start(context, tool, self.wants_info_logs());
-        let outcome = call(request, &progress, &cancel).await;
+        let outcome = contain_panic(call(request, &progress, &cancel)).await;
         progress::finish(progress, done).await;
         answer(outcome, render)
     }
@@ -251,7 +259,7 @@ impl SolvergateServer {
             Err(error) => return refuse(&error),
         };
         let (cancel, _link) = self.call_token(context);
-        answer(call(request, &cancel).await, render)
+        answer(contain_panic(call(request, &cancel)).await, render)
     }
 
     fn wants_info_logs(&self) -> bool {
@@ -262,6 +270,30 @@ impl SolvergateServer {
             .unwrap_or(LoggingLevel::Info);
         matches!(level, LoggingLevel::Debug | LoggingLevel::Info)
     }
+}
+
+/// Runs a tool's work so that a panic in it becomes an error result the
+/// client sees, instead of a request that never answers.
+async fn contain_panic<T>(
+    work: impl std::future::Future<Output = Result<T, ToolError>>,
+) -> Result<T, ToolError> {
+    use futures_util::FutureExt;
+    std::panic::AssertUnwindSafe(work)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|payload| {
+            let text = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("no message");
+            Err(ToolError::new(
+                Category::Unknown,
+                format!(
+                    "solvergate hit an internal error ({text}) and stopped this call; its processes were stopped. This is a bug — please report it"
+                ),
+            ))
+        })
 }
 
 #[tool_handler(router = self.tool_router)]

@@ -7,8 +7,7 @@ use std::fmt::Write;
 use crate::cpsat::{CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult};
 use crate::diagnostics::Diagnostic;
 use crate::jobs::{
-    CpsatPythonJobList, CpsatPythonJobStatus, JobState, PortfolioJobList, PortfolioJobStatus,
-    SolveJobList, SolveJobStatus,
+    CpsatPythonJobStatus, JobList, PortfolioJobStatus, SolveJobStatus, WinnerPolicy,
 };
 use crate::minizinc::{CheckResult, ModelInspectionResult, SolveResult};
 use crate::runtime::{RuntimeStatus, SolverList};
@@ -197,38 +196,41 @@ pub fn solve_job(status: &SolveJobStatus) -> String {
     text
 }
 
-pub fn solve_jobs(list: &SolveJobList) -> String {
-    job_table(
-        "solve",
-        list.jobs.iter().map(|job| {
-            let status = job.result.as_ref().map(|result| result.status.as_str());
-            (job.job_id.as_str(), job.state, job.elapsed_ms, status)
-        }),
-    )
+pub fn solve_jobs(list: &JobList) -> String {
+    job_list("solve", list)
 }
 
-/// One row per job: id, state, elapsed time, result status.
-fn job_table<'a>(
-    kind: &str,
-    rows: impl Iterator<Item = (&'a str, JobState, u64, Option<&'a str>)>,
-) -> String {
-    let mut text =
-        String::from("| job_id | state | elapsed_ms | status |\n| --- | --- | --- | --- |\n");
-    let mut any = false;
-    for (id, state, elapsed_ms, status) in rows {
-        any = true;
+pub fn portfolio_jobs(list: &JobList) -> String {
+    job_list("portfolio", list)
+}
+
+pub fn cpsat_jobs(list: &JobList) -> String {
+    job_list("CP-SAT", list)
+}
+
+/// A list tool's table: one row per job, oldest first.
+fn job_list(kind: &str, list: &JobList) -> String {
+    if list.jobs.is_empty() {
+        return format!("No {kind} jobs are retained.\n");
+    }
+    let mut text = format!(
+        "{} {kind} job(s), oldest first:\n| job_id | state | elapsed_ms | status | objective |\n| --- | --- | --- | --- | --- |\n",
+        list.jobs.len()
+    );
+    for job in &list.jobs {
         let _ = writeln!(
             text,
-            "| {id} | {} | {elapsed_ms} | {} |",
-            state.as_str(),
-            status.unwrap_or("")
+            "| {} | {} | {} | {} | {} |",
+            job.job_id,
+            job.state.as_str(),
+            job.elapsed_ms,
+            job.status.as_deref().unwrap_or("-"),
+            job.objective
+                .as_ref()
+                .map_or("-".to_owned(), ToString::to_string)
         );
     }
-    if any {
-        text
-    } else {
-        format!("No {kind} jobs are retained.\n")
-    }
+    text
 }
 
 pub fn portfolio_job(status: &PortfolioJobStatus) -> String {
@@ -251,11 +253,13 @@ pub fn portfolio_job(status: &PortfolioJobStatus) -> String {
             .map_or("unseeded".to_owned(), |seed| format!("seed {seed}"));
         let _ = writeln!(
             text,
-            "Winner: attempt {index} — model {} with {} ({seed})",
-            attempt.model_index, attempt.solver
+            "Winner: attempt {index} — model {} with {} ({seed}), by {}",
+            attempt.model_index,
+            attempt.solver,
+            policy_name(result.winner_policy)
         );
     } else {
-        text.push_str("No winner.\n");
+        let _ = writeln!(text, "No winner ({}).", policy_name(result.winner_policy));
     }
     text.push_str("| attempt | model | solver | seed | state | status | objective |\n| --- | --- | --- | --- | --- | --- | --- |\n");
     for attempt in &result.attempts {
@@ -277,25 +281,6 @@ pub fn portfolio_job(status: &PortfolioJobStatus) -> String {
     if let Some(winner) = &result.winner {
         text.push_str("\nWinning solve:\n");
         text.push_str(&solve(winner));
-    }
-    text
-}
-
-pub fn portfolio_jobs(list: &PortfolioJobList) -> String {
-    if list.jobs.is_empty() {
-        return "No portfolio jobs are retained.\n".to_owned();
-    }
-    let mut text =
-        String::from("| job_id | state | attempts | elapsed_ms |\n| --- | --- | --- | --- |\n");
-    for job in &list.jobs {
-        let _ = writeln!(
-            text,
-            "| {} | {} | {} | {} |",
-            job.job_id,
-            job.state.as_str(),
-            job.attempt_job_ids.len(),
-            job.elapsed_ms
-        );
     }
     text
 }
@@ -399,16 +384,6 @@ pub fn cpsat_job(status: &CpsatPythonJobStatus) -> String {
     text
 }
 
-pub fn cpsat_jobs(list: &CpsatPythonJobList) -> String {
-    job_table(
-        "CP-SAT",
-        list.jobs.iter().map(|job| {
-            let status = job.result.as_ref().map(|result| result.status.as_str());
-            (job.job_id.as_str(), job.state, job.elapsed_ms, status)
-        }),
-    )
-}
-
 pub fn experiment(result: &CpsatPythonExperimentResult) -> String {
     let mut text = match (&result.winner_name, result.winner_index) {
         (Some(name), Some(index)) => format!(
@@ -444,4 +419,11 @@ pub fn experiment(result: &CpsatPythonExperimentResult) -> String {
         text.push_str(&cpsat_run(winner));
     }
     text
+}
+
+fn policy_name(policy: WinnerPolicy) -> &'static str {
+    match policy {
+        WinnerPolicy::BestObjective => "best_objective",
+        WinnerPolicy::FirstDecisive => "first_decisive",
+    }
 }

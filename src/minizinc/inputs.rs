@@ -3,9 +3,17 @@
 //! Inline text goes into a private temp dir (`model.mzn`, `data.dzn`,
 //! `checker.mzc.mzn`) that lives as long as the run. Paths are resolved to
 //! absolute and checked before any process starts: missing, not a regular
-//! file, empty model, not UTF-8 — each a clear `invalid_request` naming the
-//! path. Path runs use the model's own directory as working directory, so a
-//! relative `include` resolves the way it does at a terminal.
+//! file, over the size limit, empty model, not UTF-8 — each a clear
+//! `invalid_request` naming the path. Path runs use the model's own directory
+//! as working directory, so a relative `include` resolves the way it does at a
+//! terminal.
+//!
+//! MiniZinc knows a checker only by its name (`.mzc` / `.mzc.mzn`), so a
+//! checker is passed under a name that has the extension even when it is a
+//! symlink to a file that does not (see [`checker_file`]).
+//!
+//! Preparing reads and writes files: async callers use
+//! [`Sources::prepare_async`], which does it on the blocking pool.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,7 +21,7 @@ use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
 use crate::diagnostics::ToolError;
-use crate::userfiles::{existing_file, utf8_text};
+use crate::userfiles::{check_utf8, existing_file, off_thread, utf8_text};
 
 /// Where the model (and optional data and checker) come from.
 #[derive(Debug, Clone)]
@@ -65,7 +73,14 @@ impl Sources {
         }
     }
 
+    /// [`Sources::prepare`] on the blocking pool, for async callers.
+    pub(crate) async fn prepare_async(&self) -> Result<Prepared, ToolError> {
+        let sources = self.clone();
+        off_thread(move || sources.prepare()).await
+    }
+
     /// Writes inline text to a private temp dir, or validates paths.
+    /// Blocking file I/O: async code calls [`Sources::prepare_async`].
     pub(crate) fn prepare(&self) -> Result<Prepared, ToolError> {
         self.validate()?;
         match self {
@@ -136,24 +151,11 @@ fn prepare_files(
                     data.display()
                 )));
             }
-            utf8_text("data_path", &data)?;
+            check_utf8("data_path", &data)?;
             Ok(data)
         })
         .transpose()?;
-    let checker = checker_path
-        .map(|path| {
-            if !(path.ends_with(".mzc") || path.ends_with(".mzc.mzn")) {
-                return Err(ToolError::invalid(format!(
-                    "checker_path {path} must end in .mzc or .mzc.mzn (MiniZinc recognises checkers by extension)"
-                )));
-            }
-            let checker = existing_file("checker_path", path)?;
-            if has_suffix(&checker, &[".mzc.mzn"]) {
-                utf8_text("checker_path", &checker)?;
-            }
-            Ok(checker)
-        })
-        .transpose()?;
+    let checker = checker_path.map(checker_file).transpose()?;
     let cwd = model
         .parent()
         .map(Path::to_path_buf)
@@ -166,6 +168,37 @@ fn prepare_files(
         cwd,
     })
 }
+
+/// The checker file to pass MiniZinc: the resolved path when it keeps the
+/// checker extension, else (a symlink `chk.mzc.mzn -> real.mzn`) the path
+/// as the user named it, made absolute but not resolved. MiniZinc would take
+/// `real.mzn` for a second model; opening the link itself reaches the same
+/// file, a relative link target resolving against the link's own directory
+/// whatever the run's working directory.
+fn checker_file(path: &str) -> Result<PathBuf, ToolError> {
+    if !has_suffix(Path::new(path), CHECKER_SUFFIXES) {
+        return Err(ToolError::invalid(format!(
+            "checker_path {path} must end in .mzc or .mzc.mzn (MiniZinc recognises checkers by extension)"
+        )));
+    }
+    let resolved = existing_file("checker_path", path)?;
+    let checker = if has_suffix(&resolved, CHECKER_SUFFIXES) {
+        resolved
+    } else {
+        std::path::absolute(path).map_err(|error| {
+            ToolError::invalid(format!(
+                "checker_path {path} cannot be made absolute: {error}"
+            ))
+        })?
+    };
+    if has_suffix(&checker, &[".mzc.mzn"]) {
+        check_utf8("checker_path", &checker)?;
+    }
+    Ok(checker)
+}
+
+/// The names MiniZinc takes for a solution checker.
+const CHECKER_SUFFIXES: &[&str] = &[".mzc", ".mzc.mzn"];
 
 fn has_suffix(path: &Path, suffixes: &[&str]) -> bool {
     let name = path.to_string_lossy();
@@ -239,5 +272,86 @@ mod tests {
 
         let prepared = files(model, None, None).prepare().unwrap();
         assert_eq!(prepared.cwd, fs::canonicalize(root).unwrap());
+    }
+
+    #[test]
+    fn a_symlinked_checker_keeps_its_checker_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        fs::write(root.join("m.mzn"), "var 1..3: x; solve satisfy;").unwrap();
+        fs::create_dir(root.join("checks")).unwrap();
+        fs::write(root.join("checks/real.mzn"), "int: x;\n").unwrap();
+        fs::write(root.join("checks/real.mzc.mzn"), "int: x;\n").unwrap();
+        std::os::unix::fs::symlink("checks/real.mzn", root.join("chk.mzc.mzn")).unwrap();
+        std::os::unix::fs::symlink("checks/real.mzc.mzn", root.join("alias.mzc.mzn")).unwrap();
+        let model = root.join("m.mzn");
+        let model = model.to_str().unwrap();
+
+        let linked = root.join("chk.mzc.mzn");
+        let prepared = files(model, None, Some(linked.to_str().unwrap()))
+            .prepare()
+            .unwrap();
+        assert_eq!(prepared.checker.as_deref(), Some(linked.as_path()));
+        // The link resolves from its own directory, not the run's.
+        assert_eq!(
+            fs::read_to_string(prepared.checker.unwrap()).unwrap(),
+            "int: x;\n"
+        );
+
+        // A link to a file that has the extension resolves as before.
+        let alias = root.join("alias.mzc.mzn");
+        let prepared = files(model, None, Some(alias.to_str().unwrap()))
+            .prepare()
+            .unwrap();
+        assert_eq!(
+            prepared.checker.as_deref(),
+            Some(root.join("checks/real.mzc.mzn").as_path())
+        );
+
+        // A symlinked checker is still checked for UTF-8.
+        fs::write(root.join("checks/real.mzn"), b"% caf\xe9\n").unwrap();
+        let error = message(files(model, None, Some(linked.to_str().unwrap())));
+        assert!(error.contains("checker_path"), "{error}");
+        assert!(
+            error.contains("not valid UTF-8 (first bad byte at offset 5)"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn named_files_over_the_limit_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let model = root.join("m.mzn");
+        fs::write(&model, "solve satisfy;").unwrap();
+        let huge = root.join("huge.dzn");
+        fs::File::create(&huge)
+            .unwrap()
+            .set_len(crate::userfiles::MAX_USER_FILE_BYTES + 1)
+            .unwrap();
+        let error = message(files(
+            model.to_str().unwrap(),
+            Some(huge.to_str().unwrap()),
+            None,
+        ));
+        assert!(error.contains("data_path"), "{error}");
+        assert!(error.contains("16777217 bytes"), "{error}");
+        let error = message(files(huge.to_str().unwrap(), None, None));
+        assert!(error.contains("model_path"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn prepare_async_prepares_off_the_worker_thread() {
+        let sources = Sources::Inline {
+            model: "var 1..3: x; solve satisfy;".into(),
+            data: None,
+            checker: Some("int: x;".into()),
+        };
+        let prepared = sources.prepare_async().await.unwrap();
+        assert!(prepared.checker.unwrap().ends_with("checker.mzc.mzn"));
+        let missing = files("/nonexistent/m.mzn", None, None)
+            .prepare_async()
+            .await;
+        assert!(missing.unwrap_err().to_string().contains("does not exist"));
     }
 }

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-pub use controls::{SolveControls, validate_timeout};
+pub use controls::{MAX_PARALLEL, SolveControls, validate_budget, validate_timeout};
 pub use inputs::Sources;
 pub use results::{
     CheckResult, CheckerReport, InterfaceType, ModelInspectionResult, ModelInterface,
@@ -60,15 +60,30 @@ pub struct SolveRequest {
     pub controls: SolveControls,
 }
 
+/// With test hooks on (debug builds, `SOLVERGATE_TEST_HOOKS=1`), a solve
+/// whose model contains this text panics: tests use it to prove that a
+/// panic never hangs a request or holds a job slot.
+pub const TEST_PANIC_MARKER: &str = "solvergate-test-hook: panic";
+
 /// Compile-check, inspect and solve on one runtime.
 #[derive(Debug, Clone)]
 pub struct MiniZinc {
     runtime: Arc<Runtime>,
+    test_hooks: bool,
 }
 
 impl MiniZinc {
     pub fn new(runtime: Arc<Runtime>) -> Self {
-        MiniZinc { runtime }
+        MiniZinc {
+            runtime,
+            test_hooks: false,
+        }
+    }
+
+    /// Turns the test hooks on (see [`TEST_PANIC_MARKER`]).
+    pub fn with_test_hooks(mut self, on: bool) -> Self {
+        self.test_hooks = on && cfg!(debug_assertions);
+        self
     }
 
     pub fn runtime(&self) -> &Arc<Runtime> {
@@ -88,7 +103,7 @@ impl MiniZinc {
         let solver = self
             .select_solver(request.solver.as_deref(), cancel)
             .await?;
-        let prepared = request.sources.prepare()?;
+        let prepared = request.sources.prepare_async().await?;
         let command = self
             .base_command(&prepared)?
             .args(["--json-stream", "-c", "--solver", &solver.id])
@@ -120,7 +135,7 @@ impl MiniZinc {
         let solver = self
             .select_solver(request.solver.as_deref(), cancel)
             .await?;
-        let prepared = request.sources.prepare()?;
+        let prepared = request.sources.prepare_async().await?;
         let command = self
             .base_command(&prepared)?
             .args([
@@ -158,7 +173,10 @@ impl MiniZinc {
             .select_solver(request.solver.as_deref(), cancel)
             .await?;
         request.controls.gate(solver)?;
-        let prepared = request.sources.prepare()?;
+        let prepared = request.sources.prepare_async().await?;
+        if self.test_hooks {
+            panic_on_marker(&prepared.model);
+        }
         let mut command = self
             .base_command(&prepared)?
             .args([
@@ -211,7 +229,7 @@ impl MiniZinc {
         cancel: &CancellationToken,
     ) -> Result<(), ToolError> {
         self.validate_solve(request, cancel).await?;
-        request.sources.prepare().map(drop)
+        request.sources.prepare_async().await.map(drop)
     }
 
     /// The solver a request means, from the runtime's catalog.
@@ -272,6 +290,14 @@ impl MiniZinc {
     }
 }
 
+/// The test hook: panics when the model holds [`TEST_PANIC_MARKER`].
+fn panic_on_marker(model: &std::path::Path) {
+    let text = std::fs::read_to_string(model).unwrap_or_default();
+    if text.contains(TEST_PANIC_MARKER) {
+        panic!("test hook: the model asked this solve to panic");
+    }
+}
+
 fn model_and_data(prepared: &inputs::Prepared) -> Vec<std::ffi::OsString> {
     let mut args = vec![prepared.model.clone().into_os_string()];
     if let Some(data) = &prepared.data {
@@ -290,14 +316,16 @@ fn solve_result(
 ) -> SolveResult {
     let report = stream::parse(&run.stdout, has_checker);
     let status = verdict::solve_status(&run, &report);
+    let timed_out = run.timed_out();
+    // The raw stream moves into the checker's transcript: kept once, not copied.
     let checker =
-        has_checker.then(|| verdict::checker_report(&run, &report, status, run.stdout.clone()));
+        has_checker.then(|| verdict::checker_report(timed_out, &report, status, run.stdout));
     let solutions: Vec<_> = report.solutions.iter().map(|s| s.values.clone()).collect();
     let mut result = SolveResult {
         status: status.to_owned(),
         solver: solver.id.clone(),
         return_code: run.return_code,
-        timed_out: run.timed_out(),
+        timed_out,
         truncated: run.truncated,
         stdout: verdict::solution_text(&report),
         stderr: verdict::merged_stderr(&run.stderr, &report),

@@ -3,7 +3,7 @@
 //! Pure functions of the run's facts ([`RunOutput`]) and what the stream
 //! said ([`StreamReport`]), so every rule here has a unit test.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
@@ -191,7 +191,7 @@ pub fn classify_error(errors: &[StreamError], stderr: &str) -> (Category, String
 
 /// The checker's overall verdict on a solve.
 pub fn checker_report(
-    run: &RunOutput,
+    timed_out: bool,
     report: &StreamReport,
     status: &str,
     transcript: String,
@@ -207,7 +207,7 @@ pub fn checker_report(
             }
         })
         .collect();
-    let checker_status = if run.timed_out() {
+    let checker_status = if timed_out {
         "timeout"
     } else if checks.iter().any(|check| check.violation) {
         "violation"
@@ -250,29 +250,67 @@ pub fn solution_text(report: &StreamReport) -> String {
 }
 
 /// The process's stderr with the stream's errors, warnings and traces folded
-/// in, skipping any already there.
+/// in, each after what is already there.
+///
+/// A note is left out only when the process stderr already holds it as a
+/// whole line, compared by [`line_key`] (MiniZinc may print a warning on
+/// both channels, once with its location and once without). Each stderr line
+/// stands for one note: a trace printed twice on the stream is kept twice
+/// unless stderr printed it twice too. Lines are compared exactly, never as
+/// substrings (`x = 1` is not inside `x = 10`), in time linear in the text.
 pub fn merged_stderr(stderr: &str, report: &StreamReport) -> String {
+    let mut present: HashMap<&str, usize> = HashMap::new();
+    for line in stderr.lines() {
+        *present.entry(line_key(line)).or_default() += 1;
+    }
     let mut merged = stderr.to_owned();
-    let lines = report
+    let notes = report
         .notes
         .iter()
         .cloned()
         .chain(report.errors.iter().map(StreamError::render));
-    for line in lines {
-        let core = line
-            .rsplit_once("Warning: ")
-            .or_else(|| line.rsplit_once("Error: "))
-            .map_or(line.as_str(), |(_, rest)| rest);
-        if merged.contains(core) {
+    for note in notes {
+        if take_lines(&mut present, &note) {
             continue;
         }
         if !merged.is_empty() && !merged.ends_with('\n') {
             merged.push('\n');
         }
-        merged.push_str(&line);
+        merged.push_str(&note);
         merged.push('\n');
     }
     merged
+}
+
+/// What two lines must share to be the same message: from the last
+/// `Warning: ` (else `Error: `) to the end, so a location prefix or an
+/// indent does not matter; otherwise the whole line. Trailing white space
+/// never counts.
+fn line_key(line: &str) -> &str {
+    let line = line.trim_end();
+    line.rfind("Warning: ")
+        .or_else(|| line.rfind("Error: "))
+        .map_or(line, |start| &line[start..])
+}
+
+/// Whether every line of `note` is still unclaimed in `present`; if so they
+/// are claimed. An empty note counts as present (nothing to add).
+fn take_lines(present: &mut HashMap<&str, usize>, note: &str) -> bool {
+    let mut wanted: HashMap<&str, usize> = HashMap::new();
+    for line in note.lines() {
+        *wanted.entry(line_key(line)).or_default() += 1;
+    }
+    let all_there = wanted
+        .iter()
+        .all(|(key, count)| present.get(key).is_some_and(|have| have >= count));
+    if all_there {
+        for (key, count) in wanted {
+            if let Some(have) = present.get_mut(key) {
+                *have -= count;
+            }
+        }
+    }
+    all_there
 }
 
 /// Status of a compile check or an inspection.
@@ -534,6 +572,57 @@ mod tests {
         );
         assert_eq!(merged.matches("count.mzn").count(), 1);
         assert!(merged.ends_with("Error: syntax error: unexpected item\n"));
+    }
+
+    fn with_notes(notes: &[&str]) -> StreamReport {
+        StreamReport {
+            notes: notes.iter().map(|note| (*note).to_owned()).collect(),
+            ..StreamReport::default()
+        }
+    }
+
+    #[test]
+    fn a_note_inside_a_longer_line_is_kept() {
+        let merged = merged_stderr("", &with_notes(&["x = 10", "x = 1"]));
+        assert_eq!(merged, "x = 10\nx = 1\n");
+        let merged = merged_stderr("x = 10\n", &with_notes(&["x = 1"]));
+        assert_eq!(merged, "x = 10\nx = 1\n");
+        let merged = merged_stderr("x = 1", &with_notes(&["x = 10"]));
+        assert_eq!(merged, "x = 1\nx = 10\n");
+    }
+
+    #[test]
+    fn a_line_already_on_stderr_is_not_repeated() {
+        let merged = merged_stderr("x = 1\nWarning: w\n", &with_notes(&["x = 1", "Warning: w"]));
+        assert_eq!(merged, "x = 1\nWarning: w\n");
+        // The same warning with a location on one side only.
+        let merged = merged_stderr("  Warning: w\n", &with_notes(&["/m.mzn:3.1: Warning: w"]));
+        assert_eq!(merged, "  Warning: w\n");
+        // One stderr line stands for one note: a second trace is kept.
+        let merged = merged_stderr("x = 1\n", &with_notes(&["x = 1", "x = 1"]));
+        assert_eq!(merged, "x = 1\nx = 1\n");
+        // A multi-line trace is present only when all its lines are.
+        let merged = merged_stderr("a\nb\n", &with_notes(&["a\nb", "a\nc"]));
+        assert_eq!(merged, "a\nb\na\nc\n");
+        // A warning's text is not the same line as an error's.
+        let merged = merged_stderr("Error: w\n", &with_notes(&["Warning: w"]));
+        assert_eq!(merged, "Error: w\nWarning: w\n");
+    }
+
+    #[test]
+    fn twenty_thousand_notes_merge_in_linear_time() {
+        let notes: Vec<String> = (0..20_000).map(|i| format!("x = {i}")).collect();
+        let stderr: String = (0..20_000)
+            .step_by(2)
+            .map(|i| format!("x = {i}\n"))
+            .collect();
+        let report = StreamReport {
+            notes,
+            ..StreamReport::default()
+        };
+        let merged = merged_stderr(&stderr, &report);
+        assert_eq!(merged.lines().count(), 20_000);
+        assert!(merged.ends_with("x = 19999\n"));
     }
 
     #[test]

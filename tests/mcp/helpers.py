@@ -495,18 +495,45 @@ async def wait_job(
             await anyio.sleep(interval)
 
 
-async def solve_job_ids(session: Any) -> list[str]:
-    jobs = (await call_ok(session, "list_solve_jobs", {}))["jobs"]
+SUMMARY_KEYS = frozenset(
+    {"job_id", "kind", "state", "submitted_at", "started_at", "finished_at", "elapsed_ms", "status", "objective", "message"}
+)
+
+
+def check_job_summary(job: dict[str, Any], kind: str) -> None:
+    """One row of a list tool: a summary, never the full result."""
+    assert set(job) == SUMMARY_KEYS, f"a list row is a summary: {sorted(job)}"
+    assert job["kind"] == kind, job
+    state = job["state"]
+    assert state in JOB_STATES, job
+    assert isinstance(job["job_id"], str) and job["job_id"], job
+    assert isinstance(job["elapsed_ms"], int) and job["elapsed_ms"] >= 0, job
+    rfc3339(job["submitted_at"])
+    assert (job["finished_at"] is not None) == (state in TERMINAL_STATES), job
+    if kind == "portfolio":
+        assert (job["status"] is not None) == (state == "succeeded"), job
+    else:
+        assert (job["status"] is not None) == (state in RESULT_STATES), job
+    if job["objective"] is not None:
+        assert isinstance(job["objective"], (int, float)), job
+    if state in ("failed", "cancelled"):
+        assert job["message"], job
+
+
+async def list_jobs(session: Any, tool: str, kind: str) -> list[dict[str, Any]]:
+    """The rows of a list tool, each checked as a summary."""
+    jobs = (await call_ok(session, tool, {}))["jobs"]
     for job in jobs:
-        check_solve_job(job)
-    return [job["job_id"] for job in jobs]
+        check_job_summary(job, kind)
+    return jobs
+
+
+async def solve_job_ids(session: Any) -> list[str]:
+    return [job["job_id"] for job in await list_jobs(session, "list_solve_jobs", "solve")]
 
 
 async def portfolio_job_ids(session: Any) -> list[str]:
-    jobs = (await call_ok(session, "list_portfolio_jobs", {}))["jobs"]
-    for job in jobs:
-        check_portfolio_job(job)
-    return [job["job_id"] for job in jobs]
+    return [job["job_id"] for job in await list_jobs(session, "list_portfolio_jobs", "portfolio")]
 
 
 def sha256_hex(text: str) -> str:

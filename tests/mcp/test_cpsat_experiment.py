@@ -360,3 +360,38 @@ async def test_acceptance_gates_and_ranking(cpsat, sense, accepted, winner):
     assert result["winner"]["status"] == rows[winner]["status"]
     if sense is not None:
         assert "objective" in rows["no-objective"]["rejection"], rows["no-objective"]
+
+
+def incumbent_script(objective: int, delay_s: float) -> str:
+    """A script that reports a `feasible` incumbent after `delay_s` seconds,
+    as a budget-stopped CP-SAT search would."""
+    return (
+        "import json, time\n"
+        f"time.sleep({delay_s})\n"
+        f"print(json.dumps({{'status': 'feasible', 'objective': {objective}, 'solution': {{'x': {objective}}}}}))\n"
+    )
+
+
+@pytest.mark.parametrize(("sense", "winner"), [("maximize", "late-high"), ("minimize", "early-low")])
+async def test_the_best_incumbent_wins_not_the_first_to_finish(cpsat, sense, winner):
+    """An attempt that finishes first with a worse objective does not win:
+    every attempt runs to its end and objectives are compared."""
+    result = await call_ok(
+        cpsat.session,
+        "run_cpsat_python_experiment",
+        {
+            "attempts": [
+                {"name": "early-low", "source": incumbent_script(10, 0.0)},
+                {"name": "late-high", "source": incumbent_script(20, 1.5)},
+            ],
+            "objective_sense": sense,
+            "default_script_timeout_ms": 20000,
+        },
+    )
+    rows = result["attempts"]
+    assert [row["status"] for row in rows] == ["feasible", "feasible"], rows
+    assert [row["objective"] for row in rows] == [10, 20], rows
+    assert all(row["accepted"] for row in rows), rows
+    assert rows[0]["duration_ms"] < rows[1]["duration_ms"], rows
+    assert result["winner_name"] == winner, rows
+    assert result["winner"]["objective"] == (20 if sense == "maximize" else 10)

@@ -31,7 +31,7 @@ from cpsat_helpers import (
     wait_marked_async,
     write,
 )
-from helpers import call_error, call_ok
+from helpers import call_error, call_ok, list_jobs
 
 pytestmark = pytest.mark.anyio
 
@@ -61,10 +61,7 @@ async def cpsat(harness):
 
 
 async def job_ids(session) -> list[str]:
-    jobs = (await call_ok(session, "list_cpsat_python_jobs", {}))["jobs"]
-    for job in jobs:
-        check_cpsat_job(job)
-    return [job["job_id"] for job in jobs]
+    return [job["job_id"] for job in await list_jobs(session, "list_cpsat_python_jobs", "cpsat_python")]
 
 
 async def test_job_result_equals_the_synchronous_run(cpsat):

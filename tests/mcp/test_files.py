@@ -154,3 +154,34 @@ async def test_symlinked_model_runs_from_its_real_directory(full, project, workd
         )
     )
     assert res["status"] == "optimal" and res["objective"] == 5
+
+
+async def test_a_file_over_16_mib_is_refused_by_name(full, project):
+    huge = project / "huge.dzn"
+    with open(huge, "wb") as handle:
+        handle.truncate(17 * 1024 * 1024)  # sparse: refused from its size, never read
+    error = tool_error(
+        await full.session.call_tool(
+            "solve_minizinc_files", {"model_path": str(project / "model.mzn"), "data_path": str(huge)}
+        )
+    )
+    assert error.category == "invalid_request"
+    assert error.message.startswith(f"data_path {os.path.realpath(huge)} is 17825792 bytes"), error.message
+    assert "16 MiB" in error.message
+
+
+async def test_a_symlinked_checker_still_checks(full, project, workdir):
+    # MiniZinc knows a checker by its .mzc.mzn name only: the link's name must
+    # reach it, not the target's, or the checker becomes a second model.
+    (project / "real_checker.mzn").write_text('int: x;\nconstraint x == 1;\noutput ["CORRECT\\n"];\n')
+    link = workdir / "check.mzc.mzn"
+    link.symlink_to(project / "real_checker.mzn")
+    res = structured(
+        await full.session.call_tool(
+            "solve_minizinc_files",
+            {"model_path": str(project / "fixed.mzn"), "checker_path": str(link), "solver": "gecode"},
+        )
+    )
+    assert res["status"] == "optimal", res["stderr"]
+    assert res["checker"]["status"] == "violation", res["checker"]
+    assert res["diagnostic"]["category"] == "checker_failed"

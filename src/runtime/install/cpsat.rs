@@ -118,7 +118,7 @@ pub async fn install_cpsat(
     if cancel.is_cancelled() {
         return Err(InstallError::Cancelled);
     }
-    swap_into_place(&venv, target, staging.path())?;
+    swap_into_place(&venv, target, staging)?;
     let installed_python = venv_python(target);
     let config_path = save_setting(&request.config_dir, |config| {
         config.cpsat_python = Some(installed_python.clone());

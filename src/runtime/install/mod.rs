@@ -5,7 +5,10 @@
 //!
 //! What must not break: a failed or interrupted install leaves the previous
 //! runtime, the config and the parent directory as they were — the staging
-//! directory is a guard that removes itself. A non-empty target is replaced
+//! directory is a guard that removes itself. The one exception is a swap
+//! whose rollback fails too: the previous runtime is then kept in the
+//! staging directory, never deleted, and the error says where it is and how
+//! to move it back. A non-empty target is replaced
 //! only when it carries our marker and the caller confirmed; anything else
 //! (a home directory, a checkout) is refused whatever the flags.
 //!
@@ -137,6 +140,16 @@ pub enum InstallError {
     Unmanaged { path: PathBuf },
     #[error("{path} holds a previous solvergate install; confirm replacing it (--yes)")]
     NeedsConfirmation { path: PathBuf },
+    #[error(
+        "could not move the new runtime into {target}: {install}; moving the previous runtime back failed too: {restore}. The previous runtime is kept, untouched, at {previous} — restore it with `mv '{previous}' '{target}'` (move away anything now at {target} first), then delete {staging}"
+    )]
+    RestoreFailed {
+        target: PathBuf,
+        previous: PathBuf,
+        staging: PathBuf,
+        install: std::io::Error,
+        restore: std::io::Error,
+    },
     #[error("no suitable Python: {0}")]
     NoPython(String),
     #[error("{0}")]
@@ -234,7 +247,7 @@ pub async fn install_minizinc(
         return Err(InstallError::Cancelled);
     }
 
-    swap_into_place(&root, target, staging.path())?;
+    swap_into_place(&root, target, staging)?;
     let config_path = save_setting(&request.config_dir, |config| {
         config.runtime_dir = Some(target.clone());
     })?;
@@ -321,20 +334,46 @@ async fn smoke_check(
     Ok((version, catalog.solvers.len()))
 }
 
-/// Moves the staged root to `target`; an existing (empty or managed) target
-/// goes into the staging dir first and comes back if the move fails.
-fn swap_into_place(root: &Path, target: &Path, staging: &Path) -> Result<(), InstallError> {
-    let previous = staging.join("previous");
+/// Moves the staged root (inside `staging`) to `target`; an existing (empty
+/// or managed) target goes into the staging dir first and comes back if the
+/// move fails. The staging dir, and the previous runtime with it, is removed
+/// when this returns — except when the previous runtime cannot come back:
+/// then the staging dir is kept and [`InstallError::RestoreFailed`] says
+/// where the previous runtime is.
+fn swap_into_place(
+    root: &Path,
+    target: &Path,
+    staging: tempfile::TempDir,
+) -> Result<(), InstallError> {
+    swap_with(root, target, staging, |from, to| fs::rename(from, to))
+}
+
+/// [`swap_into_place`] with the rename to use (tests make it fail).
+fn swap_with(
+    root: &Path,
+    target: &Path,
+    staging: tempfile::TempDir,
+    rename: impl Fn(&Path, &Path) -> std::io::Result<()>,
+) -> Result<(), InstallError> {
+    let previous = staging.path().join("previous");
     let had_previous = target.exists();
     if had_previous {
-        fs::rename(target, &previous)
+        rename(target, &previous)
             .map_err(|source| InstallError::io("move aside", target, source))?;
     }
-    if let Err(source) = fs::rename(root, target) {
-        if had_previous {
-            let _ = fs::rename(&previous, target);
+    if let Err(install) = rename(root, target) {
+        if had_previous && let Err(restore) = rename(&previous, target) {
+            // Dropping the guard would delete the previous runtime.
+            let staging = staging.keep();
+            return Err(InstallError::RestoreFailed {
+                target: target.to_path_buf(),
+                previous: staging.join("previous"),
+                staging,
+                install,
+                restore,
+            });
         }
-        return Err(InstallError::io("move into place", target, source));
+        return Err(InstallError::io("move into place", target, install));
     }
     Ok(())
 }
@@ -400,6 +439,86 @@ mod tests {
             target_state(&root.join("ours")),
             TargetState::Managed(marker)
         );
+    }
+
+    /// A managed runtime at `<parent>/runtime`, a staging dir beside it
+    /// holding a new root.
+    fn swap_fixture() -> (tempfile::TempDir, PathBuf, tempfile::TempDir, PathBuf) {
+        let parent = tempfile::tempdir().unwrap();
+        let target = parent.path().join("runtime");
+        fs::create_dir(&target).unwrap();
+        fs::write(target.join(MARKER_FILE), "previous").unwrap();
+        let staging = stage_beside(&target).unwrap();
+        let root = staging.path().join("root");
+        fs::create_dir(&root).unwrap();
+        fs::write(root.join(MARKER_FILE), "new").unwrap();
+        (parent, target, staging, root)
+    }
+
+    #[test]
+    fn a_swap_replaces_the_previous_runtime() {
+        let (_parent, target, staging, root) = swap_fixture();
+        let staging_dir = staging.path().to_path_buf();
+        swap_into_place(&root, &target, staging).unwrap();
+        assert_eq!(fs::read_to_string(target.join(MARKER_FILE)).unwrap(), "new");
+        assert!(!staging_dir.exists());
+    }
+
+    #[test]
+    fn a_failed_swap_puts_the_previous_runtime_back() {
+        let (_parent, target, staging, root) = swap_fixture();
+        let staging_dir = staging.path().to_path_buf();
+        let rename = |from: &Path, to: &Path| {
+            if from == root {
+                Err(std::io::Error::other("no space left"))
+            } else {
+                fs::rename(from, to)
+            }
+        };
+        let error = swap_with(&root, &target, staging, rename).unwrap_err();
+        assert!(matches!(error, InstallError::Io { .. }), "{error}");
+        assert_eq!(
+            fs::read_to_string(target.join(MARKER_FILE)).unwrap(),
+            "previous"
+        );
+        assert!(!staging_dir.exists());
+    }
+
+    #[test]
+    fn a_failed_restore_keeps_the_previous_runtime_and_says_where() {
+        let (_parent, target, staging, root) = swap_fixture();
+        let staging_dir = staging.path().to_path_buf();
+        // Moving aside works; moving the new runtime in and the previous one
+        // back both fail.
+        let rename = |from: &Path, to: &Path| {
+            if from == target {
+                fs::rename(from, to)
+            } else {
+                Err(std::io::Error::other("no space left"))
+            }
+        };
+        let error = swap_with(&root, &target, staging, rename).unwrap_err();
+        let previous = staging_dir.join("previous");
+        assert!(
+            matches!(&error, InstallError::RestoreFailed { previous: kept, .. } if *kept == previous),
+            "{error}"
+        );
+        assert_eq!(
+            fs::read_to_string(previous.join(MARKER_FILE)).unwrap(),
+            "previous",
+            "the previous runtime is still there"
+        );
+        let message = error.to_string();
+        let command = format!("`mv '{}' '{}'`", previous.display(), target.display());
+        assert!(message.contains(&command), "{message}");
+        assert!(message.contains("no space left"), "{message}");
+        // Following the advice restores it.
+        fs::rename(&previous, &target).unwrap();
+        assert_eq!(
+            fs::read_to_string(target.join(MARKER_FILE)).unwrap(),
+            "previous"
+        );
+        fs::remove_dir_all(&staging_dir).unwrap();
     }
 
     #[test]

@@ -1,0 +1,111 @@
+//! What every kind of job shares in what a client reads: timestamps, the
+//! lifecycle diagnostic, the unknown-id and registry-full errors, and the
+//! one-line summary the list tools return.
+//!
+//! Lists are summaries on purpose: a finished solve can carry a megabyte of
+//! output, and a list of 64 of them would be tens of megabytes. `get_*`
+//! returns the full result of one job.
+
+use std::time::SystemTime;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Number;
+
+use super::registry::{JobSnapshot, JobState, RegistryFull};
+use crate::diagnostics::{Category, Diagnostic, ToolError};
+
+/// RFC 3339 with milliseconds, UTC.
+pub(crate) fn timestamp(time: SystemTime) -> String {
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+/// The error for a job id we do not have.
+pub(crate) fn unknown_job(kind: &str, id: &str, retained: usize) -> ToolError {
+    ToolError::invalid(format!(
+        "no {kind} with id {id:?}; ids come from submit, and only the last {retained} finished jobs are kept"
+    ))
+}
+
+/// The diagnostic a cancelled or failed job carries; `None` otherwise,
+/// when the result's own diagnostic speaks.
+pub(crate) fn lifecycle_diagnostic(state: JobState, message: Option<&str>) -> Option<Diagnostic> {
+    match state {
+        JobState::Cancelled => Some(Diagnostic::new(
+            Category::Cancelled,
+            message.unwrap_or("cancelled"),
+        )),
+        JobState::Failed => Some(Diagnostic::new(
+            Category::JobFailed,
+            message.unwrap_or("the job failed"),
+        )),
+        _ => None,
+    }
+}
+
+pub(crate) fn full(error: RegistryFull) -> ToolError {
+    ToolError::invalid(error.to_string())
+}
+
+/// Which tool family a job belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum JobKind {
+    Solve,
+    Portfolio,
+    CpsatPython,
+}
+
+/// One job in a list: enough to pick which to `get`, never the full result.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct JobSummary {
+    pub job_id: String,
+    pub kind: JobKind,
+    /// `queued`, `running`, `succeeded`, `failed`, `timeout` or `cancelled`.
+    pub state: JobState,
+    pub submitted_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub elapsed_ms: u64,
+    /// The result's status once there is one (a portfolio: `winner` or
+    /// `no_winner`).
+    pub status: Option<String>,
+    /// The result's objective (a portfolio: the winner's), when it has one.
+    pub objective: Option<Number>,
+    /// Why a job failed or was cancelled.
+    pub message: Option<String>,
+}
+
+/// What a list tool returns: every retained job of its kind, oldest first.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct JobList {
+    pub jobs: Vec<JobSummary>,
+}
+
+/// Summarises a snapshot; `headline` reads status and objective off the
+/// result.
+pub(crate) fn summary<R, M>(
+    kind: JobKind,
+    snapshot: &JobSnapshot<R, M>,
+    headline: impl Fn(&R) -> (String, Option<Number>),
+) -> JobSummary {
+    let (status, objective) = snapshot
+        .result
+        .as_deref()
+        .map(headline)
+        .map_or((None, None), |(status, objective)| {
+            (Some(status), objective)
+        });
+    JobSummary {
+        job_id: snapshot.id.clone(),
+        kind,
+        state: snapshot.state,
+        submitted_at: timestamp(snapshot.submitted_at),
+        started_at: snapshot.started_at.map(timestamp),
+        finished_at: snapshot.finished_at.map(timestamp),
+        elapsed_ms: snapshot.elapsed_ms,
+        status,
+        objective,
+        message: snapshot.message.clone(),
+    }
+}
