@@ -3,13 +3,15 @@
 //!
 //! Layers, top to bottom (arrows point down only):
 //! - faces: [`cli`] (clap commands) and [`mcp`] (the rmcp server);
-//! - services: [`minizinc`];
+//! - services: [`minizinc`], [`cpsat`], [`jobs`], [`artifacts`];
 //! - foundation: [`exec`] (the only code that spawns processes),
-//!   [`runtime`] (where the runtime lives, what it offers) and
-//!   [`diagnostics`] (the category vocabulary).
+//!   [`runtime`] (where the runtime lives, what it offers),
+//!   [`diagnostics`] (the category vocabulary), [`settings`] and
+//!   [`userfiles`].
 //!
 //! See ARCHITECTURE.md at the repository root for the invariants.
 
+pub mod artifacts;
 pub mod cli;
 pub mod cpsat;
 pub mod diagnostics;

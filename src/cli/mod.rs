@@ -212,7 +212,7 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
         }
         Command::Stdio { toolset } => {
             let (minizinc, cpsat) = resolve();
-            serve_stdio(minizinc, cpsat, toolset, &settings).await
+            serve_stdio(minizinc, cpsat, toolset, &settings, &dirs).await
         }
         Command::CheckRuntime { only, json } => {
             let (minizinc, cpsat) = resolve();
@@ -283,6 +283,9 @@ async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
     }
 }
 
+/// The per-user data dir's folder recording in-progress saves.
+pub(crate) const ARTIFACT_JOURNAL: &str = "saves-in-progress";
+
 /// How long the server waits at exit for its jobs to stop.
 const JOB_SHUTDOWN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -291,6 +294,7 @@ async fn serve_stdio(
     cpsat: Arc<CpsatRuntime>,
     toolset: Toolset,
     settings: &Settings,
+    dirs: &UserDirs,
 ) -> ExitCode {
     use rmcp::ServiceExt;
 
@@ -314,6 +318,11 @@ async fn serve_stdio(
         eprintln!("minizinc: not installed — {}", runtime::INSTALL_HINT);
     }
 
+    let journal = dirs.data_dir.join(ARTIFACT_JOURNAL);
+    let recovered = crate::artifacts::target::recover_interrupted(&journal);
+    if recovered > 0 {
+        eprintln!("removed {recovered} staging dir(s) left by interrupted saves");
+    }
     let shutdown = CancellationToken::new();
     let server = SolvergateServer::new(crate::mcp::ServerSetup {
         minizinc: runtime,
@@ -323,6 +332,7 @@ async fn serve_stdio(
         cpsat_jobs: settings.cpsat_jobs,
         shutdown: shutdown.clone(),
         test_hooks: settings.test_hooks,
+        artifact_journal: journal,
     });
     let jobs = server.clone();
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();

@@ -78,6 +78,12 @@ pub struct ExperimentAttempt {
     /// SHA256 of the inline text or of the file's bytes.
     pub source_sha256: String,
     pub config_sha256: Option<String>,
+    /// The replay seed the attempt ran with.
+    pub seed: Option<i64>,
+    /// The attempt's budget.
+    pub script_timeout_ms: u64,
+    pub timed_out: bool,
+    pub truncated: bool,
     pub used_script_path: bool,
     /// One line about the run.
     pub message: Option<String>,
@@ -355,11 +361,7 @@ fn plan(request: &ExperimentRequest) -> Result<Vec<Planned>, ToolError> {
             timeout_ms: i64::try_from(timeout_ms).unwrap_or(i64::MAX),
         };
         let prepared = script.prepare().map_err(|error| at(&error.0.message))?;
-        let config_sha256 = attempt
-            .config
-            .as_ref()
-            .filter(|config| !config.is_empty())
-            .map(|config| sha256_hex(Value::Object(config.clone()).to_string().as_bytes()));
+        let config_sha256 = config_sha256(attempt.config.as_ref());
         plan.push(Planned {
             used_script_path: attempt.script_path.is_some(),
             source_sha256: prepared.sha256.clone(),
@@ -370,6 +372,14 @@ fn plan(request: &ExperimentRequest) -> Result<Vec<Planned>, ToolError> {
         });
     }
     Ok(plan)
+}
+
+/// The canonical hash of a replay config (keys sorted, compact); `None`
+/// for no config or `{}`.
+pub fn config_sha256(config: Option<&Map<String, Value>>) -> Option<String> {
+    config
+        .filter(|config| !config.is_empty())
+        .map(|config| sha256_hex(Value::Object(config.clone()).to_string().as_bytes()))
 }
 
 fn parallelism(requested: i64) -> Result<usize, ToolError> {
@@ -477,6 +487,10 @@ fn row(
         duration_ms: result.duration_ms,
         source_sha256: attempt.source_sha256.clone(),
         config_sha256: attempt.config_sha256.clone(),
+        seed: attempt.request.seed,
+        script_timeout_ms: attempt.timeout_ms,
+        timed_out: result.timed_out,
+        truncated: result.truncated,
         used_script_path: attempt.used_script_path,
         message: result
             .diagnostic
@@ -499,6 +513,10 @@ fn failed_row(index: usize, attempt: &Planned, message: String) -> ExperimentAtt
         duration_ms: 0,
         source_sha256: attempt.source_sha256.clone(),
         config_sha256: attempt.config_sha256.clone(),
+        seed: attempt.request.seed,
+        script_timeout_ms: attempt.timeout_ms,
+        timed_out: false,
+        truncated: false,
         used_script_path: attempt.used_script_path,
         message: Some(message),
         stderr_tail: None,
@@ -588,6 +606,10 @@ mod tests {
             duration_ms,
             source_sha256: String::new(),
             config_sha256: None,
+            seed: None,
+            script_timeout_ms: 1000,
+            timed_out: false,
+            truncated: false,
             used_script_path: false,
             message: None,
             stderr_tail: None,

@@ -19,6 +19,7 @@ mod verdict;
 pub use checker::{CheckerSource, canonical_problem};
 pub use experiment::{
     AttemptRequest, CpsatPythonExperimentResult, ExperimentAttempt, ExperimentRequest,
+    config_sha256,
 };
 pub use results::{
     CheckerReport, CheckerTest, CpsatPythonCheckedResult, CpsatPythonResult, MutationRow,

@@ -42,7 +42,8 @@ pub fn positive_ms(name: &str, value: i64) -> Result<u64, ToolError> {
 #[derive(Debug, Clone)]
 pub struct Cpsat {
     runtime: Arc<CpsatRuntime>,
-    ready: Arc<OnceCell<PathBuf>>,
+    /// The interpreter and its OR-Tools version, once probed.
+    ready: Arc<OnceCell<(PathBuf, String)>>,
 }
 
 impl Cpsat {
@@ -55,9 +56,18 @@ impl Cpsat {
 
     /// The interpreter, probed once for `import ortools.sat.python.cp_model`.
     pub async fn python(&self, cancel: &CancellationToken) -> Result<PathBuf, ToolError> {
+        Ok(self.probed(cancel).await?.0.clone())
+    }
+
+    /// The OR-Tools version the interpreter imports.
+    pub async fn ortools_version(&self, cancel: &CancellationToken) -> Result<String, ToolError> {
+        Ok(self.probed(cancel).await?.1.clone())
+    }
+
+    async fn probed(&self, cancel: &CancellationToken) -> Result<&(PathBuf, String), ToolError> {
         self.ready
             .get_or_try_init(|| async {
-                self.runtime.probe(cancel).await.map_err(|problem| {
+                let version = self.runtime.probe(cancel).await.map_err(|problem| {
                     ToolError::new(
                         Category::RuntimeMissing,
                         format!(
@@ -65,10 +75,9 @@ impl Cpsat {
                         ),
                     )
                 })?;
-                Ok(self.runtime.python.clone())
+                Ok((self.runtime.python.clone(), version))
             })
             .await
-            .cloned()
     }
 
     /// Runs one script and reads its envelope.

@@ -13,6 +13,7 @@
 #![allow(deprecated)]
 
 mod args;
+mod artifact_tools;
 mod cpsat_tools;
 mod job_tools;
 mod minizinc_tools;
@@ -35,6 +36,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use crate::artifacts::Artifacts;
 use crate::cpsat::Cpsat;
 use crate::diagnostics::{Category, ToolError};
 use crate::jobs::{CpsatJobs, Portfolios, SolveJobs};
@@ -57,6 +59,8 @@ pub struct ServerSetup {
     pub shutdown: CancellationToken,
     /// Debug builds only: honour the test panic marker.
     pub test_hooks: bool,
+    /// Where in-progress saves record their staging dirs.
+    pub artifact_journal: std::path::PathBuf,
 }
 
 /// Which tools the server advertises.
@@ -87,6 +91,9 @@ const FULL_ONLY: &[&str] = &[
     "get_cpsat_python_job",
     "cancel_cpsat_python_job",
     "list_cpsat_python_jobs",
+    "save_verified_minizinc_model",
+    "save_verified_cpsat_python",
+    "replay_artifact",
 ];
 
 const INSTRUCTIONS: &str = "\
@@ -111,6 +118,7 @@ solution as returned; a passing check or checker is not a proof of optimality.";
 #[derive(Clone)]
 pub struct SolvergateServer {
     minizinc: MiniZinc,
+    artifacts: Artifacts,
     cpsat_service: Cpsat,
     cpsat_jobs: CpsatJobs,
     solve_jobs: SolveJobs,
@@ -163,8 +171,12 @@ impl SolvergateServer {
             cpsat_jobs,
             shutdown,
             test_hooks,
+            artifact_journal,
         } = setup;
-        let mut tool_router = Self::minizinc_router() + Self::job_router() + Self::cpsat_router();
+        let mut tool_router = Self::minizinc_router()
+            + Self::job_router()
+            + Self::cpsat_router()
+            + Self::artifact_router();
         if toolset == Toolset::Core {
             for name in FULL_ONLY {
                 tool_router.remove_route(name);
@@ -175,8 +187,11 @@ impl SolvergateServer {
         let portfolios = Portfolios::new(solve_jobs.clone(), bounds, shutdown.clone());
         let cpsat_service = Cpsat::new(cpsat.clone());
         let cpsat_jobs = CpsatJobs::new(cpsat_service.clone(), cpsat_jobs, shutdown.clone());
+        let artifacts = Artifacts::new(minizinc.clone(), cpsat_service.clone(), artifact_journal)
+            .with_test_hooks(test_hooks);
         SolvergateServer {
             minizinc,
+            artifacts,
             cpsat_service,
             cpsat_jobs,
             solve_jobs,

@@ -37,6 +37,9 @@ FULL_ONLY = {
     "get_cpsat_python_job",
     "cancel_cpsat_python_job",
     "list_cpsat_python_jobs",
+    "save_verified_minizinc_model",
+    "save_verified_cpsat_python",
+    "replay_artifact",
 }
 
 

@@ -1,0 +1,506 @@
+//! `save_verified_cpsat_python`: re-run an inline CP-SAT script and save it
+//! only if every gate it names passes — or, with `verify_only`, run the
+//! same gates and save nothing.
+//!
+//! Gates, in order, each short-circuiting: reported (status `optimal` or
+//! `feasible` with a non-empty solution); expectation (the objective meets
+//! a threshold — a quality gate, not a proof of optimality); checker (the
+//! checker says `accepted` with no errors). The target and the experiment
+//! provenance are checked before any child runs.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::manifest::{
+    ArtifactManifest, Backend, CpsatRecord, Expectation, FORMAT, FORMAT_VERSION, MANIFEST_FILE,
+    SavedFile, VerificationRecord, sha256_hex,
+};
+use super::minizinc::pretty;
+use super::target::{StagedFile, Target, check_target, commit};
+use super::{Artifacts, now};
+use crate::cpsat::{
+    CheckerReport, CheckerSource, CpsatPythonExperimentResult, CpsatPythonResult, ScriptRequest,
+    ScriptSource, config_sha256, positive_ms,
+};
+use crate::diagnostics::{Category, Diagnostic, ToolError};
+use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
+use crate::progress::{Progress, Stage};
+use crate::userfiles::off_thread;
+
+/// A CP-SAT save as requested.
+#[derive(Debug, Clone)]
+pub struct SavePythonRequest {
+    pub source: String,
+    /// Required unless `verify_only`.
+    pub target_dir: Option<String>,
+    pub script_timeout_ms: i64,
+    pub problem: Option<String>,
+    pub expectation: Option<Expectation>,
+    pub checker: Option<String>,
+    pub checker_timeout_ms: Option<i64>,
+    pub overwrite: bool,
+    pub verify_only: bool,
+    pub seed: Option<i64>,
+    pub config: Option<Map<String, Value>>,
+    /// Provenance only: the experiment an accepted attempt of this script
+    /// came from.
+    pub experiment_result: Option<CpsatPythonExperimentResult>,
+}
+
+/// The highest gate that passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum VerificationLevel {
+    None,
+    Reported,
+    Expectation,
+    Checked,
+}
+
+impl VerificationLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerificationLevel::None => "none",
+            VerificationLevel::Reported => "reported",
+            VerificationLevel::Expectation => "expectation",
+            VerificationLevel::Checked => "checked",
+        }
+    }
+}
+
+/// What a CP-SAT save (or verify-only run) did.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SaveVerifiedPythonResult {
+    /// Something was written. Never the verdict: that is `reason == null`.
+    pub saved: bool,
+    /// Why a gate failed; `null` when every gate passed.
+    pub reason: Option<String>,
+    pub verification_level: VerificationLevel,
+    pub reported_passed: bool,
+    /// `null` when no expectation was given or an earlier gate failed.
+    pub expectation_passed: Option<bool>,
+    /// The checker's report, when it ran.
+    pub checker: Option<CheckerReport>,
+    /// The resolved target; `null` for verify-only.
+    pub target_dir: Option<String>,
+    /// What was written (empty unless `saved`).
+    pub files: Vec<SavedFile>,
+    /// The re-run itself.
+    pub status: String,
+    pub solution: Option<Map<String, Value>>,
+    pub objective: Option<Number>,
+    pub stdout: String,
+    pub stderr: String,
+    pub timed_out: bool,
+    pub truncated: bool,
+    pub duration_ms: u64,
+    /// `not_verified` when a gate failed, else the run's own diagnostic.
+    pub diagnostic: Option<Diagnostic>,
+}
+
+/// How the gates went.
+pub(crate) struct Gates {
+    pub level: VerificationLevel,
+    pub reported_passed: bool,
+    pub expectation_passed: Option<bool>,
+    pub checker: Option<CheckerReport>,
+    pub reason: Option<String>,
+}
+
+impl Artifacts {
+    /// Re-runs a CP-SAT script through its gates and saves it when they pass.
+    pub async fn save_cpsat(
+        &self,
+        request: &SavePythonRequest,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<SaveVerifiedPythonResult, ToolError> {
+        progress.report(Stage::Validating, "checking the arguments and the target");
+        let script_ms = validate_budget(
+            "script_timeout_ms",
+            request.script_timeout_ms,
+            Some(DEFAULT_TIMEOUT_MS),
+        )?;
+        let checker_ms = match (request.checker_timeout_ms, &request.checker) {
+            (Some(_), None) => {
+                return Err(ToolError::invalid("checker_timeout_ms needs a checker"));
+            }
+            (Some(ms), Some(_)) => positive_ms("checker_timeout_ms", ms)?,
+            (None, _) => script_ms,
+        };
+        if let Some(expectation) = &request.expectation {
+            check_expectation(expectation)?;
+        }
+        if let Some(seed) = request.seed
+            && i32::try_from(seed).is_err()
+        {
+            return Err(ToolError::invalid(format!(
+                "seed must fit a signed 32-bit integer (CP-SAT's random_seed), got {seed}"
+            )));
+        }
+        let script = ScriptRequest {
+            source: ScriptSource::Inline(request.source.clone()),
+            args: Vec::new(),
+            seed: request.seed,
+            config: request.config.clone(),
+            timeout_ms: request.script_timeout_ms,
+        };
+        drop(script.prepare_async().await?);
+        let checker = request.checker.clone().map(CheckerSource::Inline);
+        if let Some(checker) = &checker {
+            drop(checker.prepare_async().await?);
+        }
+        let target = match (&request.target_dir, request.verify_only) {
+            (_, true) => None,
+            (None, false) => {
+                return Err(ToolError::new(
+                    Category::InvalidSaveTarget,
+                    "target_dir is required to save (pass verify_only: true to run the gates without saving)",
+                ));
+            }
+            (Some(dir), false) => {
+                let (dir, overwrite) = (dir.clone(), request.overwrite);
+                Some(off_thread(move || check_target(&dir, overwrite)).await?)
+            }
+        };
+        if let Some(experiment) = &request.experiment_result {
+            check_experiment(experiment, request)?;
+        }
+        self.cpsat.python(cancel).await?;
+
+        progress.report(Stage::Running, "re-running the script");
+        let run = self.cpsat.run(&script, &Progress::none(), cancel).await?;
+        let gates = self
+            .gates(
+                &run,
+                request.expectation.as_ref(),
+                checker.as_ref(),
+                request.problem.as_deref(),
+                checker_ms,
+                progress,
+                cancel,
+            )
+            .await?;
+        let written = match (&target, &gates.reason) {
+            (Some(target), None) => {
+                progress.report(Stage::Parsing, "writing the artifact");
+                let ortools = self.cpsat.ortools_version(cancel).await.ok();
+                let files = self
+                    .commit_cpsat(request, target, &run, &gates, ortools)
+                    .await?;
+                Some((target, files))
+            }
+            _ => None,
+        };
+        progress.report(Stage::Complete, "done");
+        Ok(python_result(run, gates, target.as_ref(), written))
+    }
+
+    /// Runs the gates in order on a finished run.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn gates(
+        &self,
+        run: &CpsatPythonResult,
+        expectation: Option<&Expectation>,
+        checker: Option<&CheckerSource>,
+        problem: Option<&str>,
+        checker_ms: u64,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<Gates, ToolError> {
+        let mut gates = Gates {
+            level: VerificationLevel::None,
+            reported_passed: false,
+            expectation_passed: None,
+            checker: None,
+            reason: None,
+        };
+        let solution = match (&run.solution, run.status.as_str()) {
+            (Some(solution), "optimal" | "feasible") if !solution.is_empty() => solution,
+            (_, "optimal" | "feasible") => {
+                gates.reason = Some(format!(
+                    "reported gate: status {} with an empty solution",
+                    run.status
+                ));
+                return Ok(gates);
+            }
+            (_, status) => {
+                gates.reason = Some(format!(
+                    "reported gate: status {status}, not optimal or feasible"
+                ));
+                return Ok(gates);
+            }
+        };
+        gates.reported_passed = true;
+        gates.level = VerificationLevel::Reported;
+        if let Some(expectation) = expectation {
+            let met = meets(expectation, run.objective.as_ref());
+            gates.expectation_passed = Some(met.is_ok());
+            if let Err(why) = met {
+                gates.reason = Some(format!("expectation gate: {why}"));
+                return Ok(gates);
+            }
+            gates.level = VerificationLevel::Expectation;
+        }
+        if let Some(checker) = checker {
+            progress.report(Stage::Parsing, "running the checker");
+            let report = self
+                .cpsat
+                .check(checker, problem, solution, run, checker_ms, cancel)
+                .await?;
+            let accepted = report.status == "accepted" && report.errors.is_empty();
+            if !accepted {
+                gates.reason = Some(format!(
+                    "checker gate: the checker said {} with {} error(s)",
+                    report.status,
+                    report.errors.len()
+                ));
+            } else {
+                gates.level = VerificationLevel::Checked;
+            }
+            gates.checker = Some(report);
+        }
+        Ok(gates)
+    }
+
+    async fn commit_cpsat(
+        &self,
+        request: &SavePythonRequest,
+        target: &Target,
+        run: &CpsatPythonResult,
+        gates: &Gates,
+        ortools: Option<String>,
+    ) -> Result<Vec<SavedFile>, ToolError> {
+        let mut staged = Vec::new();
+        let mut add = |role: &str, name: &'static str, bytes: Vec<u8>| {
+            staged.push((
+                SavedFile::of(role, name, &bytes),
+                StagedFile { name, bytes },
+            ));
+        };
+        add("model", "model.py", request.source.clone().into_bytes());
+        if let Some(problem) = &request.problem {
+            add("problem", "problem.txt", problem.clone().into_bytes());
+        }
+        if let Some(checker) = &request.checker {
+            add("checker", "checker.py", checker.clone().into_bytes());
+            add("solution", "solution.json", pretty(&run.solution)?);
+        }
+        let config = request.config.as_ref().filter(|config| !config.is_empty());
+        let mut config_sha = None;
+        if let Some(config) = config {
+            let bytes = pretty(config)?;
+            config_sha = Some(sha256_hex(&bytes));
+            add("replay_config", "replay-config.json", bytes);
+        }
+        let experiment = match &request.experiment_result {
+            Some(experiment) => {
+                let (log, summary) = experiment_log(experiment);
+                add("experiment_log", "experiment-log.json", pretty(&log)?);
+                Some(summary)
+            }
+            None => None,
+        };
+        let files: Vec<SavedFile> = staged.iter().map(|(file, _)| file.clone()).collect();
+        let manifest = ArtifactManifest {
+            format: FORMAT.to_owned(),
+            format_version: FORMAT_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            saved_at: now(),
+            backend: Backend::CpsatPython,
+            runtime_version: ortools.map(|version| format!("ortools {version}")),
+            minizinc: None,
+            cpsat: Some(CpsatRecord {
+                script_timeout_ms: request.script_timeout_ms,
+                checker_timeout_ms: request.checker_timeout_ms,
+                replay_seed: request.seed,
+                replay_config_sha256: config_sha,
+                expectation: request.expectation.clone(),
+            }),
+            verification: VerificationRecord {
+                status: run.status.clone(),
+                objective: run.objective.clone(),
+                checker_status: gates.checker.as_ref().map(|report| report.status.clone()),
+                level: gates.level.as_str().to_owned(),
+            },
+            experiment,
+            files: files.clone(),
+        };
+        let mut staged: Vec<StagedFile> = staged.into_iter().map(|(_, file)| file).collect();
+        staged.push(StagedFile {
+            name: MANIFEST_FILE,
+            bytes: manifest.to_bytes(),
+        });
+        let journal = self.journal.clone();
+        let pause = self.pause_before_swap;
+        let overwrite = request.overwrite;
+        let target = target.clone();
+        off_thread(move || commit(&target, &staged, overwrite, &journal, pause)).await?;
+        Ok(files)
+    }
+}
+
+fn check_expectation(expectation: &Expectation) -> Result<(), ToolError> {
+    if !matches!(
+        expectation.objective_sense.as_str(),
+        "maximize" | "minimize"
+    ) {
+        return Err(ToolError::invalid(format!(
+            "expectation.objective_sense must be \"maximize\" or \"minimize\", got {:?}",
+            expectation.objective_sense
+        )));
+    }
+    if !expectation.objective_threshold.is_finite() {
+        return Err(ToolError::invalid(
+            "expectation.objective_threshold must be a finite number",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether the objective meets the expectation; why not otherwise.
+pub(crate) fn meets(expectation: &Expectation, objective: Option<&Number>) -> Result<(), String> {
+    let Some(value) = objective.and_then(Number::as_f64).filter(|v| v.is_finite()) else {
+        return Err("the run reported no finite objective".to_owned());
+    };
+    let threshold = expectation.objective_threshold;
+    let ok = match expectation.objective_sense.as_str() {
+        "maximize" => value >= threshold,
+        _ => value <= threshold,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "objective {value} does not meet the threshold {threshold} ({})",
+            expectation.objective_sense
+        ))
+    }
+}
+
+/// The experiment must hold an accepted inline attempt of this very script,
+/// seed and config.
+fn check_experiment(
+    experiment: &CpsatPythonExperimentResult,
+    request: &SavePythonRequest,
+) -> Result<(), ToolError> {
+    let refuse = |why: String| {
+        ToolError::invalid(format!(
+            "experiment_result does not match this save: {why}; nothing was run"
+        ))
+    };
+    if experiment.status != "winner" {
+        return Err(refuse(format!(
+            "its status is {:?}; only an experiment with an accepted attempt is provenance",
+            experiment.status
+        )));
+    }
+    let source_sha = sha256_hex(request.source.as_bytes());
+    let config_sha = config_sha256(request.config.as_ref());
+    let matches: Vec<_> = experiment
+        .attempts
+        .iter()
+        .filter(|attempt| {
+            attempt.accepted
+                && attempt.source_sha256 == source_sha
+                && attempt.seed == request.seed
+                && attempt.config_sha256 == config_sha
+        })
+        .collect();
+    if matches.is_empty() {
+        return Err(refuse(
+            "no accepted attempt ran this source with this seed and config".to_owned(),
+        ));
+    }
+    if matches.iter().all(|attempt| attempt.used_script_path) {
+        return Err(refuse(
+            "every matching attempt ran from script_path, which a save cannot replay (it re-runs inline source in a fresh directory); re-run the script as an inline source attempt".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// The experiment as saved in `experiment-log.json` (hashes and scalar
+/// outcomes only), and its manifest summary.
+fn experiment_log(experiment: &CpsatPythonExperimentResult) -> (Value, Value) {
+    let rows: Vec<Value> = experiment
+        .attempts
+        .iter()
+        .map(|attempt| {
+            json!({
+                "index": attempt.index,
+                "name": attempt.name,
+                "seed": attempt.seed,
+                "source_sha256": attempt.source_sha256,
+                "config_sha256": attempt.config_sha256,
+                "used_script_path": attempt.used_script_path,
+                "script_timeout_ms": attempt.script_timeout_ms,
+                "status": attempt.status,
+                "objective": attempt.objective,
+                "accepted": attempt.accepted,
+                "checker_status": attempt.checker_status,
+                "message": attempt.message,
+                "timed_out": attempt.timed_out,
+                "truncated": attempt.truncated,
+                "duration_ms": attempt.duration_ms,
+            })
+        })
+        .collect();
+    let log = json!({
+        "source": "experiment",
+        "winner_index": experiment.winner_index,
+        "winner_name": experiment.winner_name,
+        "objective_sense": experiment.objective_sense,
+        "selection_policy": experiment.selection_policy,
+        "checker_sha256": experiment.checker_sha256,
+        "problem_sha256": experiment.problem_sha256,
+        "attempts": rows,
+    });
+    let summary = json!({
+        "source": "experiment",
+        "attempts": experiment.attempts.len(),
+        "accepted": experiment.attempts.iter().filter(|attempt| attempt.accepted).count(),
+        "winner_index": experiment.winner_index,
+    });
+    (log, summary)
+}
+
+fn python_result(
+    run: CpsatPythonResult,
+    gates: Gates,
+    target: Option<&Target>,
+    written: Option<(&Target, Vec<SavedFile>)>,
+) -> SaveVerifiedPythonResult {
+    let diagnostic = match &gates.reason {
+        Some(reason) => Some(Diagnostic::new(
+            Category::NotVerified,
+            format!("{reason}; nothing was written"),
+        )),
+        None => run.diagnostic.clone(),
+    };
+    let (saved, files) = match written {
+        Some((_, files)) => (true, files),
+        None => (false, Vec::new()),
+    };
+    SaveVerifiedPythonResult {
+        saved,
+        reason: gates.reason,
+        verification_level: gates.level,
+        reported_passed: gates.reported_passed,
+        expectation_passed: gates.expectation_passed,
+        checker: gates.checker,
+        target_dir: target.map(|target| target.dir.display().to_string()),
+        files,
+        status: run.status,
+        solution: run.solution,
+        objective: run.objective,
+        stdout: run.stdout,
+        stderr: run.stderr,
+        timed_out: run.timed_out,
+        truncated: run.truncated,
+        duration_ms: run.duration_ms,
+        diagnostic,
+    }
+}

@@ -1,0 +1,411 @@
+//! `save_verified_minizinc_model`: re-verify an inline model on the runtime
+//! and save it only if every gate passes.
+//!
+//! Gates, in order, each short-circuiting: the compile check is `ok`; the
+//! solve ends `satisfied` or `optimal` with exit code 0 and no timeout;
+//! with a checker, the checker report is `completed`. Anything else is
+//! `not_verified` with the gating results, and nothing is written.
+//! Everything that can be refused without running a solver — the target,
+//! the arguments, the portfolio provenance — is refused first.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::manifest::{
+    ArtifactManifest, Backend, FORMAT, FORMAT_VERSION, MANIFEST_FILE, MinizincRecord, SavedFile,
+    VerificationRecord, sha256_hex,
+};
+use super::target::{StagedFile, Target, check_target, commit};
+use super::{Artifacts, now};
+use crate::diagnostics::{Category, Diagnostic, ToolError};
+use crate::jobs::PortfolioSolveResult;
+use crate::minizinc::{
+    CheckResult, PreflightRequest, SolveControls, SolveRequest, SolveResult, Sources,
+    validate_timeout,
+};
+use crate::progress::{Progress, Stage};
+use crate::userfiles::off_thread;
+
+/// A save as requested.
+#[derive(Debug, Clone)]
+pub struct SaveModelRequest {
+    pub model: String,
+    pub data: Option<String>,
+    pub checker: Option<String>,
+    /// The user's problem statement, saved verbatim as `problem.md`.
+    pub problem: Option<String>,
+    pub solver: Option<String>,
+    pub timeout_ms: i64,
+    pub controls: SolveControls,
+    pub target_dir: String,
+    pub overwrite: bool,
+    /// Provenance only: the race the model won.
+    pub portfolio_result: Option<PortfolioSolveResult>,
+}
+
+/// What a MiniZinc save did.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SaveVerifiedModelResult {
+    /// `saved` or `not_verified`.
+    pub status: String,
+    pub message: String,
+    /// The resolved target; on `not_verified` the directory that was not
+    /// written.
+    pub target_dir: String,
+    /// What was written (empty unless `saved`).
+    pub files: Vec<SavedFile>,
+    /// The compile check (always run).
+    pub check: CheckResult,
+    /// The verifying solve; `null` when the check already failed.
+    pub solve: Option<SolveResult>,
+    /// `not_verified` with the failed gate, or `null` when saved.
+    pub diagnostic: Option<Diagnostic>,
+}
+
+impl Artifacts {
+    /// Verifies and saves a MiniZinc model.
+    pub async fn save_minizinc(
+        &self,
+        request: &SaveModelRequest,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<SaveVerifiedModelResult, ToolError> {
+        progress.report(Stage::Validating, "checking the target and the arguments");
+        validate_timeout(request.timeout_ms)?;
+        request.controls.validate()?;
+        let sources = Sources::Inline {
+            model: request.model.clone(),
+            data: request.data.clone(),
+            checker: request.checker.clone(),
+        };
+        sources.validate()?;
+        let target = {
+            let (dir, overwrite) = (request.target_dir.clone(), request.overwrite);
+            off_thread(move || check_target(&dir, overwrite)).await?
+        };
+        let solver = self
+            .minizinc
+            .select_solver(request.solver.as_deref(), cancel)
+            .await?
+            .clone();
+        request.controls.gate(&solver)?;
+        if let Some(race) = &request.portfolio_result {
+            check_portfolio(race, request, &solver.id)?;
+        }
+
+        progress.report(Stage::Running, "gate 1: compile check");
+        let check = self
+            .minizinc
+            .check(
+                &PreflightRequest {
+                    sources: sources.clone(),
+                    solver: Some(solver.id.clone()),
+                    timeout_ms: request.timeout_ms,
+                },
+                &Progress::none(),
+                cancel,
+            )
+            .await?;
+        if check.status != "ok" {
+            return Ok(not_verified(
+                &target,
+                format!(
+                    "the compile check ended {}; fix the model and call again",
+                    check.status
+                ),
+                check,
+                None,
+            ));
+        }
+        progress.report(Stage::Running, "gate 2: verifying solve");
+        let solve = self
+            .minizinc
+            .solve(
+                &SolveRequest {
+                    sources,
+                    solver: Some(solver.id.clone()),
+                    timeout_ms: request.timeout_ms,
+                    controls: request.controls.clone(),
+                },
+                &Progress::none(),
+                cancel,
+            )
+            .await?;
+        if let Some(why) = solve_gate(&solve) {
+            return Ok(not_verified(&target, why, check, Some(solve)));
+        }
+        progress.report(Stage::Parsing, "writing the artifact");
+        let runtime_version = self.minizinc.runtime().version(cancel).await.ok();
+        let record = MinizincRecord {
+            solver: solver.id.clone(),
+            solver_version: solver.version.clone(),
+            timeout_ms: request.timeout_ms,
+            solve_controls: request.controls.clone(),
+        };
+        let (staged, files) = minizinc_files(request, &solve, record, runtime_version)?;
+        let journal = self.journal.clone();
+        let pause = self.pause_before_swap;
+        let overwrite = request.overwrite;
+        let written = target.clone();
+        off_thread(move || commit(&written, &staged, overwrite, &journal, pause)).await?;
+        progress.report(Stage::Complete, "saved");
+        Ok(SaveVerifiedModelResult {
+            status: "saved".to_owned(),
+            message: format!(
+                "verified ({} with {}) and saved {} file(s) to {}",
+                solve.status,
+                solve.solver,
+                files.len() + 1,
+                target.dir.display()
+            ),
+            target_dir: target.dir.display().to_string(),
+            files,
+            check,
+            solve: Some(solve),
+            diagnostic: None,
+        })
+    }
+}
+
+/// Why the verifying solve does not pass, or `None` when it does.
+pub(crate) fn solve_gate(solve: &SolveResult) -> Option<String> {
+    if solve.timed_out {
+        return Some("the verifying solve hit the time limit; raise timeout_ms".to_owned());
+    }
+    if !matches!(solve.status.as_str(), "satisfied" | "optimal") {
+        return Some(format!(
+            "the verifying solve ended {}, not satisfied or optimal",
+            solve.status
+        ));
+    }
+    if solve.return_code != Some(0) {
+        return Some(format!(
+            "the verifying solve exited with code {:?}, not 0",
+            solve.return_code
+        ));
+    }
+    if let Some(checker) = &solve.checker
+        && checker.status != "completed"
+    {
+        return Some(format!(
+            "the checker ended {}, not completed; see solve.checker",
+            checker.status
+        ));
+    }
+    None
+}
+
+fn not_verified(
+    target: &Target,
+    why: String,
+    check: CheckResult,
+    solve: Option<SolveResult>,
+) -> SaveVerifiedModelResult {
+    SaveVerifiedModelResult {
+        status: "not_verified".to_owned(),
+        message: format!("{why}; nothing was written"),
+        target_dir: target.dir.display().to_string(),
+        files: Vec::new(),
+        diagnostic: Some(Diagnostic::new(Category::NotVerified, why)),
+        check,
+        solve,
+    }
+}
+
+/// The portfolio a save names must be the race this model won, run the way
+/// this save will run it.
+fn check_portfolio(
+    race: &PortfolioSolveResult,
+    request: &SaveModelRequest,
+    solver: &str,
+) -> Result<(), ToolError> {
+    let refuse = |why: String| {
+        ToolError::invalid(format!(
+            "portfolio_result does not match this save: {why}; nothing was run"
+        ))
+    };
+    if race.status != "winner" {
+        return Err(refuse(format!(
+            "its status is {:?}, and only a race with a winner is provenance",
+            race.status
+        )));
+    }
+    let attempt = race
+        .winner_index
+        .and_then(|index| race.attempts.get(index))
+        .ok_or_else(|| refuse("its winner_index names no attempt".to_owned()))?;
+    if attempt.solver != solver {
+        return Err(refuse(format!(
+            "the winner ran {} but this save solves with {solver}",
+            attempt.solver
+        )));
+    }
+    if attempt.seed != request.controls.random_seed {
+        return Err(refuse(format!(
+            "the winner's seed is {:?} but random_seed is {:?}",
+            attempt.seed, request.controls.random_seed
+        )));
+    }
+    let model_sha = sha256_hex(request.model.as_bytes());
+    if race.models_sha256.get(attempt.model_index) != Some(&model_sha) {
+        return Err(refuse(format!(
+            "model is not the winning formulation (models[{}])",
+            attempt.model_index
+        )));
+    }
+    let data_sha = request
+        .data
+        .as_deref()
+        .map(|data| sha256_hex(data.as_bytes()));
+    if race.data_sha256 != data_sha {
+        return Err(refuse(
+            "data differs from the data the race ran on".to_owned(),
+        ));
+    }
+    let shared = &race.solve_controls;
+    let controls = &request.controls;
+    let mismatched: Vec<&str> = [
+        ("free_search", shared.free_search == controls.free_search),
+        ("parallel", shared.parallel == controls.parallel),
+        (
+            "all_solutions",
+            shared.all_solutions == controls.all_solutions,
+        ),
+        (
+            "num_solutions",
+            shared.num_solutions == controls.num_solutions,
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, same)| !same)
+    .map(|(name, _)| name)
+    .collect();
+    if !mismatched.is_empty() {
+        return Err(refuse(format!(
+            "{} differ from the race's solve_controls",
+            mismatched.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// The race as saved in `experiment-log.json`, and its manifest summary.
+fn portfolio_log(race: &PortfolioSolveResult) -> (Value, Value) {
+    let winner = race.winner_index.and_then(|index| race.attempts.get(index));
+    let log = json!({
+        "source": "portfolio",
+        "winner_index": race.winner_index,
+        "winner": winner.map(|attempt| json!({
+            "model_index": attempt.model_index,
+            "solver": attempt.solver,
+            "seed": attempt.seed,
+        })),
+        "winner_policy": race.winner_policy,
+        "solve_controls": race.solve_controls,
+        "models_sha256": race.models_sha256,
+        "data_sha256": race.data_sha256,
+        "checker_sha256": race.checker_sha256,
+        "attempts": race.attempts,
+    });
+    let mut statuses: Vec<&str> = race
+        .attempts
+        .iter()
+        .filter_map(|attempt| attempt.status.as_deref())
+        .collect();
+    statuses.sort_unstable();
+    statuses.dedup();
+    let mut states: Vec<&str> = race
+        .attempts
+        .iter()
+        .map(|attempt| attempt.state.as_str())
+        .collect();
+    states.sort_unstable();
+    states.dedup();
+    let summary = json!({
+        "source": "portfolio",
+        "attempts": race.attempts.len(),
+        "winner_index": race.winner_index,
+        "statuses_seen": statuses,
+        "attempt_states_seen": states,
+    });
+    (log, summary)
+}
+
+type Files = (Vec<StagedFile>, Vec<SavedFile>);
+
+fn minizinc_files(
+    request: &SaveModelRequest,
+    solve: &SolveResult,
+    record: MinizincRecord,
+    runtime_version: Option<String>,
+) -> Result<Files, ToolError> {
+    let mut staged = Vec::new();
+    let mut add = |role: &str, name: &'static str, bytes: Vec<u8>| {
+        staged.push((
+            SavedFile::of(role, name, &bytes),
+            StagedFile { name, bytes },
+        ));
+    };
+    add("model", "model.mzn", request.model.clone().into_bytes());
+    if let Some(data) = &request.data {
+        add("data", "data.dzn", data.clone().into_bytes());
+    }
+    if let Some(checker) = &request.checker {
+        add("checker", "checker.mzc.mzn", checker.clone().into_bytes());
+    }
+    if let Some(problem) = &request.problem {
+        add("problem", "problem.md", problem.clone().into_bytes());
+    }
+    add("solve_result", "solve-result.json", pretty(solve)?);
+    let experiment = match &request.portfolio_result {
+        Some(race) => {
+            let (log, summary) = portfolio_log(race);
+            add("experiment_log", "experiment-log.json", pretty(&log)?);
+            Some(summary)
+        }
+        None => None,
+    };
+    let files: Vec<SavedFile> = staged.iter().map(|(file, _)| file.clone()).collect();
+    let manifest = ArtifactManifest {
+        format: FORMAT.to_owned(),
+        format_version: FORMAT_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+        saved_at: now(),
+        backend: Backend::Minizinc,
+        runtime_version,
+        minizinc: Some(record),
+        cpsat: None,
+        verification: VerificationRecord {
+            status: solve.status.clone(),
+            objective: solve.objective.clone(),
+            checker_status: solve.checker.as_ref().map(|checker| checker.status.clone()),
+            level: if solve.checker.is_some() {
+                "checked"
+            } else {
+                "solved"
+            }
+            .to_owned(),
+        },
+        experiment,
+        files: files.clone(),
+    };
+    let mut staged: Vec<StagedFile> = staged.into_iter().map(|(_, file)| file).collect();
+    staged.push(StagedFile {
+        name: MANIFEST_FILE,
+        bytes: manifest.to_bytes(),
+    });
+    Ok((staged, files))
+}
+
+pub(crate) fn pretty<T: Serialize>(value: &T) -> Result<Vec<u8>, ToolError> {
+    let mut text = serde_json::to_string_pretty(value).map_err(|error| {
+        ToolError::new(
+            Category::Unknown,
+            format!("could not encode a result: {error}"),
+        )
+    })?;
+    text.push('\n');
+    Ok(text.into_bytes())
+}

@@ -1,0 +1,407 @@
+//! Replay: prove a saved artifact still is what was saved, run it again the
+//! way it was verified, and say whether the answer came back.
+//!
+//! Integrity first: every file the manifest lists must be there with its
+//! recorded sha256, and nothing else may be (a changed, missing or extra
+//! file refuses the replay, naming it, before any process starts). Then the
+//! recorded backend, solver, controls, seed, config, checker and expectation
+//! run again. `reproduced` means the same status and objective and every
+//! gate passing again; when not, `reason` says what differed and why it can
+//! (a time-limited status, another runtime version).
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::Artifacts;
+use super::manifest::{ArtifactManifest, Backend, MANIFEST_FILE, sha256_hex};
+use super::minizinc::solve_gate;
+use crate::cpsat::{CheckerReport, CheckerSource, CpsatPythonResult, ScriptRequest, ScriptSource};
+use crate::diagnostics::{Category, Diagnostic, ToolError};
+use crate::minizinc::{SolveRequest, SolveResult, Sources};
+use crate::progress::{Progress, Stage};
+use crate::userfiles::off_thread;
+
+/// Status, objective and checker verdict of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReplayOutcome {
+    pub status: String,
+    pub objective: Option<Number>,
+    pub checker_status: Option<String>,
+    /// The highest gate that passed (see the manifest's `verification`).
+    pub level: String,
+}
+
+/// Recorded beside replayed.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ReplayResult {
+    pub target_dir: String,
+    pub backend: Backend,
+    /// Same status, same objective, every gate passed again.
+    pub reproduced: bool,
+    /// What differed, and why it can; `null` when reproduced.
+    pub reason: Option<String>,
+    pub recorded: ReplayOutcome,
+    pub replayed: ReplayOutcome,
+    pub saved_at: String,
+    /// The runtime version the save recorded, and the one replay ran on.
+    pub recorded_runtime_version: Option<String>,
+    pub runtime_version: Option<String>,
+    /// The MiniZinc replay's full solve.
+    pub solve: Option<SolveResult>,
+    /// The CP-SAT replay's full run and checker report.
+    pub run: Option<CpsatPythonResult>,
+    pub checker: Option<CheckerReport>,
+    /// `null` when reproduced.
+    pub diagnostic: Option<Diagnostic>,
+}
+
+/// The error for an artifact whose files no longer match its manifest.
+fn tampered(message: String) -> ToolError {
+    ToolError::new(Category::NotVerified, message)
+}
+
+/// Reads the manifest and checks every file against it.
+pub fn verify_files(dir: &Path) -> Result<ArtifactManifest, ToolError> {
+    let manifest = ArtifactManifest::read(dir).map_err(|problem| {
+        ToolError::invalid(format!(
+            "{} is not a solvergate artifact: {problem}",
+            dir.display()
+        ))
+    })?;
+    let listed: BTreeSet<&str> = manifest
+        .files
+        .iter()
+        .map(|file| file.name.as_str())
+        .collect();
+    let entries = fs::read_dir(dir)
+        .map_err(|error| ToolError::invalid(format!("cannot list {}: {error}", dir.display())))?;
+    let mut extra = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name != MANIFEST_FILE && !listed.contains(name.as_str()) {
+            extra.push(name);
+        }
+    }
+    if !extra.is_empty() {
+        extra.sort();
+        return Err(tampered(format!(
+            "{} holds file(s) the save did not write: {}; remove them or save again",
+            dir.display(),
+            extra.join(", ")
+        )));
+    }
+    for file in &manifest.files {
+        let path = dir.join(&file.name);
+        let meta = fs::symlink_metadata(&path).map_err(|_| {
+            tampered(format!(
+                "{} is missing from {}; the artifact was changed since it was saved",
+                file.name,
+                dir.display()
+            ))
+        })?;
+        if !meta.is_file() {
+            return Err(tampered(format!(
+                "{} in {} is no longer a regular file",
+                file.name,
+                dir.display()
+            )));
+        }
+        let bytes = fs::read(&path)
+            .map_err(|error| tampered(format!("{} cannot be read: {error}", path.display())))?;
+        let sha = sha256_hex(&bytes);
+        if sha != file.sha256 {
+            return Err(tampered(format!(
+                "{} in {} was changed since it was saved (sha256 {sha}, recorded {})",
+                file.name,
+                dir.display(),
+                file.sha256
+            )));
+        }
+    }
+    Ok(manifest)
+}
+
+impl Artifacts {
+    /// Verifies a saved directory and runs it again.
+    pub async fn replay(
+        &self,
+        target_dir: &str,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<ReplayResult, ToolError> {
+        progress.report(Stage::Validating, "checking the files against the manifest");
+        let dir = PathBuf::from(target_dir);
+        if !dir.is_absolute() {
+            return Err(ToolError::invalid(format!(
+                "target_dir {target_dir:?} is not an absolute path"
+            )));
+        }
+        let checked = dir.clone();
+        let manifest = off_thread(move || verify_files(&checked)).await?;
+        let recorded = ReplayOutcome {
+            status: manifest.verification.status.clone(),
+            objective: manifest.verification.objective.clone(),
+            checker_status: manifest.verification.checker_status.clone(),
+            level: manifest.verification.level.clone(),
+        };
+        progress.report(Stage::Running, "running the artifact again");
+        let mut result = match manifest.backend {
+            Backend::Minizinc => self.replay_minizinc(&dir, &manifest, cancel).await?,
+            Backend::CpsatPython => self.replay_cpsat(&dir, &manifest, cancel).await?,
+        };
+        result.recorded = recorded;
+        judge(&mut result);
+        progress.report(
+            Stage::Complete,
+            if result.reproduced {
+                "reproduced"
+            } else {
+                "not reproduced"
+            },
+        );
+        Ok(result)
+    }
+
+    async fn replay_minizinc(
+        &self,
+        dir: &Path,
+        manifest: &ArtifactManifest,
+        cancel: &CancellationToken,
+    ) -> Result<ReplayResult, ToolError> {
+        let record = manifest.minizinc.as_ref().ok_or_else(|| {
+            ToolError::invalid(format!(
+                "{MANIFEST_FILE} in {} names the minizinc backend but records no solve",
+                dir.display()
+            ))
+        })?;
+        let path = |role: &str| {
+            manifest
+                .file(role)
+                .map(|file| dir.join(&file.name).to_string_lossy().into_owned())
+        };
+        let model_path = path("model")
+            .ok_or_else(|| ToolError::invalid(format!("{MANIFEST_FILE} lists no model file")))?;
+        let solve = self
+            .minizinc
+            .solve(
+                &SolveRequest {
+                    sources: Sources::Files {
+                        model_path,
+                        data_path: path("data"),
+                        checker_path: path("checker"),
+                    },
+                    solver: Some(record.solver.clone()),
+                    timeout_ms: record.timeout_ms,
+                    controls: record.solve_controls.clone(),
+                },
+                &Progress::none(),
+                cancel,
+            )
+            .await?;
+        let passed = solve_gate(&solve).is_none();
+        let replayed = ReplayOutcome {
+            status: solve.status.clone(),
+            objective: solve.objective.clone(),
+            checker_status: solve.checker.as_ref().map(|checker| checker.status.clone()),
+            level: match (passed, solve.checker.is_some()) {
+                (false, _) => "none",
+                (true, true) => "checked",
+                (true, false) => "solved",
+            }
+            .to_owned(),
+        };
+        let runtime_version = self.minizinc.runtime().version(cancel).await.ok();
+        Ok(blank(dir, manifest, replayed, runtime_version).with_solve(solve))
+    }
+
+    async fn replay_cpsat(
+        &self,
+        dir: &Path,
+        manifest: &ArtifactManifest,
+        cancel: &CancellationToken,
+    ) -> Result<ReplayResult, ToolError> {
+        let record = manifest.cpsat.as_ref().ok_or_else(|| {
+            ToolError::invalid(format!(
+                "{MANIFEST_FILE} in {} names the cpsat_python backend but records no run",
+                dir.display()
+            ))
+        })?;
+        let text = |role: &str| -> Result<Option<String>, ToolError> {
+            manifest
+                .file(role)
+                .map(|file| {
+                    fs::read_to_string(dir.join(&file.name)).map_err(|error| {
+                        ToolError::invalid(format!("{} cannot be read: {error}", file.name))
+                    })
+                })
+                .transpose()
+        };
+        let source = text("model")?
+            .ok_or_else(|| ToolError::invalid(format!("{MANIFEST_FILE} lists no model.py")))?;
+        let config = match text("replay_config")? {
+            Some(text) => Some(serde_json::from_str::<Map<String, Value>>(&text).map_err(
+                |error| {
+                    ToolError::invalid(format!("replay-config.json is not a JSON object: {error}"))
+                },
+            )?),
+            None => None,
+        };
+        let checker = text("checker")?.map(CheckerSource::Inline);
+        let problem = text("problem")?;
+        let script = ScriptRequest {
+            source: ScriptSource::Inline(source),
+            args: Vec::new(),
+            seed: record.replay_seed,
+            config,
+            timeout_ms: record.script_timeout_ms,
+        };
+        let run = self.cpsat.run(&script, &Progress::none(), cancel).await?;
+        let checker_ms = u64::try_from(
+            record
+                .checker_timeout_ms
+                .unwrap_or(record.script_timeout_ms),
+        )
+        .unwrap_or(1)
+        .max(1);
+        let gates = self
+            .gates(
+                &run,
+                record.expectation.as_ref(),
+                checker.as_ref(),
+                problem.as_deref(),
+                checker_ms,
+                &Progress::none(),
+                cancel,
+            )
+            .await?;
+        let replayed = ReplayOutcome {
+            status: run.status.clone(),
+            objective: run.objective.clone(),
+            checker_status: gates.checker.as_ref().map(|report| report.status.clone()),
+            level: if gates.reason.is_some() {
+                "none".to_owned()
+            } else {
+                gates.level.as_str().to_owned()
+            },
+        };
+        let runtime_version = self
+            .cpsat
+            .ortools_version(cancel)
+            .await
+            .ok()
+            .map(|version| format!("ortools {version}"));
+        let mut result = blank(dir, manifest, replayed, runtime_version);
+        result.run = Some(run);
+        result.checker = gates.checker;
+        Ok(result)
+    }
+}
+
+fn blank(
+    dir: &Path,
+    manifest: &ArtifactManifest,
+    replayed: ReplayOutcome,
+    runtime_version: Option<String>,
+) -> ReplayResult {
+    ReplayResult {
+        target_dir: dir.display().to_string(),
+        backend: manifest.backend,
+        reproduced: false,
+        reason: None,
+        recorded: replayed.clone(),
+        replayed,
+        saved_at: manifest.saved_at.clone(),
+        recorded_runtime_version: manifest.runtime_version.clone(),
+        runtime_version,
+        solve: None,
+        run: None,
+        checker: None,
+        diagnostic: None,
+    }
+}
+
+impl ReplayResult {
+    fn with_solve(mut self, solve: SolveResult) -> Self {
+        self.solve = Some(solve);
+        self
+    }
+}
+
+/// Sets `reproduced`, `reason` and `diagnostic` from the two outcomes.
+fn judge(result: &mut ReplayResult) {
+    let (recorded, replayed) = (&result.recorded, &result.replayed);
+    let mut differences = Vec::new();
+    if replayed.level == "none" {
+        differences.push("the replay did not pass the gates the save passed".to_owned());
+    }
+    if recorded.status != replayed.status {
+        differences.push(format!(
+            "status {} was recorded, {} came back",
+            recorded.status, replayed.status
+        ));
+    }
+    if !same_number(recorded.objective.as_ref(), replayed.objective.as_ref()) {
+        differences.push(format!(
+            "objective {} was recorded, {} came back",
+            shown(recorded.objective.as_ref()),
+            shown(replayed.objective.as_ref())
+        ));
+    }
+    if recorded.checker_status != replayed.checker_status {
+        differences.push(format!(
+            "the checker said {} then, {} now",
+            recorded.checker_status.as_deref().unwrap_or("nothing"),
+            replayed.checker_status.as_deref().unwrap_or("nothing")
+        ));
+    }
+    if differences.is_empty() {
+        result.reproduced = true;
+        return;
+    }
+    let mut why = Vec::new();
+    if matches!(recorded.status.as_str(), "satisfied" | "feasible") && recorded.objective.is_some()
+    {
+        why.push(format!(
+            "the recorded status {} is an incumbent a time limit stopped, not a proven optimum, so a run can end at another one",
+            recorded.status
+        ));
+    }
+    if result.recorded_runtime_version != result.runtime_version {
+        why.push(format!(
+            "the runtime changed ({} then, {} now)",
+            result
+                .recorded_runtime_version
+                .as_deref()
+                .unwrap_or("unknown"),
+            result.runtime_version.as_deref().unwrap_or("unknown")
+        ));
+    }
+    let mut reason = differences.join("; ");
+    if !why.is_empty() {
+        reason.push_str(" — ");
+        reason.push_str(&why.join("; "));
+    }
+    result.diagnostic = Some(Diagnostic::new(Category::NotVerified, reason.clone()));
+    result.reason = Some(reason);
+}
+
+fn same_number(a: Option<&Number>, b: Option<&Number>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => match (a.as_i64(), b.as_i64()) {
+            (Some(a), Some(b)) => a == b,
+            _ => a.as_f64() == b.as_f64(),
+        },
+        _ => false,
+    }
+}
+
+fn shown(number: Option<&Number>) -> String {
+    number.map_or("none".to_owned(), ToString::to_string)
+}

@@ -1,0 +1,83 @@
+//! The verified-save tools and replay: adapters over the artifacts service.
+//! Saves re-run the model or script on the runtime before writing anything;
+//! replay checks a saved directory's files and runs it again.
+
+use rmcp::handler::server::common::schema_for_output;
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, tool, tool_router};
+
+use super::args::{self, ReplayArgs, SaveModelArgs, SavePythonArgs};
+use super::{SolvergateServer, render};
+use crate::artifacts::{ReplayResult, SaveVerifiedModelResult, SaveVerifiedPythonResult};
+
+#[tool_router(router = artifact_router, vis = "pub(super)")]
+impl SolvergateServer {
+    #[tool(
+        description = "Save a MiniZinc model to a local directory only after the server re-verifies it: a compile check (ok), a solve (satisfied or optimal, clean exit, no timeout) and, with a checker, no violation. On any failed gate: status not_verified with the check and solve results, and nothing is written. target_dir must be absolute with an existing parent; a non-empty directory is replaced only if it is a previous save and overwrite is true. Writes model.mzn, data.dzn, checker.mzc.mzn, problem.md, solve-result.json, experiment-log.json (with portfolio_result) and a .solvergate-artifact.json manifest with every file's sha256. Replay it with replay_artifact.",
+        input_schema = args::schema::<SaveModelArgs>(),
+        output_schema = schema_for_output::<SaveVerifiedModelResult>()
+    )]
+    async fn save_verified_minizinc_model(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.long_call::<SaveModelArgs, _>(
+            "save_verified_minizinc_model",
+            arguments,
+            &context,
+            async |request, progress, cancel| {
+                self.artifacts
+                    .save_minizinc(&request, progress, cancel)
+                    .await
+            },
+            render::saved_model,
+        )
+        .await
+    }
+
+    #[tool(
+        description = "Re-run a CP-SAT script and save it only when its gates pass, in order: reported (optimal or feasible with a non-empty solution), expectation (objective meets a threshold — a quality gate, not a proof of optimality), checker (accepted, no errors). reason is null exactly when every gate passed; saved says whether anything was written. verify_only runs the same gates and writes nothing. Writes model.py, problem.txt, checker.py + solution.json, replay-config.json, experiment-log.json and a .solvergate-artifact.json manifest. Replay it with replay_artifact.",
+        input_schema = args::schema::<SavePythonArgs>(),
+        output_schema = schema_for_output::<SaveVerifiedPythonResult>()
+    )]
+    async fn save_verified_cpsat_python(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.long_call::<SavePythonArgs, _>(
+            "save_verified_cpsat_python",
+            arguments,
+            &context,
+            async |request, progress, cancel| {
+                self.artifacts.save_cpsat(&request, progress, cancel).await
+            },
+            render::saved_python,
+        )
+        .await
+    }
+
+    #[tool(
+        description = "Replay a saved artifact: check every file against the manifest's sha256 (a changed, missing or extra file is refused, naming it), run it again with the recorded solver, controls, seed, config, checker and expectation, and report recorded vs replayed status and objective with reproduced true or false and the reason.",
+        input_schema = args::schema::<ReplayArgs>(),
+        output_schema = schema_for_output::<ReplayResult>()
+    )]
+    async fn replay_artifact(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.long_call::<ReplayArgs, _>(
+            "replay_artifact",
+            arguments,
+            &context,
+            async |target_dir, progress, cancel| {
+                self.artifacts.replay(&target_dir, progress, cancel).await
+            },
+            render::replay,
+        )
+        .await
+    }
+}
