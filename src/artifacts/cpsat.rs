@@ -13,13 +13,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::Artifacts;
 use super::manifest::{
-    ArtifactManifest, Backend, CpsatRecord, Expectation, FORMAT, FORMAT_VERSION, MANIFEST_FILE,
-    SavedFile, VerificationRecord, sha256_hex,
+    ArtifactManifest, Backend, CpsatRecord, Expectation, SavedFile, VerificationRecord, sha256_hex,
 };
 use super::minizinc::pretty;
-use super::target::{StagedFile, Target, check_target, commit};
-use super::{Artifacts, now};
+use super::target::{FileSet, Target, check_target, commit};
 use crate::cpsat::{
     CheckerReport, CheckerSource, CpsatPythonExperimentResult, CpsatPythonResult, ScriptRequest,
     ScriptSource, config_sha256, positive_ms,
@@ -273,66 +272,52 @@ impl Artifacts {
         gates: &Gates,
         ortools: Option<String>,
     ) -> Result<Vec<SavedFile>, ToolError> {
-        let mut staged = Vec::new();
-        let mut add = |role: &str, name: &'static str, bytes: Vec<u8>| {
-            staged.push((
-                SavedFile::of(role, name, &bytes),
-                StagedFile { name, bytes },
-            ));
-        };
-        add("model", "model.py", request.source.clone().into_bytes());
+        let mut set = FileSet::default();
+        set.add("model", "model.py", request.source.clone().into_bytes());
         if let Some(problem) = &request.problem {
-            add("problem", "problem.txt", problem.clone().into_bytes());
+            set.add("problem", "problem.txt", problem.clone().into_bytes());
         }
         if let Some(checker) = &request.checker {
-            add("checker", "checker.py", checker.clone().into_bytes());
-            add("solution", "solution.json", pretty(&run.solution)?);
+            set.add("checker", "checker.py", checker.clone().into_bytes());
+            set.add("solution", "solution.json", pretty(&run.solution)?);
         }
         let config = request.config.as_ref().filter(|config| !config.is_empty());
         let mut config_sha = None;
         if let Some(config) = config {
             let bytes = pretty(config)?;
             config_sha = Some(sha256_hex(&bytes));
-            add("replay_config", "replay-config.json", bytes);
+            set.add("replay_config", "replay-config.json", bytes);
         }
         let experiment = match &request.experiment_result {
             Some(experiment) => {
                 let (log, summary) = experiment_log(experiment);
-                add("experiment_log", "experiment-log.json", pretty(&log)?);
+                set.add("experiment_log", "experiment-log.json", pretty(&log)?);
                 Some(summary)
             }
             None => None,
         };
-        let files: Vec<SavedFile> = staged.iter().map(|(file, _)| file.clone()).collect();
-        let manifest = ArtifactManifest {
-            format: FORMAT.to_owned(),
-            format_version: FORMAT_VERSION,
-            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-            saved_at: now(),
-            backend: Backend::CpsatPython,
-            runtime_version: ortools.map(|version| format!("ortools {version}")),
-            minizinc: None,
-            cpsat: Some(CpsatRecord {
-                script_timeout_ms: request.script_timeout_ms,
-                checker_timeout_ms: request.checker_timeout_ms,
-                replay_seed: request.seed,
-                replay_config_sha256: config_sha,
-                expectation: request.expectation.clone(),
-            }),
-            verification: VerificationRecord {
-                status: run.status.clone(),
-                objective: run.objective.clone(),
-                checker_status: gates.checker.as_ref().map(|report| report.status.clone()),
-                level: gates.level.as_str().to_owned(),
-            },
-            experiment,
-            files: files.clone(),
+        let verification = VerificationRecord {
+            status: run.status.clone(),
+            objective: run.objective.clone(),
+            checker_status: gates.checker.as_ref().map(|report| report.status.clone()),
+            level: gates.level.as_str().to_owned(),
         };
-        let mut staged: Vec<StagedFile> = staged.into_iter().map(|(_, file)| file).collect();
-        staged.push(StagedFile {
-            name: MANIFEST_FILE,
-            bytes: manifest.to_bytes(),
+        let files = set.files().to_vec();
+        let mut manifest = ArtifactManifest::new(
+            Backend::CpsatPython,
+            ortools.map(|version| format!("ortools {version}")),
+            verification,
+            files.clone(),
+        );
+        manifest.cpsat = Some(CpsatRecord {
+            script_timeout_ms: request.script_timeout_ms,
+            checker_timeout_ms: request.checker_timeout_ms,
+            replay_seed: request.seed,
+            replay_config_sha256: config_sha,
+            expectation: request.expectation.clone(),
         });
+        manifest.experiment = experiment;
+        let staged = set.with_manifest(&manifest);
         let journal = self.journal.clone();
         let pause = self.pause_before_swap;
         let overwrite = request.overwrite;

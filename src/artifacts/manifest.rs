@@ -130,11 +130,37 @@ pub struct ArtifactManifest {
 }
 
 impl ArtifactManifest {
+    /// A manifest of this build, saved now; the caller fills in the
+    /// backend's record and any experiment summary.
+    pub fn new(
+        backend: Backend,
+        runtime_version: Option<String>,
+        verification: VerificationRecord,
+        files: Vec<SavedFile>,
+    ) -> ArtifactManifest {
+        ArtifactManifest {
+            format: FORMAT.to_owned(),
+            format_version: FORMAT_VERSION,
+            tool_version: env!("CARGO_PKG_VERSION").to_owned(),
+            saved_at: super::now(),
+            backend,
+            runtime_version,
+            minizinc: None,
+            cpsat: None,
+            verification,
+            experiment: None,
+            files,
+        }
+    }
+
     /// Reads and checks the manifest in `dir`; the problem in words when it
     /// is missing, unreadable, not ours or too new.
     pub fn read(dir: &Path) -> Result<ArtifactManifest, String> {
         let path = dir.join(MANIFEST_FILE);
-        let meta = std::fs::metadata(&path).map_err(|error| format!("{MANIFEST_FILE}: {error}"))?;
+        let meta = std::fs::metadata(&path).map_err(|error| match error.kind() {
+            std::io::ErrorKind::NotFound => format!("there is no {MANIFEST_FILE} in it"),
+            _ => format!("{MANIFEST_FILE}: {error}"),
+        })?;
         if meta.len() > 16 * 1024 * 1024 {
             return Err(format!(
                 "{MANIFEST_FILE} is {} bytes, too large to be ours",

@@ -13,12 +13,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::Artifacts;
 use super::manifest::{
-    ArtifactManifest, Backend, FORMAT, FORMAT_VERSION, MANIFEST_FILE, MinizincRecord, SavedFile,
-    VerificationRecord, sha256_hex,
+    ArtifactManifest, Backend, MinizincRecord, SavedFile, VerificationRecord, sha256_hex,
 };
-use super::target::{StagedFile, Target, check_target, commit};
-use super::{Artifacts, now};
+use super::target::{FileSet, StagedFile, Target, check_target, commit};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::jobs::PortfolioSolveResult;
 use crate::minizinc::{
@@ -341,62 +340,47 @@ fn minizinc_files(
     record: MinizincRecord,
     runtime_version: Option<String>,
 ) -> Result<Files, ToolError> {
-    let mut staged = Vec::new();
-    let mut add = |role: &str, name: &'static str, bytes: Vec<u8>| {
-        staged.push((
-            SavedFile::of(role, name, &bytes),
-            StagedFile { name, bytes },
-        ));
-    };
-    add("model", "model.mzn", request.model.clone().into_bytes());
+    let mut set = FileSet::default();
+    set.add("model", "model.mzn", request.model.clone().into_bytes());
     if let Some(data) = &request.data {
-        add("data", "data.dzn", data.clone().into_bytes());
+        set.add("data", "data.dzn", data.clone().into_bytes());
     }
     if let Some(checker) = &request.checker {
-        add("checker", "checker.mzc.mzn", checker.clone().into_bytes());
+        set.add("checker", "checker.mzc.mzn", checker.clone().into_bytes());
     }
     if let Some(problem) = &request.problem {
-        add("problem", "problem.md", problem.clone().into_bytes());
+        set.add("problem", "problem.md", problem.clone().into_bytes());
     }
-    add("solve_result", "solve-result.json", pretty(solve)?);
+    set.add("solve_result", "solve-result.json", pretty(solve)?);
     let experiment = match &request.portfolio_result {
         Some(race) => {
             let (log, summary) = portfolio_log(race);
-            add("experiment_log", "experiment-log.json", pretty(&log)?);
+            set.add("experiment_log", "experiment-log.json", pretty(&log)?);
             Some(summary)
         }
         None => None,
     };
-    let files: Vec<SavedFile> = staged.iter().map(|(file, _)| file.clone()).collect();
-    let manifest = ArtifactManifest {
-        format: FORMAT.to_owned(),
-        format_version: FORMAT_VERSION,
-        tool_version: env!("CARGO_PKG_VERSION").to_owned(),
-        saved_at: now(),
-        backend: Backend::Minizinc,
-        runtime_version,
-        minizinc: Some(record),
-        cpsat: None,
-        verification: VerificationRecord {
-            status: solve.status.clone(),
-            objective: solve.objective.clone(),
-            checker_status: solve.checker.as_ref().map(|checker| checker.status.clone()),
-            level: if solve.checker.is_some() {
-                "checked"
-            } else {
-                "solved"
-            }
-            .to_owned(),
-        },
-        experiment,
-        files: files.clone(),
+    let verification = VerificationRecord {
+        status: solve.status.clone(),
+        objective: solve.objective.clone(),
+        checker_status: solve.checker.as_ref().map(|checker| checker.status.clone()),
+        level: if solve.checker.is_some() {
+            "checked"
+        } else {
+            "solved"
+        }
+        .to_owned(),
     };
-    let mut staged: Vec<StagedFile> = staged.into_iter().map(|(_, file)| file).collect();
-    staged.push(StagedFile {
-        name: MANIFEST_FILE,
-        bytes: manifest.to_bytes(),
-    });
-    Ok((staged, files))
+    let files = set.files().to_vec();
+    let mut manifest = ArtifactManifest::new(
+        Backend::Minizinc,
+        runtime_version,
+        verification,
+        files.clone(),
+    );
+    manifest.minizinc = Some(record);
+    manifest.experiment = experiment;
+    Ok((set.with_manifest(&manifest), files))
 }
 
 pub(crate) fn pretty<T: Serialize>(value: &T) -> Result<Vec<u8>, ToolError> {

@@ -368,7 +368,7 @@ fn judge(result: &mut ReplayResult) {
     if matches!(recorded.status.as_str(), "satisfied" | "feasible") && recorded.objective.is_some()
     {
         why.push(format!(
-            "the recorded status {} is an incumbent a time limit stopped, not a proven optimum, so a run can end at another one",
+            "the recorded status {} is an incumbent, not a proven optimum, so another run can end at another one",
             recorded.status
         ));
     }

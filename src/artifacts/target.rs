@@ -26,7 +26,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::diagnostics::{Category, ToolError};
 
-use super::manifest::{ArtifactManifest, MANIFEST_FILE};
+use super::manifest::{ArtifactManifest, MANIFEST_FILE, SavedFile};
 
 const STAGING_MARK: &str = ".solvergate-staging-";
 
@@ -184,6 +184,34 @@ fn entries_of(dir: &Path) -> Result<BTreeSet<String>, ToolError> {
 pub struct StagedFile {
     pub name: &'static str,
     pub bytes: Vec<u8>,
+}
+
+/// The files of one save, collected with their manifest entries.
+#[derive(Default)]
+pub struct FileSet {
+    staged: Vec<StagedFile>,
+    files: Vec<SavedFile>,
+}
+
+impl FileSet {
+    pub fn add(&mut self, role: &str, name: &'static str, bytes: Vec<u8>) {
+        self.files.push(SavedFile::of(role, name, &bytes));
+        self.staged.push(StagedFile { name, bytes });
+    }
+
+    /// The manifest entries so far.
+    pub fn files(&self) -> &[SavedFile] {
+        &self.files
+    }
+
+    /// Everything to write, the manifest last.
+    pub fn with_manifest(mut self, manifest: &ArtifactManifest) -> Vec<StagedFile> {
+        self.staged.push(StagedFile {
+            name: MANIFEST_FILE,
+            bytes: manifest.to_bytes(),
+        });
+        self.staged
+    }
 }
 
 /// Writes `files` into the target, wholly replacing what was there.

@@ -5,8 +5,10 @@
 //! Exit codes: 0 success; 1 a problem before any run (missing runtime, bad
 //! argument, a path that does not exist); 2 usage errors (clap); 3 a solve
 //! that ran but produced no solution (unsatisfiable, unknown, error,
-//! timeout without incumbent).
+//! timeout without incumbent); 4 a replayed artifact whose files changed
+//! since the save; 5 a replay that ran but did not reproduce.
 
+mod artifact_commands;
 mod install;
 mod render;
 mod runtime_commands;
@@ -96,6 +98,36 @@ pub enum Command {
     },
     /// Solve a model file and print the status, solution and statistics.
     Solve(SolveArgs),
+    /// Check a saved artifact's files against its manifest and run it again
+    /// as it was verified. Exit 0 reproduced, 4 files changed since the
+    /// save, 5 ran but did not reproduce.
+    Replay {
+        /// The directory a save wrote.
+        dir: PathBuf,
+        /// Print the recorded and replayed results as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Saved artifacts.
+    Artifacts {
+        #[command(subcommand)]
+        command: ArtifactsCommand,
+    },
+}
+
+/// What to do with saved artifacts.
+#[derive(Debug, Subcommand)]
+pub enum ArtifactsCommand {
+    /// List the artifacts in each DIR (or DIR itself when it is one): backend,
+    /// status, objective, when it was saved and what verified it.
+    Ls {
+        /// Directories to look in.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// Print the list as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// One of the two runtimes.
@@ -226,6 +258,13 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
             let (minizinc, _) = resolve();
             solve(minizinc, args).await
         }
+        Command::Replay { dir, json } => {
+            let (minizinc, cpsat) = resolve();
+            artifact_commands::replay(minizinc, cpsat, &dirs, dir, json).await
+        }
+        Command::Artifacts {
+            command: ArtifactsCommand::Ls { dirs, json },
+        } => artifact_commands::list(dirs, json),
     }
 }
 

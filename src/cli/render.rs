@@ -6,6 +6,7 @@ use std::fmt::Write;
 use serde::Serialize;
 
 use super::RuntimeKind;
+use crate::artifacts::{ArtifactList, ReplayResult};
 use crate::minizinc::SolveResult;
 use crate::runtime::{INSTALL_HINT, RuntimeStatus, SolverList};
 
@@ -133,6 +134,114 @@ pub fn solve(result: &SolveResult) -> String {
         for (key, value) in &result.statistics {
             let _ = writeln!(text, "  {key}: {value}");
         }
+    }
+    text
+}
+
+/// A replay: recorded beside replayed, then the verdict.
+pub fn replay(result: &ReplayResult) -> String {
+    let mut text = format!(
+        "Replayed {} ({}, saved {})\n",
+        result.target_dir,
+        result.backend.as_str(),
+        result.saved_at
+    );
+    let objective = |value: &Option<serde_json::Number>| {
+        value.as_ref().map_or("-".to_owned(), ToString::to_string)
+    };
+    let rows = [
+        (
+            "",
+            "status",
+            "objective".to_owned(),
+            "checker",
+            "verified by",
+        ),
+        (
+            "recorded",
+            result.recorded.status.as_str(),
+            objective(&result.recorded.objective),
+            result.recorded.checker_status.as_deref().unwrap_or("-"),
+            result.recorded.level.as_str(),
+        ),
+        (
+            "replayed",
+            result.replayed.status.as_str(),
+            objective(&result.replayed.objective),
+            result.replayed.checker_status.as_deref().unwrap_or("-"),
+            result.replayed.level.as_str(),
+        ),
+    ];
+    let widths = [
+        rows.iter().map(|row| row.0.len()).max().unwrap_or(0),
+        rows.iter().map(|row| row.1.len()).max().unwrap_or(0),
+        rows.iter().map(|row| row.2.len()).max().unwrap_or(0),
+        rows.iter().map(|row| row.3.len()).max().unwrap_or(0),
+    ];
+    for (label, status, objective, checker, level) in &rows {
+        let line = format!(
+            "  {label:<w0$}  {status:<w1$}  {objective:<w2$}  {checker:<w3$}  {level}",
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+        );
+        let _ = writeln!(text, "{}", line.trim_end());
+    }
+    let runtime =
+        |version: &Option<String>| version.clone().unwrap_or_else(|| "unknown".to_owned());
+    let _ = writeln!(
+        text,
+        "  runtime: {} at the save, {} now",
+        runtime(&result.recorded_runtime_version),
+        runtime(&result.runtime_version)
+    );
+    match &result.reason {
+        None => text.push_str("reproduced\n"),
+        Some(reason) => {
+            let _ = writeln!(text, "not reproduced: {reason}");
+        }
+    }
+    text
+}
+
+/// `artifacts ls`: one aligned row per artifact.
+pub fn artifact_list(list: &ArtifactList) -> String {
+    if list.artifacts.is_empty() {
+        return "No solvergate artifacts found.\n".to_owned();
+    }
+    let header = [
+        "DIRECTORY".to_owned(),
+        "BACKEND".to_owned(),
+        "STATUS".to_owned(),
+        "OBJECTIVE".to_owned(),
+        "SAVED AT".to_owned(),
+        "VERIFIED BY".to_owned(),
+    ];
+    let mut rows = vec![header];
+    for artifact in &list.artifacts {
+        rows.push([
+            artifact.dir.clone(),
+            artifact.backend.as_str().to_owned(),
+            artifact.status.clone(),
+            artifact
+                .objective
+                .as_ref()
+                .map_or("-".to_owned(), ToString::to_string),
+            artifact.saved_at.clone(),
+            artifact.verified_by.clone(),
+        ]);
+    }
+    let widths: Vec<usize> = (0..6)
+        .map(|column| rows.iter().map(|row| row[column].len()).max().unwrap_or(0))
+        .collect();
+    let mut text = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (column, cell) in row.iter().enumerate() {
+            let _ = write!(line, "{cell:<width$}  ", width = widths[column]);
+        }
+        let _ = writeln!(text, "{}", line.trim_end());
     }
     text
 }

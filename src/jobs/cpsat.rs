@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome, Start};
 use super::status::{
-    JobKind, JobList, full, lifecycle_diagnostic, summary, timestamp, unknown_job,
+    JobKind, JobList, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
 };
 use crate::cpsat::{
     CheckerReport, CheckerSource, Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource,
@@ -173,21 +173,12 @@ impl CpsatJobs {
 
     /// Every retained job, summarised (`get` has the full result).
     pub fn list(&self) -> JobList {
-        JobList {
-            jobs: self
-                .registry
-                .list()
-                .iter()
-                .map(|snapshot| {
-                    summary(JobKind::CpsatPython, snapshot, |output| {
-                        (
-                            output.result.status.clone(),
-                            output.result.objective.clone(),
-                        )
-                    })
-                })
-                .collect(),
-        }
+        list_of(&self.registry, JobKind::CpsatPython, |output| {
+            (
+                output.result.status.clone(),
+                output.result.objective.clone(),
+            )
+        })
     }
 
     /// Cancels every job; waits for them until `deadline`.

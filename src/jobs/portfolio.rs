@@ -37,7 +37,7 @@ use tokio_util::sync::CancellationToken;
 use super::registry::{Completion, JobRegistry, JobSnapshot, JobState, Outcome, Start};
 use super::solve::{SolveJobMeta, SolveJobs};
 use super::status::{
-    JobKind, JobList, full, lifecycle_diagnostic, summary, timestamp, unknown_job,
+    JobKind, JobList, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
 };
 pub use super::winner::WinnerPolicy;
 use super::winner::pick_winner;
@@ -474,21 +474,12 @@ impl Portfolios {
     /// Every retained race, summarised: its status and the winner's
     /// objective (`get` has the full result).
     pub fn list(&self) -> JobList {
-        JobList {
-            jobs: self
-                .registry
-                .list()
-                .iter()
-                .map(|snapshot| {
-                    summary(JobKind::Portfolio, snapshot, |result| {
-                        (
-                            result.status.clone(),
-                            result.winner.as_ref().and_then(|w| w.objective.clone()),
-                        )
-                    })
-                })
-                .collect(),
-        }
+        list_of(&self.registry, JobKind::Portfolio, |result| {
+            (
+                result.status.clone(),
+                result.winner.as_ref().and_then(|w| w.objective.clone()),
+            )
+        })
     }
 
     /// Cancels every race; waits for them until `deadline`.

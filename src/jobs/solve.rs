@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome, Start};
 use super::status::{
-    JobKind, JobList, full, lifecycle_diagnostic, summary, timestamp, unknown_job,
+    JobKind, JobList, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
 };
 use crate::diagnostics::{Diagnostic, ToolError};
 use crate::minizinc::{MiniZinc, SolveRequest, SolveResult};
@@ -121,18 +121,9 @@ impl SolveJobs {
 
     /// Every retained job, summarised (`get` has the full result).
     pub fn list(&self) -> JobList {
-        JobList {
-            jobs: self
-                .registry
-                .list()
-                .iter()
-                .map(|snapshot| {
-                    summary(JobKind::Solve, snapshot, |result| {
-                        (result.status.clone(), result.objective.clone())
-                    })
-                })
-                .collect(),
-        }
+        list_of(&self.registry, JobKind::Solve, |result| {
+            (result.status.clone(), result.objective.clone())
+        })
     }
 
     /// Cancels every job; waits for them until `deadline`.

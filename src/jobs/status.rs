@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 
-use super::registry::{JobSnapshot, JobState, RegistryFull};
+use super::registry::{JobRegistry, JobSnapshot, JobState, RegistryFull};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 
 /// RFC 3339 with milliseconds, UTC.
@@ -84,10 +84,10 @@ pub struct JobList {
 
 /// Summarises a snapshot; `headline` reads status and objective off the
 /// result.
-pub(crate) fn summary<R, M>(
+fn summary<R, M>(
     kind: JobKind,
     snapshot: &JobSnapshot<R, M>,
-    headline: impl Fn(&R) -> (String, Option<Number>),
+    headline: &impl Fn(&R) -> (String, Option<Number>),
 ) -> JobSummary {
     let (status, objective) = snapshot
         .result
@@ -107,5 +107,20 @@ pub(crate) fn summary<R, M>(
         status,
         objective,
         message: snapshot.message.clone(),
+    }
+}
+
+/// Every retained job of `registry`, oldest first, as summaries.
+pub(crate) fn list_of<R: Send + Sync + 'static, M: Send + Sync + 'static>(
+    registry: &JobRegistry<R, M>,
+    kind: JobKind,
+    headline: impl Fn(&R) -> (String, Option<Number>),
+) -> JobList {
+    JobList {
+        jobs: registry
+            .list()
+            .iter()
+            .map(|snapshot| summary(kind, snapshot, &headline))
+            .collect(),
     }
 }

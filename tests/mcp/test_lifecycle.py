@@ -185,7 +185,8 @@ def test_stdout_is_only_jsonrpc_and_no_zombies_remain(harness, raw):
     answered = [line for line in server.lines if json.loads(line).get("id") == request_id]
     assert not answered, f"a cancelled request got a response: {answered[0][:300]}"
     reply = server.call("tools/list")
-    assert len(reply["result"]["tools"]) == 25, "8 core + 2 inspect + 8 MiniZinc job tools + 7 CP-SAT tools"
+    tools = reply["result"]["tools"]
+    assert len(tools) == 28, "8 core + 2 inspect + 8 MiniZinc job tools + 7 CP-SAT tools + 3 artifact tools"
     reply = server.call("no/such/method")
     assert reply["error"]["code"] == -32601
 

@@ -1,0 +1,97 @@
+//! `solvergate replay DIR` and `solvergate artifacts ls DIR…`: a saved
+//! artifact checked and run again, and saved artifacts found again, from the
+//! terminal.
+//!
+//! Exit codes of `replay`: 0 reproduced; 1 a problem before running (not an
+//! artifact, no runtime); 4 the files changed since the save; 5 it ran but
+//! did not reproduce. `artifacts ls` exits 1 when a path is not a
+//! directory, else 0.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{ARTIFACT_JOURNAL, fail, refuse, render};
+use crate::artifacts::{self, Artifacts};
+use crate::cpsat::Cpsat;
+use crate::diagnostics::Category;
+use crate::minizinc::MiniZinc;
+use crate::progress::Progress;
+use crate::runtime::cpsat::CpsatRuntime;
+use crate::runtime::{Runtime, UserDirs};
+
+/// Exit code of a replay refused because the files changed.
+const TAMPERED: u8 = 4;
+/// Exit code of a replay that ran and did not reproduce.
+const NOT_REPRODUCED: u8 = 5;
+
+pub async fn replay(
+    minizinc: Arc<Runtime>,
+    cpsat: Arc<CpsatRuntime>,
+    dirs: &UserDirs,
+    dir: PathBuf,
+    json: bool,
+) -> ExitCode {
+    let dir = match std::path::absolute(&dir) {
+        Ok(dir) => dir,
+        Err(error) => return refuse(format!("{}: {error}", dir.display())),
+    };
+    let service = Artifacts::new(
+        MiniZinc::new(minizinc),
+        Cpsat::new(cpsat),
+        dirs.data_dir.join(ARTIFACT_JOURNAL),
+    );
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    let outcome = service
+        .replay(&dir.to_string_lossy(), &Progress::none(), &cancel)
+        .await;
+    let result = match outcome {
+        Ok(result) => result,
+        Err(error) if error.category() == Category::NotVerified => {
+            fail(&error);
+            return ExitCode::from(TAMPERED);
+        }
+        Err(error) => return fail(&error),
+    };
+    if json {
+        println!("{}", render::json(&result));
+    } else {
+        print!("{}", render::replay(&result));
+    }
+    if result.reproduced {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(NOT_REPRODUCED)
+    }
+}
+
+pub fn list(dirs: Vec<PathBuf>, json: bool) -> ExitCode {
+    let found = artifacts::list(&dirs);
+    if json {
+        println!("{}", render::json(&found));
+    } else {
+        print!("{}", render::artifact_list(&found));
+        for unreadable in &found.unreadable {
+            eprintln!(
+                "solvergate: warning: {} has a manifest that cannot be read: {}",
+                unreadable.dir, unreadable.problem
+            );
+        }
+    }
+    for missing in &found.missing {
+        eprintln!("solvergate: {missing} is not a directory");
+    }
+    if found.missing.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

@@ -1,0 +1,274 @@
+//! `solvergate replay` and `solvergate artifacts ls` as a person sees them:
+//! artifacts saved through the library on the real runtimes, then the whole
+//! terminal transcript (stdout, stderr, exit code) pinned as a snapshot with
+//! paths, times and versions filtered out.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use solvergate::artifacts::{Artifacts, SaveModelRequest, SavePythonRequest};
+use solvergate::cpsat::Cpsat;
+use solvergate::minizinc::{MiniZinc, SolveControls};
+use solvergate::progress::Progress;
+use solvergate::runtime::cpsat::CpsatRuntime;
+use solvergate::runtime::{LocationSource, Runtime, RuntimeLocation};
+use tokio_util::sync::CancellationToken;
+
+const MODEL: &str = "int: n;\nvar 1..n: x;\nsolve maximize x;\n";
+const DATA: &str = "n = 60;\n";
+const CHECKER: &str = "int: n;\nint: x;\nconstraint x <= n;\noutput [\"ok\\n\"];\n";
+const SCRIPT: &str = "import json, os\nseed = int(os.environ.get('SOLVERGATE_CPSAT_SEED', '0'))\nprint(json.dumps({'status': 'feasible', 'objective': seed, 'solution': {'seed': seed}}))\n";
+/// A script whose incumbent is different on every run.
+const RESTLESS: &str = "import json, random\nvalue = random.SystemRandom().randint(10**11, 10**12 - 1)\nprint(json.dumps({'status': 'feasible', 'objective': value, 'solution': {'value': value}}))\n";
+
+fn test_runtime() -> PathBuf {
+    PathBuf::from(std::env::var("SOLVERGATE_TEST_RUNTIME").unwrap_or_else(|_| "/usr".into()))
+}
+
+fn test_python() -> PathBuf {
+    PathBuf::from(std::env::var("SOLVERGATE_TEST_PYTHON").unwrap_or_else(|_| "python3".into()))
+}
+
+/// A private home with both runtimes adopted, and a service on them.
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Home {
+        let home = Home {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let runtime = test_runtime();
+        let python = test_python();
+        let output = home.run(&[
+            "configure-runtime",
+            "--runtime-dir",
+            runtime.to_str().unwrap(),
+            "--python",
+            python.to_str().unwrap(),
+        ]);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        home
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_solvergate"))
+            .args(args)
+            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
+            .env("XDG_DATA_HOME", self.dir.path().join("data"))
+            .env("HOME", self.dir.path())
+            .env_remove("SOLVERGATE_RUNTIME_DIR")
+            .env_remove("SOLVERGATE_CPSAT_PYTHON")
+            .output()
+            .unwrap()
+    }
+
+    fn service(&self) -> Artifacts {
+        let minizinc = Arc::new(Runtime::new(RuntimeLocation {
+            dir: test_runtime(),
+            source: LocationSource::Flag,
+        }));
+        let cpsat = Arc::new(CpsatRuntime {
+            python: test_python(),
+            source: LocationSource::Flag,
+        });
+        Artifacts::new(
+            MiniZinc::new(minizinc),
+            Cpsat::new(cpsat),
+            self.dir.path().join("journal"),
+        )
+    }
+
+    fn saves(&self) -> PathBuf {
+        let saves = self.dir.path().join("saves");
+        std::fs::create_dir_all(&saves).unwrap();
+        saves
+    }
+
+    /// Saves the MiniZinc fixture at `saves/<name>`.
+    fn save_model(&self, name: &str) -> PathBuf {
+        let target = self.saves().join(name);
+        let request = SaveModelRequest {
+            model: MODEL.to_owned(),
+            data: Some(DATA.to_owned()),
+            checker: Some(CHECKER.to_owned()),
+            problem: None,
+            solver: Some("gecode".to_owned()),
+            timeout_ms: 20_000,
+            controls: SolveControls::default(),
+            target_dir: target.to_string_lossy().into_owned(),
+            overwrite: false,
+            portfolio_result: None,
+        };
+        let saved = block_on(self.service().save_minizinc(
+            &request,
+            &Progress::none(),
+            &CancellationToken::new(),
+        ))
+        .unwrap();
+        assert_eq!(saved.status, "saved", "{saved:?}");
+        target
+    }
+
+    /// Saves a CP-SAT script, seeded with 41, at `saves/<name>`.
+    fn save_script(&self, name: &str, source: &str) -> PathBuf {
+        let target = self.saves().join(name);
+        let request = SavePythonRequest {
+            source: source.to_owned(),
+            target_dir: Some(target.to_string_lossy().into_owned()),
+            script_timeout_ms: 20_000,
+            problem: None,
+            expectation: None,
+            checker: None,
+            checker_timeout_ms: None,
+            overwrite: false,
+            verify_only: false,
+            seed: Some(41),
+            config: None,
+            experiment_result: None,
+        };
+        let saved = block_on(self.service().save_cpsat(
+            &request,
+            &Progress::none(),
+            &CancellationToken::new(),
+        ))
+        .unwrap();
+        assert!(saved.saved, "{saved:?}");
+        target
+    }
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Runtime::new().unwrap().block_on(future)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The whole transcript a person sees.
+fn transcript(output: &Output) -> String {
+    format!(
+        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
+        output.status.code().unwrap_or(-1),
+        text(&output.stdout),
+        text(&output.stderr)
+    )
+}
+
+/// Snapshots `output` with the home's path, times and versions filtered.
+fn snapshot(name: &str, home: &Path, output: &Output) {
+    snapshot_with(name, home, output, &[]);
+}
+
+/// [`snapshot`] with more filters.
+fn snapshot_with(name: &str, home: &Path, output: &Output, extra: &[(&str, &str)]) {
+    let home = regex_escape(&home.to_string_lossy());
+    let mut filters = vec![
+        (home.as_str(), "[HOME]"),
+        (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "[TIME]"),
+        (
+            r"runtime: .* at the save, .* now",
+            "runtime: [VERSION] at the save, [VERSION] now",
+        ),
+        (r"[0-9a-f]{64}", "[SHA256]"),
+    ];
+    filters.extend_from_slice(extra);
+    insta::with_settings!({
+        filters => filters,
+    }, {
+        insta::assert_snapshot!(name, transcript(output));
+    });
+}
+
+fn regex_escape(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            if "\\.+*?()|[]{}^$".contains(c) {
+                vec!['\\', c]
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn replay_of_a_saved_model_reproduces() {
+    let home = Home::new();
+    let target = home.save_model("n-model");
+    let output = home.run(&["replay", target.to_str().unwrap()]);
+    snapshot("replay_reproduced", home.dir.path(), &output);
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[test]
+fn replay_of_a_seeded_script_reproduces() {
+    let home = Home::new();
+    let target = home.save_script("seeded", SCRIPT);
+    let output = home.run(&["replay", target.to_str().unwrap()]);
+    snapshot("replay_script_reproduced", home.dir.path(), &output);
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[test]
+fn replay_refuses_a_changed_model() {
+    let home = Home::new();
+    let target = home.save_model("n-model");
+    std::fs::write(
+        target.join("model.mzn"),
+        MODEL.replace("maximize", "minimize"),
+    )
+    .unwrap();
+    let output = home.run(&["replay", target.to_str().unwrap()]);
+    snapshot("replay_tampered", home.dir.path(), &output);
+    assert_eq!(output.status.code(), Some(4));
+}
+
+#[test]
+fn replay_that_does_not_reproduce_says_why() {
+    let home = Home::new();
+    let target = home.save_script("restless", RESTLESS);
+    let output = home.run(&["replay", target.to_str().unwrap()]);
+    snapshot_with(
+        "replay_not_reproduced",
+        home.dir.path(),
+        &output,
+        &[
+            (r"objective \d+", "objective [N]"),
+            (r"\d+ came back", "[N] came back"),
+            (
+                r"(recorded|replayed)  feasible  \d+ *",
+                "$1  feasible  [N]        ",
+            ),
+        ],
+    );
+    assert_eq!(output.status.code(), Some(5));
+}
+
+#[test]
+fn replay_of_a_directory_that_is_not_an_artifact() {
+    let home = Home::new();
+    let output = home.run(&["replay", home.saves().to_str().unwrap()]);
+    snapshot("replay_not_an_artifact", home.dir.path(), &output);
+    assert_eq!(output.status.code(), Some(1));
+}
+
+#[test]
+fn artifacts_ls_lists_what_was_saved() {
+    let home = Home::new();
+    home.save_model("n-model");
+    home.save_script("seeded", SCRIPT);
+    std::fs::create_dir_all(home.saves().join("not-an-artifact")).unwrap();
+    let saves = home.saves();
+    let output = home.run(&["artifacts", "ls", saves.to_str().unwrap()]);
+    snapshot("artifacts_ls", home.dir.path(), &output);
+    assert_eq!(output.status.code(), Some(0));
+
+    let missing = home.dir.path().join("nowhere");
+    let output = home.run(&["artifacts", "ls", missing.to_str().unwrap()]);
+    snapshot("artifacts_ls_missing", home.dir.path(), &output);
+    assert_eq!(output.status.code(), Some(1));
+}
