@@ -19,6 +19,7 @@ pub mod exec;
 pub mod jobs;
 pub mod mcp;
 pub mod minizinc;
+pub mod planner;
 pub mod progress;
 pub mod runtime;
 pub mod settings;

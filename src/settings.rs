@@ -46,6 +46,8 @@ pub struct Settings {
     /// `SOLVERGATE_CPSAT_MAX_RUNNING_JOBS`, `..._MAX_QUEUED_JOBS`,
     /// `..._MAX_RETAINED_TERMINAL`: the CP-SAT job registry.
     pub cpsat_jobs: JobBounds,
+    /// `SOLVERGATE_PLANNER_MAX_RESULTS`: planner results kept on disk.
+    pub planner_max_results: usize,
     /// `SOLVERGATE_TEST_HOOKS=1`, honoured in debug builds only: lets tests
     /// make a solve panic on purpose (see `minizinc::TEST_PANIC_MARKER`).
     /// Always false in a release build.
@@ -122,6 +124,11 @@ impl Settings {
             cpsat_python: absolute_path(
                 CPSAT_PYTHON_VAR,
                 "a Python interpreter that can import ortools",
+            )?,
+            planner_max_results: count(
+                "SOLVERGATE_PLANNER_MAX_RESULTS",
+                crate::planner::store::DEFAULT_MAX_RESULTS,
+                1,
             )?,
             test_hooks: cfg!(debug_assertions)
                 && lookup("SOLVERGATE_TEST_HOOKS").is_some_and(|value| value == "1"),

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use solvergate::artifacts::{Artifacts, SaveModelRequest, SavePythonRequest};
 use solvergate::cpsat::Cpsat;
 use solvergate::minizinc::{MiniZinc, SolveControls};
+use solvergate::planner::{Planner, ResultStore};
 use solvergate::progress::Progress;
 use solvergate::runtime::cpsat::CpsatRuntime;
 use solvergate::runtime::{LocationSource, Runtime, RuntimeLocation};
@@ -74,9 +75,15 @@ impl Home {
             python: test_python(),
             source: LocationSource::Flag,
         });
+        let minizinc = MiniZinc::new(minizinc);
+        let planner = Planner::new(
+            minizinc.clone(),
+            ResultStore::new(self.dir.path().join("planner"), 16),
+        );
         Artifacts::new(
-            MiniZinc::new(minizinc),
+            minizinc,
             Cpsat::new(cpsat),
+            planner,
             self.dir.path().join("journal"),
         )
     }

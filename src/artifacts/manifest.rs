@@ -29,6 +29,8 @@ pub const FORMAT_VERSION: u32 = 1;
 pub enum Backend {
     Minizinc,
     CpsatPython,
+    /// A load plan (`plan_load`'s result and its cohort).
+    Planner,
 }
 
 impl Backend {
@@ -36,6 +38,7 @@ impl Backend {
         match self {
             Backend::Minizinc => "minizinc",
             Backend::CpsatPython => "cpsat_python",
+            Backend::Planner => "planner",
         }
     }
 }
@@ -122,6 +125,9 @@ pub struct ArtifactManifest {
     pub runtime_version: Option<String>,
     pub minizinc: Option<MinizincRecord>,
     pub cpsat: Option<CpsatRecord>,
+    /// Present for the `planner` backend.
+    #[serde(default)]
+    pub planner: Option<super::plan::PlannerRecord>,
     pub verification: VerificationRecord,
     /// A compact summary of the race or experiment the save came from.
     pub experiment: Option<Value>,
@@ -147,6 +153,7 @@ impl ArtifactManifest {
             runtime_version,
             minizinc: None,
             cpsat: None,
+            planner: None,
             verification,
             experiment: None,
             files,

@@ -1,9 +1,9 @@
 //! Verified saves, replay and listing of artifacts on disk.
 //!
 //! A save re-verifies what a client proposes on the real runtime and writes
-//! a directory only when every gate passes ([`minizinc`], [`cpsat`]); the
-//! directory carries a manifest ([`manifest`]) with every file's sha256 and
-//! everything needed to run it again. [`replay`] checks the files against
+//! a directory only when every gate passes ([`minizinc`], [`cpsat`], and
+//! load plans in [`plan`]); the directory carries a manifest ([`manifest`])
+//! with every file's sha256 and everything needed to run it again. [`replay`] checks the files against
 //! the manifest and re-runs the artifact; [`list`] finds artifacts again.
 //! [`target`] owns the one rule about writing: a target path names a whole
 //! old or a whole new directory at every instant.
@@ -15,6 +15,7 @@ pub mod cpsat;
 pub mod list;
 pub mod manifest;
 pub mod minizinc;
+pub mod plan;
 pub mod replay;
 pub mod target;
 
@@ -23,11 +24,13 @@ use std::time::{Duration, SystemTime};
 
 use crate::cpsat::Cpsat;
 use crate::minizinc::MiniZinc;
+use crate::planner::Planner;
 
 pub use cpsat::{SavePythonRequest, SaveVerifiedPythonResult, VerificationLevel};
 pub use list::{ArtifactList, ArtifactRow, list};
 pub use manifest::{ArtifactManifest, Backend, Expectation, MANIFEST_FILE, SavedFile};
 pub use minizinc::{SaveModelRequest, SaveVerifiedModelResult};
+pub use plan::{SavePlanRequest, SavePlanResult};
 pub use replay::{ReplayOutcome, ReplayResult};
 
 /// Saves and replays on one MiniZinc and one CP-SAT runtime.
@@ -35,6 +38,7 @@ pub use replay::{ReplayOutcome, ReplayResult};
 pub struct Artifacts {
     minizinc: MiniZinc,
     cpsat: Cpsat,
+    planner: Planner,
     /// Where in-progress saves record their staging dirs.
     journal: PathBuf,
     /// Test hooks (debug builds): a pause between staging and swap, so a
@@ -43,10 +47,11 @@ pub struct Artifacts {
 }
 
 impl Artifacts {
-    pub fn new(minizinc: MiniZinc, cpsat: Cpsat, journal: PathBuf) -> Self {
+    pub fn new(minizinc: MiniZinc, cpsat: Cpsat, planner: Planner, journal: PathBuf) -> Self {
         Artifacts {
             minizinc,
             cpsat,
+            planner,
             journal,
             pause_before_swap: None,
         }

@@ -57,6 +57,9 @@ pub struct ReplayResult {
     /// The CP-SAT replay's full run and checker report.
     pub run: Option<CpsatPythonResult>,
     pub checker: Option<CheckerReport>,
+    /// A plan's recorded and replayed result ids.
+    pub recorded_result_id: Option<String>,
+    pub result_id: Option<String>,
     /// `null` when reproduced.
     pub diagnostic: Option<Diagnostic>,
 }
@@ -154,6 +157,7 @@ impl Artifacts {
         let mut result = match manifest.backend {
             Backend::Minizinc => self.replay_minizinc(&dir, &manifest, cancel).await?,
             Backend::CpsatPython => self.replay_cpsat(&dir, &manifest, cancel).await?,
+            Backend::Planner => self.replay_plan(&dir, &manifest, cancel).await?,
         };
         result.recorded = recorded;
         judge(&mut result);
@@ -303,6 +307,46 @@ impl Artifacts {
     }
 }
 
+impl Artifacts {
+    async fn replay_plan(
+        &self,
+        dir: &Path,
+        manifest: &ArtifactManifest,
+        cancel: &CancellationToken,
+    ) -> Result<ReplayResult, ToolError> {
+        let record = manifest.planner.as_ref().ok_or_else(|| {
+            ToolError::invalid(format!(
+                "{MANIFEST_FILE} in {} names the planner backend but records no plan",
+                dir.display()
+            ))
+        })?;
+        let problem_file = manifest
+            .file("problem")
+            .ok_or_else(|| ToolError::invalid(format!("{MANIFEST_FILE} lists no problem.json")))?;
+        let text = fs::read_to_string(dir.join(&problem_file.name)).map_err(|error| {
+            ToolError::invalid(format!("{} cannot be read: {error}", problem_file.name))
+        })?;
+        let problem = crate::planner::LoadProblem::parse(&text)?;
+        let planned = self.planner.plan(&problem, cancel).await?;
+        let replayed = super::plan::plan_outcome(&planned.result);
+        let runtime_version = self.minizinc.runtime().version(cancel).await.ok();
+        let mut result = blank(
+            dir,
+            manifest,
+            ReplayOutcome {
+                status: replayed.status,
+                objective: replayed.objective,
+                checker_status: replayed.checker_status,
+                level: replayed.level,
+            },
+            runtime_version,
+        );
+        result.recorded_result_id = Some(record.result_id.clone());
+        result.result_id = Some(planned.result_id);
+        Ok(result)
+    }
+}
+
 fn blank(
     dir: &Path,
     manifest: &ArtifactManifest,
@@ -322,6 +366,8 @@ fn blank(
         solve: None,
         run: None,
         checker: None,
+        recorded_result_id: None,
+        result_id: None,
         diagnostic: None,
     }
 }
@@ -351,6 +397,13 @@ fn judge(result: &mut ReplayResult) {
             "objective {} was recorded, {} came back",
             shown(recorded.objective.as_ref()),
             shown(replayed.objective.as_ref())
+        ));
+    }
+    if result.recorded_result_id != result.result_id {
+        differences.push(format!(
+            "the plan's result_id was {}, the replay's is {}",
+            result.recorded_result_id.as_deref().unwrap_or("none"),
+            result.result_id.as_deref().unwrap_or("none")
         ));
     }
     if recorded.checker_status != replayed.checker_status {

@@ -13,14 +13,16 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{ARTIFACT_JOURNAL, fail, refuse, render};
+use super::{ARTIFACT_JOURNAL, PLANNER_STORE, fail, refuse, render};
 use crate::artifacts::{self, Artifacts};
 use crate::cpsat::Cpsat;
 use crate::diagnostics::Category;
 use crate::minizinc::MiniZinc;
+use crate::planner::{Planner, ResultStore};
 use crate::progress::Progress;
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{Runtime, UserDirs};
+use crate::settings::Settings;
 
 /// Exit code of a replay refused because the files changed.
 const TAMPERED: u8 = 4;
@@ -30,6 +32,7 @@ const NOT_REPRODUCED: u8 = 5;
 pub async fn replay(
     minizinc: Arc<Runtime>,
     cpsat: Arc<CpsatRuntime>,
+    settings: &Settings,
     dirs: &UserDirs,
     dir: PathBuf,
     json: bool,
@@ -38,9 +41,18 @@ pub async fn replay(
         Ok(dir) => dir,
         Err(error) => return refuse(format!("{}: {error}", dir.display())),
     };
+    let minizinc = MiniZinc::new(minizinc);
+    let planner = Planner::new(
+        minizinc.clone(),
+        ResultStore::new(
+            dirs.data_dir.join(PLANNER_STORE),
+            settings.planner_max_results,
+        ),
+    );
     let service = Artifacts::new(
-        MiniZinc::new(minizinc),
+        minizinc,
         Cpsat::new(cpsat),
+        planner,
         dirs.data_dir.join(ARTIFACT_JOURNAL),
     );
     let cancel = CancellationToken::new();

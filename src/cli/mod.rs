@@ -10,6 +10,7 @@
 
 mod artifact_commands;
 mod install;
+mod plan_command;
 mod render;
 mod runtime_commands;
 
@@ -107,6 +108,29 @@ pub enum Command {
         /// Print the recorded and replayed results as JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Plan a cohort of orders (JSON from FILE or stdin): air, LCL or full
+    /// containers per order, four priced plans with a risk read, one
+    /// recommended. Exit 0 with a recommendation, 3 when no plan is feasible.
+    Plan {
+        /// The cohort as JSON; stdin when omitted.
+        file: Option<PathBuf>,
+        /// Print the full result (with result_id) as JSON.
+        #[arg(long, conflicts_with = "explain")]
+        json: bool,
+        /// Print the narration of the result.
+        #[arg(long)]
+        explain: bool,
+        /// Print a valid sample cohort to start from, and exit.
+        #[arg(long, conflicts_with_all = ["json", "explain", "file", "save"])]
+        example: bool,
+        /// Also save the plan as an artifact in this directory (replay it
+        /// with `solvergate replay DIR`).
+        #[arg(long, value_name = "DIR")]
+        save: Option<PathBuf>,
+        /// With --save: replace a previous solvergate save there.
+        #[arg(long, requires = "save")]
+        overwrite: bool,
     },
     /// Saved artifacts.
     Artifacts {
@@ -260,11 +284,29 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
         }
         Command::Replay { dir, json } => {
             let (minizinc, cpsat) = resolve();
-            artifact_commands::replay(minizinc, cpsat, &dirs, dir, json).await
+            artifact_commands::replay(minizinc, cpsat, &settings, &dirs, dir, json).await
         }
         Command::Artifacts {
             command: ArtifactsCommand::Ls { dirs, json },
         } => artifact_commands::list(dirs, json),
+        Command::Plan { example: true, .. } => plan_command::example(),
+        Command::Plan {
+            file,
+            json,
+            explain,
+            save,
+            overwrite,
+            ..
+        } => {
+            let (minizinc, cpsat) = resolve();
+            let output = match (json, explain) {
+                (true, _) => plan_command::PlanOutput::Json,
+                (_, true) => plan_command::PlanOutput::Explain,
+                _ => plan_command::PlanOutput::Table,
+            };
+            let save = save.map(|dir| plan_command::SaveTo { dir, overwrite });
+            plan_command::plan(minizinc, cpsat, &settings, &dirs, file, output, save).await
+        }
     }
 }
 
@@ -322,6 +364,9 @@ async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
     }
 }
 
+/// The per-user data dir's folder of planner results.
+pub(crate) const PLANNER_STORE: &str = "planner";
+
 /// The per-user data dir's folder recording in-progress saves.
 pub(crate) const ARTIFACT_JOURNAL: &str = "saves-in-progress";
 
@@ -372,6 +417,10 @@ async fn serve_stdio(
         shutdown: shutdown.clone(),
         test_hooks: settings.test_hooks,
         artifact_journal: journal,
+        planner_store: crate::planner::ResultStore::new(
+            dirs.data_dir.join(PLANNER_STORE),
+            settings.planner_max_results,
+        ),
     });
     let jobs = server.clone();
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();

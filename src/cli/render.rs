@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::RuntimeKind;
 use crate::artifacts::{ArtifactList, ReplayResult};
 use crate::minizinc::SolveResult;
+use crate::planner::PlanResult;
 use crate::runtime::{INSTALL_HINT, RuntimeStatus, SolverList};
 
 /// Pretty JSON of any result (cannot fail for our plain structs).
@@ -242,6 +243,99 @@ pub fn artifact_list(list: &ArtifactList) -> String {
             let _ = write!(line, "{cell:<width$}  ", width = widths[column]);
         }
         let _ = writeln!(text, "{}", line.trim_end());
+    }
+    text
+}
+
+/// A load plan as a person reads it: one row per card, then the modes.
+pub fn load_plan(result: &PlanResult) -> String {
+    let plan = &result.result;
+    let number = |value: Option<f64>| {
+        value.map_or("-".to_owned(), |v| serde_json::Value::from(v).to_string())
+    };
+    let mut rows = vec![
+        [
+            "CARD",
+            "FEASIBLE",
+            "TOTAL",
+            "AIR",
+            "LCL",
+            "FCL",
+            "CONTAINERS",
+            "FILL",
+            "MISS P",
+            "CHECKER",
+        ]
+        .map(str::to_owned),
+    ];
+    for card in &plan.cards {
+        let cost = card.cost.as_ref();
+        let containers: Vec<String> = card
+            .containers
+            .iter()
+            .map(|c| format!("{}×{}", c.count, c.container_type))
+            .collect();
+        rows.push([
+            format!("{}{}", card.name, if card.recommended { " *" } else { "" }),
+            if card.feasible { "yes" } else { "no" }.to_owned(),
+            number(cost.map(|c| c.total)),
+            number(cost.map(|c| c.air)),
+            number(cost.map(|c| c.lcl)),
+            number(cost.map(|c| c.fcl)),
+            if containers.is_empty() {
+                "-".to_owned()
+            } else {
+                containers.join(" ")
+            },
+            number(card.fill_rate),
+            number(card.miss_probability),
+            card.checker.clone().unwrap_or_else(|| "-".to_owned()),
+        ]);
+    }
+    let widths: Vec<usize> = (0..10)
+        .map(|column| {
+            rows.iter()
+                .map(|row| row[column].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut text = format!(
+        "Load plan {} (solved by {})\n",
+        result.result_id, plan.solver
+    );
+    for row in &rows {
+        let mut line = String::new();
+        for (column, cell) in row.iter().enumerate() {
+            let pad = widths[column].saturating_sub(cell.chars().count());
+            let _ = write!(line, "{cell}{}  ", " ".repeat(pad));
+        }
+        let _ = writeln!(text, "{}", line.trim_end());
+    }
+    match &plan.recommended {
+        Some(name) => {
+            let _ = writeln!(text, "* recommended: {name}");
+        }
+        None => text.push_str("No card is feasible.\n"),
+    }
+    for card in plan.cards.iter().filter(|card| !card.feasible) {
+        if let Some(reason) = &card.infeasible_reason {
+            let _ = writeln!(text, "{}: {reason}", card.name);
+        }
+    }
+    text.push_str("Transit by mode (ETA days at p50 / p90, mean of the worst tenth of delays):\n");
+    for (mode, read) in &plan.modes {
+        let _ = writeln!(
+            text,
+            "  {mode:<4} {} / {}, {} ({} delays)",
+            read.eta_p50_days,
+            read.eta_p90_days,
+            serde_json::Value::from(read.cvar90_delay_days),
+            read.delay_source
+        );
+    }
+    for note in &plan.notes {
+        let _ = writeln!(text, "note: {note}");
     }
     text
 }

@@ -17,6 +17,7 @@ mod artifact_tools;
 mod cpsat_tools;
 mod job_tools;
 mod minizinc_tools;
+mod planner_tools;
 mod progress;
 mod prompts;
 mod render;
@@ -41,6 +42,7 @@ use crate::cpsat::Cpsat;
 use crate::diagnostics::{Category, ToolError};
 use crate::jobs::{CpsatJobs, Portfolios, SolveJobs};
 use crate::minizinc::MiniZinc;
+use crate::planner::{Planner, ResultStore};
 use crate::progress::Progress;
 use crate::runtime::Runtime;
 use crate::runtime::cpsat::CpsatRuntime;
@@ -61,6 +63,8 @@ pub struct ServerSetup {
     pub test_hooks: bool,
     /// Where in-progress saves record their staging dirs.
     pub artifact_journal: std::path::PathBuf,
+    /// Where planner results are kept.
+    pub planner_store: ResultStore,
 }
 
 /// Which tools the server advertises.
@@ -94,6 +98,10 @@ const FULL_ONLY: &[&str] = &[
     "save_verified_minizinc_model",
     "save_verified_cpsat_python",
     "replay_artifact",
+    "plan_load",
+    "explain_load_plan",
+    "verify_narration",
+    "save_load_plan",
 ];
 
 const INSTRUCTIONS: &str = "\
@@ -119,6 +127,7 @@ solution as returned; a passing check or checker is not a proof of optimality.";
 pub struct SolvergateServer {
     minizinc: MiniZinc,
     artifacts: Artifacts,
+    planner: Planner,
     cpsat_service: Cpsat,
     cpsat_jobs: CpsatJobs,
     solve_jobs: SolveJobs,
@@ -172,11 +181,13 @@ impl SolvergateServer {
             shutdown,
             test_hooks,
             artifact_journal,
+            planner_store,
         } = setup;
         let mut tool_router = Self::minizinc_router()
             + Self::job_router()
             + Self::cpsat_router()
-            + Self::artifact_router();
+            + Self::artifact_router()
+            + Self::planner_router();
         if toolset == Toolset::Core {
             for name in FULL_ONLY {
                 tool_router.remove_route(name);
@@ -187,11 +198,18 @@ impl SolvergateServer {
         let portfolios = Portfolios::new(solve_jobs.clone(), bounds, shutdown.clone());
         let cpsat_service = Cpsat::new(cpsat.clone());
         let cpsat_jobs = CpsatJobs::new(cpsat_service.clone(), cpsat_jobs, shutdown.clone());
-        let artifacts = Artifacts::new(minizinc.clone(), cpsat_service.clone(), artifact_journal)
-            .with_test_hooks(test_hooks);
+        let planner = Planner::new(minizinc.clone(), planner_store);
+        let artifacts = Artifacts::new(
+            minizinc.clone(),
+            cpsat_service.clone(),
+            planner.clone(),
+            artifact_journal,
+        )
+        .with_test_hooks(test_hooks);
         SolvergateServer {
             minizinc,
             artifacts,
+            planner,
             cpsat_service,
             cpsat_jobs,
             solve_jobs,

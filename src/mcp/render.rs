@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::artifacts::{
-    ReplayResult, SaveVerifiedModelResult, SaveVerifiedPythonResult, SavedFile,
+    ReplayResult, SavePlanResult, SaveVerifiedModelResult, SaveVerifiedPythonResult, SavedFile,
 };
 use crate::cpsat::{CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult};
 use crate::diagnostics::Diagnostic;
@@ -13,6 +13,8 @@ use crate::jobs::{
     CpsatPythonJobStatus, JobList, PortfolioJobStatus, SolveJobStatus, WinnerPolicy,
 };
 use crate::minizinc::{CheckResult, ModelInspectionResult, SolveResult};
+use crate::planner::PlanResult;
+use crate::planner::explain::{Explanation, NarrationCheck};
 use crate::runtime::{RuntimeStatus, SolverList};
 
 fn diagnostic_line(text: &mut String, diagnostic: Option<&Diagnostic>) {
@@ -537,5 +539,60 @@ pub fn replay(result: &ReplayResult) -> String {
             .as_deref()
             .unwrap_or("an unknown runtime")
     );
+    text
+}
+
+pub fn load_plan(result: &PlanResult) -> String {
+    let plan = &result.result;
+    let mut text = format!(
+        "Load plan {} ({} cards, solved by {}); recommended: {}\n",
+        result.result_id,
+        plan.cards.len(),
+        plan.solver,
+        plan.recommended
+            .as_deref()
+            .unwrap_or("none (no feasible card)")
+    );
+    text.push_str(
+        "The figures below are the planner's own; use explain_load_plan to put them into words.\n",
+    );
+    text.push_str(&serde_json::to_string_pretty(plan).unwrap_or_default());
+    text.push('\n');
+    text
+}
+
+pub fn explanation(explanation: &Explanation) -> String {
+    let mut text = explanation.narration.clone();
+    if !explanation.check.ok {
+        let _ = writeln!(
+            text,
+            "Guard: offending tokens {:?}",
+            explanation.check.offending
+        );
+    }
+    text
+}
+
+pub fn narration_check(check: &NarrationCheck) -> String {
+    if check.ok {
+        format!(
+            "Every number in the narration ({} token(s)) appears in the stored result.\n",
+            check.tokens_checked
+        )
+    } else {
+        format!(
+            "Rejected: {} of {} numeric token(s) are not in the stored result: {}\n",
+            check.offending.len(),
+            check.tokens_checked,
+            check.offending.join(", ")
+        )
+    }
+}
+
+pub fn saved_plan(result: &SavePlanResult) -> String {
+    let mut text = format!("Save: {} — {}\n", result.status, result.message);
+    diagnostic_line(&mut text, result.diagnostic.as_ref());
+    let _ = writeln!(text, "Result id: {}", result.result_id);
+    saved_files(&mut text, &result.files);
     text
 }

@@ -40,6 +40,10 @@ FULL_ONLY = {
     "save_verified_minizinc_model",
     "save_verified_cpsat_python",
     "replay_artifact",
+    "plan_load",
+    "explain_load_plan",
+    "verify_narration",
+    "save_load_plan",
 }
 
 

@@ -1,0 +1,157 @@
+//! Saving a load plan as an artifact (backend `planner`): the cohort, the
+//! result whose SHA-256 is its `result_id`, and the bundled model and
+//! checker that produced it. Replay plans the saved cohort again and
+//! compares ids.
+//!
+//! The gate: the plan has a recommended card, and every feasible card's
+//! solution was confirmed `CORRECT` by the bundled checker (the planner
+//! already marks a card infeasible otherwise).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Number;
+use tokio_util::sync::CancellationToken;
+
+use super::Artifacts;
+use super::manifest::{ArtifactManifest, Backend, SavedFile, VerificationRecord, sha256_hex};
+use super::minizinc::pretty;
+use super::target::{FileSet, check_target, commit};
+use crate::diagnostics::{Category, Diagnostic, ToolError};
+use crate::planner::{LoadPlan, LoadProblem, model};
+use crate::progress::{Progress, Stage};
+use crate::userfiles::off_thread;
+
+/// A plan to save.
+#[derive(Debug, Clone)]
+pub struct SavePlanRequest {
+    pub problem: LoadProblem,
+    pub target_dir: String,
+    pub overwrite: bool,
+}
+
+/// What saving a plan did.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct SavePlanResult {
+    /// `saved` or `not_verified`.
+    pub status: String,
+    pub message: String,
+    pub target_dir: String,
+    /// The plan's id (also the SHA-256 of the saved `result.json`).
+    pub result_id: String,
+    pub recommended: Option<String>,
+    pub files: Vec<SavedFile>,
+    pub diagnostic: Option<Diagnostic>,
+}
+
+/// What the planner record of a manifest holds.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct PlannerRecord {
+    pub result_id: String,
+    /// SHA-256 of the bundled model and checker that planned it.
+    pub model_sha256: String,
+    pub checker_sha256: String,
+}
+
+/// The verification summary of a plan: status `planned`, the recommended
+/// card's total as the objective.
+pub(crate) fn plan_outcome(plan: &LoadPlan) -> VerificationRecord {
+    let recommended = plan.cards.iter().find(|card| card.recommended);
+    VerificationRecord {
+        status: if recommended.is_some() {
+            "planned"
+        } else {
+            "no_feasible_plan"
+        }
+        .to_owned(),
+        objective: recommended
+            .and_then(|card| card.cost.as_ref())
+            .and_then(|cost| Number::from_f64(cost.total)),
+        checker_status: recommended.and_then(|card| card.checker.clone()),
+        level: if recommended.is_some() {
+            "checked"
+        } else {
+            "none"
+        }
+        .to_owned(),
+    }
+}
+
+impl Artifacts {
+    /// Plans a cohort and saves it when the plan passes the gate.
+    pub async fn save_plan(
+        &self,
+        request: &SavePlanRequest,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<SavePlanResult, ToolError> {
+        progress.report(Stage::Validating, "checking the cohort and the target");
+        request.problem.validate()?;
+        let target = {
+            let (dir, overwrite) = (request.target_dir.clone(), request.overwrite);
+            off_thread(move || check_target(&dir, overwrite)).await?
+        };
+        progress.report(Stage::Running, "planning");
+        let planned = self.planner.plan(&request.problem, cancel).await?;
+        let plan = &planned.result;
+        let outcome = plan_outcome(plan);
+        let unconfirmed = plan
+            .cards
+            .iter()
+            .any(|card| card.feasible && card.checker.as_deref() != Some("CORRECT"));
+        let refusal = match (&plan.recommended, unconfirmed) {
+            (None, _) => Some("no plan is feasible for this cohort".to_owned()),
+            (_, true) => Some("a feasible card was not confirmed by the checker".to_owned()),
+            _ => None,
+        };
+        if let Some(why) = refusal {
+            return Ok(SavePlanResult {
+                status: "not_verified".to_owned(),
+                message: format!("{why}; nothing was written"),
+                target_dir: target.dir.display().to_string(),
+                result_id: planned.result_id.clone(),
+                recommended: plan.recommended.clone(),
+                files: Vec::new(),
+                diagnostic: Some(Diagnostic::new(Category::NotVerified, why)),
+            });
+        }
+        progress.report(Stage::Parsing, "writing the artifact");
+        let mut set = FileSet::default();
+        set.add("problem", "problem.json", pretty(&request.problem)?);
+        set.add("plan_result", "result.json", plan.canonical());
+        set.add("model", "model.mzn", model::MODEL.as_bytes().to_vec());
+        set.add(
+            "checker",
+            "load_planner.mzc.mzn",
+            model::CHECKER.as_bytes().to_vec(),
+        );
+        let files = set.files().to_vec();
+        let runtime_version = self.minizinc.runtime().version(cancel).await.ok();
+        let mut manifest =
+            ArtifactManifest::new(Backend::Planner, runtime_version, outcome, files.clone());
+        manifest.planner = Some(PlannerRecord {
+            result_id: planned.result_id.clone(),
+            model_sha256: sha256_hex(model::MODEL.as_bytes()),
+            checker_sha256: sha256_hex(model::CHECKER.as_bytes()),
+        });
+        let staged = set.with_manifest(&manifest);
+        let journal = self.journal.clone();
+        let pause = self.pause_before_swap;
+        let overwrite = request.overwrite;
+        let written = target.clone();
+        off_thread(move || commit(&written, &staged, overwrite, &journal, pause)).await?;
+        Ok(SavePlanResult {
+            status: "saved".to_owned(),
+            message: format!(
+                "planned ({} recommended) and saved {} file(s) to {}",
+                plan.recommended.as_deref().unwrap_or("none"),
+                files.len() + 1,
+                target.dir.display()
+            ),
+            target_dir: target.dir.display().to_string(),
+            result_id: planned.result_id,
+            recommended: plan.recommended.clone(),
+            files,
+            diagnostic: None,
+        })
+    }
+}

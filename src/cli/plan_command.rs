@@ -1,0 +1,146 @@
+//! `solvergate plan`: plan a cohort from a file or stdin and print the cards
+//! as a table, the result as JSON, or its narration.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::{ARTIFACT_JOURNAL, PLANNER_STORE, fail, refuse, render};
+use crate::artifacts::{Artifacts, SavePlanRequest};
+use crate::cpsat::Cpsat;
+use crate::minizinc::MiniZinc;
+use crate::planner::problem::EXAMPLE;
+use crate::planner::{LoadProblem, Planner, ResultStore, explain};
+use crate::runtime::cpsat::CpsatRuntime;
+use crate::runtime::{Runtime, UserDirs};
+use crate::settings::Settings;
+use crate::userfiles::MAX_USER_FILE_BYTES;
+
+/// Where `--save` writes.
+#[derive(Debug, Clone)]
+pub struct SaveTo {
+    pub dir: PathBuf,
+    pub overwrite: bool,
+}
+
+/// How the result is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanOutput {
+    Table,
+    Json,
+    Explain,
+}
+
+pub async fn plan(
+    runtime: Arc<Runtime>,
+    cpsat: Arc<CpsatRuntime>,
+    settings: &Settings,
+    dirs: &UserDirs,
+    file: Option<PathBuf>,
+    output: PlanOutput,
+    save: Option<SaveTo>,
+) -> ExitCode {
+    let text = match read_problem(file) {
+        Ok(text) => text,
+        Err(message) => return refuse(message),
+    };
+    let problem = match LoadProblem::parse(&text) {
+        Ok(problem) => problem,
+        Err(error) => return fail(&error),
+    };
+    let minizinc = MiniZinc::new(runtime);
+    let planner = Planner::new(
+        minizinc.clone(),
+        ResultStore::new(
+            dirs.data_dir.join(PLANNER_STORE),
+            settings.planner_max_results,
+        ),
+    );
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_interrupt.cancel();
+        }
+    });
+    let result = match planner.plan(&problem, &cancel).await {
+        Ok(result) => result,
+        Err(error) => return fail(&error),
+    };
+    match output {
+        PlanOutput::Json => println!("{}", render::json(&result)),
+        PlanOutput::Explain => print!("{}", explain::narrate(&result.result)),
+        PlanOutput::Table => print!("{}", render::load_plan(&result)),
+    }
+    if let Some(save) = save {
+        let artifacts = Artifacts::new(
+            minizinc,
+            Cpsat::new(cpsat),
+            planner,
+            dirs.data_dir.join(ARTIFACT_JOURNAL),
+        );
+        let request = SavePlanRequest {
+            problem,
+            target_dir: match std::path::absolute(&save.dir) {
+                Ok(dir) => dir.to_string_lossy().into_owned(),
+                Err(error) => return refuse(format!("{}: {error}", save.dir.display())),
+            },
+            overwrite: save.overwrite,
+        };
+        match artifacts
+            .save_plan(&request, &crate::progress::Progress::none(), &cancel)
+            .await
+        {
+            Ok(saved) if saved.status == "saved" => {
+                eprintln!("saved to {}", saved.target_dir);
+            }
+            Ok(saved) => return refuse(saved.message),
+            Err(error) => return fail(&error),
+        }
+    }
+    if result.result.recommended.is_some() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    }
+}
+
+/// Prints the sample cohort.
+pub fn example() -> ExitCode {
+    print!("{EXAMPLE}");
+    ExitCode::SUCCESS
+}
+
+fn read_problem(file: Option<PathBuf>) -> Result<String, String> {
+    let limit = MAX_USER_FILE_BYTES;
+    let mut bytes = Vec::new();
+    match &file {
+        Some(path) => {
+            let handle = std::fs::File::open(path)
+                .map_err(|error| format!("{}: {error}", path.display()))?;
+            handle
+                .take(limit + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|error| format!("{}: {error}", path.display()))?;
+        }
+        None => {
+            std::io::stdin()
+                .take(limit + 1)
+                .read_to_end(&mut bytes)
+                .map_err(|error| format!("stdin: {error}"))?;
+        }
+    }
+    let name = file.map_or("stdin".to_owned(), |path| path.display().to_string());
+    if bytes.len() as u64 > limit {
+        return Err(format!("{name} is over the 16 MiB limit for a problem"));
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(format!(
+            "{name} is empty: pass a cohort as JSON (solvergate plan --example prints one)"
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{name} is not UTF-8 text"))
+}

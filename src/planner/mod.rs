@@ -1,0 +1,236 @@
+//! The load planner: for a cohort of orders, choose air, sea consolidation
+//! (LCL) or full containers (FCL) per order, price four plans, attach an
+//! exact risk read, and recommend one.
+//!
+//! The pieces, in the order a plan runs: [`problem`] validates the input;
+//! [`packer`] places the FCL pallets in 3D and yields a fill rate per
+//! container type; [`risk`] turns delay distributions into ETA percentiles,
+//! miss probabilities and CVaR; [`model`] solves the bundled MiniZinc model
+//! four times (all air, all LCL, all FCL, free) with the bundled checker;
+//! this module assembles the cards and picks the recommended one. [`store`]
+//! keeps results (never problems) by content hash; [`explain`] renders a
+//! stored result through a fixed template and guards narrations.
+//!
+//! The rule a maintainer must keep: a result holds what the solver and the
+//! risk arithmetic produced, nothing copied from the problem's rates,
+//! weights or deadlines, and the explain path never computes.
+
+pub mod explain;
+pub mod model;
+pub mod packer;
+pub mod problem;
+pub mod risk;
+pub mod store;
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use crate::diagnostics::ToolError;
+use crate::minizinc::MiniZinc;
+
+pub use problem::LoadProblem;
+pub use store::ResultStore;
+
+/// A freight mode.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Air,
+    Lcl,
+    Fcl,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::Air, Mode::Lcl, Mode::Fcl];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Air => "air",
+            Mode::Lcl => "lcl",
+            Mode::Fcl => "fcl",
+        }
+    }
+
+    /// The model's number for the mode.
+    pub fn number(self) -> i64 {
+        match self {
+            Mode::Air => 1,
+            Mode::Lcl => 2,
+            Mode::Fcl => 3,
+        }
+    }
+
+    pub fn from_number(number: i64) -> Option<Mode> {
+        match number {
+            1 => Some(Mode::Air),
+            2 => Some(Mode::Lcl),
+            3 => Some(Mode::Fcl),
+            _ => None,
+        }
+    }
+}
+
+/// The risk read of one mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModeRead {
+    pub eta_p50_days: u32,
+    pub eta_p90_days: u32,
+    /// Mean delay of the worst 10% of outcomes, in days.
+    pub cvar90_delay_days: f64,
+    /// `seed` (the documented default shape) or `given`.
+    pub delay_source: String,
+}
+
+/// What the packer achieved for one container type.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PackingRead {
+    #[serde(rename = "type")]
+    pub container_type: String,
+    /// Containers of this type for every FCL-eligible pallet.
+    pub containers: u32,
+    /// Packed volume over the containers' inner volume.
+    pub fill_rate: f64,
+    /// Pallets that fit no container of this type.
+    pub unplaceable: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CardCost {
+    pub air: f64,
+    pub lcl: f64,
+    pub fcl: f64,
+    pub total: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ContainerCount {
+    #[serde(rename = "type")]
+    pub container_type: String,
+    pub count: u32,
+}
+
+/// One shipment of a card: every order on one mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Shipment {
+    pub mode: Mode,
+    pub orders: usize,
+    /// Chance this shipment arrives after the tightest deadline on it.
+    pub miss_probability: f64,
+}
+
+/// One plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Card {
+    /// `all_air`, `all_lcl`, `all_fcl` or `optimised`.
+    pub name: String,
+    pub feasible: bool,
+    /// The solve's status (`optimal`, `unsatisfiable`, ...).
+    pub status: String,
+    /// Why the card is not feasible.
+    pub infeasible_reason: Option<String>,
+    /// Order id → mode.
+    pub modes: BTreeMap<String, Mode>,
+    pub cost: Option<CardCost>,
+    pub containers: Vec<ContainerCount>,
+    /// FCL volume over the booked containers' inner volume.
+    pub fill_rate: Option<f64>,
+    pub shipments: Vec<Shipment>,
+    /// Chance that any shipment misses (shipments independent).
+    pub miss_probability: Option<f64>,
+    /// The checker's verdict on the solution (`CORRECT` or `INCORRECT: …`).
+    pub checker: Option<String>,
+    pub within_policy: bool,
+    pub recommended: bool,
+}
+
+/// A planner result: what is stored, hashed and explained.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LoadPlan {
+    /// The planner and its result format.
+    pub planner: String,
+    /// The MiniZinc solver that solved the cards.
+    pub solver: String,
+    pub cards: Vec<Card>,
+    /// Mode name → its risk read.
+    pub modes: BTreeMap<String, ModeRead>,
+    pub packing: Vec<PackingRead>,
+    /// The name of the recommended card; `null` when none is feasible.
+    pub recommended: Option<String>,
+    /// Facts the planner noticed (an order no mode can carry in time, ...).
+    pub notes: Vec<String>,
+}
+
+/// What `plan_load` returns.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct PlanResult {
+    /// SHA-256 of the canonical result: the same problem gives the same id.
+    pub result_id: String,
+    /// SHA-256 of the stored bytes (the store is content-addressed, so it
+    /// equals `result_id`).
+    pub content_hash: String,
+    pub result: LoadPlan,
+}
+
+pub const PLANNER_FORMAT: &str = "solvergate load planner, result format 1";
+
+impl LoadPlan {
+    /// The canonical bytes: compact JSON with keys in order.
+    pub fn canonical(&self) -> Vec<u8> {
+        let value = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
+        value.to_string().into_bytes()
+    }
+
+    pub fn id(&self) -> String {
+        hex::encode(Sha256::digest(self.canonical()))
+    }
+}
+
+/// Plans, stores and explains.
+#[derive(Clone)]
+pub struct Planner {
+    minizinc: MiniZinc,
+    store: ResultStore,
+}
+
+impl Planner {
+    pub fn new(minizinc: MiniZinc, store: ResultStore) -> Self {
+        Planner { minizinc, store }
+    }
+
+    pub fn store(&self) -> &ResultStore {
+        &self.store
+    }
+
+    /// Plans a cohort and stores the result.
+    pub async fn plan(
+        &self,
+        problem: &LoadProblem,
+        cancel: &CancellationToken,
+    ) -> Result<PlanResult, ToolError> {
+        problem.validate()?;
+        let plan = model::plan(&self.minizinc, problem, cancel).await?;
+        let bytes = plan.canonical();
+        let id = hex::encode(Sha256::digest(&bytes));
+        let store = self.store.clone();
+        let stored_id = id.clone();
+        crate::userfiles::off_thread(move || store.put(&stored_id, &bytes)).await?;
+        Ok(PlanResult {
+            content_hash: id.clone(),
+            result_id: id,
+            result: plan,
+        })
+    }
+
+    /// The stored result for an id.
+    pub async fn load(&self, result_id: &str) -> Result<LoadPlan, ToolError> {
+        let store = self.store.clone();
+        let id = result_id.to_owned();
+        crate::userfiles::off_thread(move || store.get(&id)).await
+    }
+}

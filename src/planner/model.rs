@@ -1,0 +1,582 @@
+//! From a validated problem to the four cards: build the MiniZinc data (all
+//! integers: cents, kg, litres), solve the bundled model once per card with
+//! the bundled checker, and read back modes, containers and costs.
+//!
+//! The model and checker are compiled into the binary (`models/` and
+//! `checkers/` at the repository root) and written to a private temp dir for
+//! each plan, so `cargo install` works anywhere and a person can run the same
+//! files with plain `minizinc`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::packer::{self, ContainerSpec, PalletUnit};
+use super::problem::{ContainerType, LoadProblem};
+use super::risk::{self, Distribution};
+use super::{
+    Card, CardCost, ContainerCount, LoadPlan, Mode, ModeRead, PLANNER_FORMAT, PackingRead, Shipment,
+};
+use crate::diagnostics::{Category, ToolError};
+use crate::minizinc::{MiniZinc, SolveControls, SolveRequest, SolveResult, Sources};
+use crate::progress::Progress;
+
+/// The bundled model and checker.
+pub const MODEL: &str = include_str!("../../models/load_planner/model.mzn");
+pub const CHECKER: &str = include_str!("../../checkers/load_planner.mzc.mzn");
+
+/// Budget of each card's solve.
+const SOLVE_TIMEOUT_MS: i64 = 20_000;
+/// The model's integers are 32-bit in some solvers (Gecode): every amount
+/// must stay below this.
+const INT_LIMIT: f64 = 2_000_000_000.0;
+
+/// The four cards, in the order they are reported.
+const CARDS: [(&str, Option<Mode>); 4] = [
+    ("all_air", Some(Mode::Air)),
+    ("all_lcl", Some(Mode::Lcl)),
+    ("all_fcl", Some(Mode::Fcl)),
+    ("optimised", None),
+];
+
+/// One order, reduced to what the model needs.
+struct OrderFacts {
+    id: String,
+    kg: i64,
+    volume_l: i64,
+    lcl_cents: i64,
+    deadline_days: u32,
+    allowed: [bool; 3],
+    units: Vec<PalletUnit>,
+}
+
+/// Plans a validated problem.
+pub async fn plan(
+    minizinc: &MiniZinc,
+    problem: &LoadProblem,
+    cancel: &CancellationToken,
+) -> Result<LoadPlan, ToolError> {
+    let mut notes = Vec::new();
+    let (reads, distributions) = mode_reads(problem);
+    let mut orders = order_facts(problem, &reads, &mut notes);
+    let (packing, fcl) = pack(problem, &mut orders, &mut notes);
+    let data = model_data(problem, &orders, &fcl)?;
+    let solver = minizinc.select_solver(None, cancel).await?.id.clone();
+
+    let dir = tempfile::Builder::new()
+        .prefix("solvergate-planner-")
+        .tempdir()
+        .map_err(|error| ToolError::invalid(format!("could not create a temp dir: {error}")))?;
+    let model_path = dir.path().join("model.mzn");
+    let checker_path = dir.path().join("load_planner.mzc.mzn");
+    let write = |path: &std::path::Path, text: &str| {
+        std::fs::write(path, text).map_err(|error| {
+            ToolError::invalid(format!("could not write {}: {error}", path.display()))
+        })
+    };
+    write(&model_path, MODEL)?;
+    write(&checker_path, CHECKER)?;
+
+    let mut solves = Vec::new();
+    for (name, fixed) in CARDS {
+        let mut card_data = data.clone();
+        card_data.insert(
+            "fixed_mode".to_owned(),
+            json!(fixed.map_or(0, Mode::number)),
+        );
+        let data_path = dir.path().join(format!("{name}.json"));
+        write(&data_path, &Value::Object(card_data).to_string())?;
+        let request = SolveRequest {
+            sources: Sources::Files {
+                model_path: model_path.to_string_lossy().into_owned(),
+                data_path: Some(data_path.to_string_lossy().into_owned()),
+                checker_path: Some(checker_path.to_string_lossy().into_owned()),
+            },
+            solver: Some(solver.clone()),
+            timeout_ms: SOLVE_TIMEOUT_MS,
+            controls: SolveControls::default(),
+        };
+        solves.push(async move {
+            (
+                name,
+                minizinc.solve(&request, &Progress::none(), cancel).await,
+            )
+        });
+    }
+    let solved = futures_util::future::join_all(solves).await;
+    let mut cards = Vec::new();
+    for (name, result) in solved {
+        let result = result?;
+        cards.push(card(name, &result, problem, &orders, &fcl, &distributions)?);
+    }
+    drop(dir);
+    let recommended = recommend(&mut cards);
+    Ok(LoadPlan {
+        planner: PLANNER_FORMAT.to_owned(),
+        solver,
+        cards,
+        modes: reads
+            .into_iter()
+            .map(|(mode, read)| (mode.as_str().to_owned(), read))
+            .collect(),
+        packing,
+        recommended,
+        notes,
+    })
+}
+
+/// Each mode's risk read and distribution (given, else the seed).
+fn mode_reads(problem: &LoadProblem) -> (BTreeMap<Mode, ModeRead>, BTreeMap<Mode, Distribution>) {
+    let mut reads = BTreeMap::new();
+    let mut distributions = BTreeMap::new();
+    for mode in Mode::ALL {
+        let (table, transit) = match mode {
+            Mode::Air => (&problem.delays.air, problem.rates.air.transit_days),
+            Mode::Lcl => (&problem.delays.lcl, problem.rates.lcl.transit_days),
+            Mode::Fcl => (&problem.delays.fcl, problem.rates.fcl.transit_days),
+        };
+        let (distribution, source) = match table {
+            Some(table) => (
+                Distribution::from_table(table).unwrap_or_else(|_| Distribution::seed(mode)),
+                "given",
+            ),
+            None => (Distribution::seed(mode), "seed"),
+        };
+        let risk = risk::mode_risk(transit, &distribution);
+        reads.insert(
+            mode,
+            ModeRead {
+                eta_p50_days: risk.eta_p50_days,
+                eta_p90_days: risk.eta_p90_days,
+                cvar90_delay_days: round(risk.cvar90_delay_days, 6),
+                delay_source: source.to_owned(),
+            },
+        );
+        distributions.insert(mode, distribution);
+    }
+    (reads, distributions)
+}
+
+fn order_facts(
+    problem: &LoadProblem,
+    reads: &BTreeMap<Mode, ModeRead>,
+    notes: &mut Vec<String>,
+) -> Vec<OrderFacts> {
+    let per_cbm_cents = problem.rates.lcl.per_cbm * 100.0;
+    problem
+        .orders
+        .iter()
+        .map(|order| {
+            let mut kg = 0.0;
+            let mut volume_l = 0i64;
+            let mut units = Vec::new();
+            for (line, pallet) in order.pallets.iter().enumerate() {
+                let dims = [pallet.length_cm, pallet.width_cm, pallet.height_cm].map(|d| d.ceil());
+                let litres = (dims[0] * dims[1] * dims[2] / 1000.0).ceil() as i64;
+                volume_l += litres * i64::from(pallet.count);
+                kg += pallet.weight_kg * f64::from(pallet.count);
+                for copy in 1..=pallet.count {
+                    units.push(PalletUnit {
+                        label: format!("order {} line {} pallet {copy}", order.id, line + 1),
+                        length_cm: dims[0] as u32,
+                        width_cm: dims[1] as u32,
+                        height_cm: dims[2] as u32,
+                        weight_kg: pallet.weight_kg,
+                        stackable: pallet.stackable,
+                    });
+                }
+            }
+            let allowed = Mode::ALL.map(|mode| {
+                reads
+                    .get(&mode)
+                    .is_some_and(|read| read.eta_p90_days <= order.deadline_days)
+            });
+            if !allowed.iter().any(|ok| *ok) {
+                notes.push(format!(
+                    "order {} (deadline {} days) cannot arrive in time by any mode at the 90th percentile",
+                    order.id, order.deadline_days
+                ));
+            }
+            OrderFacts {
+                id: order.id.clone(),
+                kg: kg.ceil() as i64,
+                volume_l,
+                lcl_cents: (per_cbm_cents * volume_l as f64 / 1000.0).ceil() as i64,
+                deadline_days: order.deadline_days,
+                allowed,
+                units,
+            }
+        })
+        .collect()
+}
+
+/// Container types as the model sees them.
+struct FclFacts {
+    types: Vec<ContainerType>,
+    capacity_l: Vec<i64>,
+    max_count: Vec<u32>,
+    volume_l: Vec<f64>,
+}
+
+fn spec(container: &ContainerType) -> ContainerSpec {
+    ContainerSpec {
+        length_cm: container.length_cm.floor() as u32,
+        width_cm: container.width_cm.floor() as u32,
+        height_cm: container.height_cm.floor() as u32,
+        max_payload_kg: container.max_payload_kg,
+    }
+}
+
+fn fits(unit: &PalletUnit, spec: &ContainerSpec) -> bool {
+    let floor = (unit.length_cm <= spec.length_cm && unit.width_cm <= spec.width_cm)
+        || (unit.width_cm <= spec.length_cm && unit.length_cm <= spec.width_cm);
+    floor && unit.height_cm <= spec.height_cm && unit.weight_kg <= spec.max_payload_kg
+}
+
+/// Which orders may go FCL, and the packer's fill rate per container type.
+fn pack(
+    problem: &LoadProblem,
+    orders: &mut [OrderFacts],
+    notes: &mut Vec<String>,
+) -> (Vec<PackingRead>, FclFacts) {
+    let types = problem.rates.fcl.containers.clone();
+    let specs: Vec<ContainerSpec> = types.iter().map(spec).collect();
+    for order in orders.iter_mut() {
+        if !order.allowed[2] {
+            continue;
+        }
+        if let Some(unit) = order
+            .units
+            .iter()
+            .find(|unit| !specs.iter().any(|spec| fits(unit, spec)))
+        {
+            order.allowed[2] = false;
+            notes.push(format!(
+                "order {} cannot go by full container: {} fits no container type",
+                order.id, unit.label
+            ));
+        }
+    }
+    let mut packing = Vec::new();
+    let mut fcl = FclFacts {
+        types: types.clone(),
+        capacity_l: Vec::new(),
+        max_count: Vec::new(),
+        volume_l: Vec::new(),
+    };
+    for (container, spec) in types.iter().zip(&specs) {
+        let units: Vec<PalletUnit> = orders
+            .iter()
+            .filter(|order| order.allowed[2])
+            .flat_map(|order| order.units.iter().cloned())
+            .collect();
+        let packed = packer::pack(&units, spec);
+        let inner_l =
+            f64::from(spec.length_cm) * f64::from(spec.width_cm) * f64::from(spec.height_cm)
+                / 1000.0;
+        fcl.capacity_l
+            .push((inner_l * packed.fill_rate).floor() as i64);
+        fcl.max_count.push(packed.containers);
+        fcl.volume_l.push(inner_l);
+        packing.push(PackingRead {
+            container_type: container.name.clone(),
+            containers: packed.containers,
+            fill_rate: round(packed.fill_rate, 6),
+            unplaceable: packed.unplaceable.clone(),
+        });
+    }
+    (packing, fcl)
+}
+
+fn cents(amount: f64) -> i64 {
+    (amount * 100.0).round() as i64
+}
+
+/// The model's data, without `fixed_mode`; refuses a cohort whose amounts
+/// would overflow the model's integers.
+fn model_data(
+    problem: &LoadProblem,
+    orders: &[OrderFacts],
+    fcl: &FclFacts,
+) -> Result<Map<String, Value>, ToolError> {
+    let rates = &problem.rates;
+    let total_kg: i64 = orders.iter().map(|order| order.kg).sum();
+    let total_l: i64 = orders.iter().map(|order| order.volume_l).sum();
+    let chargeable = (total_kg as f64).max(total_l as f64 * 1000.0 / rates.air.volumetric_divisor);
+    let worst = [
+        rates.air.per_kg * 100.0 * chargeable + rates.air.min_charge * 100.0,
+        orders
+            .iter()
+            .map(|order| order.lcl_cents as f64)
+            .sum::<f64>()
+            + rates.lcl.min_cbm * rates.lcl.per_cbm * 100.0,
+        fcl.types
+            .iter()
+            .zip(&fcl.max_count)
+            .map(|(t, n)| t.price * 100.0 * f64::from(*n))
+            .sum::<f64>(),
+        total_l as f64 * 1000.0,
+    ];
+    if worst.iter().any(|amount| *amount >= INT_LIMIT) || worst.iter().sum::<f64>() >= INT_LIMIT {
+        return Err(ToolError::invalid(
+            "the cohort is too large for the planner's integer model (a cost above 20 million or a volume above 2,000 cubic metres); split it into smaller cohorts",
+        ));
+    }
+    let mut data = Map::new();
+    data.insert("n_orders".to_owned(), json!(orders.len()));
+    data.insert(
+        "allowed".to_owned(),
+        json!(
+            orders
+                .iter()
+                .map(|o| o.allowed.to_vec())
+                .collect::<Vec<_>>()
+        ),
+    );
+    data.insert(
+        "order_kg".to_owned(),
+        json!(orders.iter().map(|o| o.kg).collect::<Vec<_>>()),
+    );
+    data.insert(
+        "order_volume_l".to_owned(),
+        json!(orders.iter().map(|o| o.volume_l).collect::<Vec<_>>()),
+    );
+    data.insert(
+        "order_lcl_cents".to_owned(),
+        json!(orders.iter().map(|o| o.lcl_cents).collect::<Vec<_>>()),
+    );
+    data.insert(
+        "air_per_kg_cents".to_owned(),
+        json!(cents(rates.air.per_kg)),
+    );
+    data.insert(
+        "air_min_charge_cents".to_owned(),
+        json!(cents(rates.air.min_charge)),
+    );
+    data.insert(
+        "air_volumetric_divisor".to_owned(),
+        json!(rates.air.volumetric_divisor.round().max(1.0) as i64),
+    );
+    data.insert(
+        "lcl_min_charge_cents".to_owned(),
+        json!((rates.lcl.min_cbm * rates.lcl.per_cbm * 100.0).ceil() as i64),
+    );
+    data.insert("n_types".to_owned(), json!(fcl.types.len()));
+    data.insert("type_capacity_l".to_owned(), json!(fcl.capacity_l));
+    data.insert(
+        "type_payload_kg".to_owned(),
+        json!(
+            fcl.types
+                .iter()
+                .map(|t| t.max_payload_kg.floor() as i64)
+                .collect::<Vec<_>>()
+        ),
+    );
+    data.insert(
+        "type_price_cents".to_owned(),
+        json!(fcl.types.iter().map(|t| cents(t.price)).collect::<Vec<_>>()),
+    );
+    data.insert("type_max_count".to_owned(), json!(fcl.max_count));
+    Ok(data)
+}
+
+fn int_at(solution: &Map<String, Value>, key: &str) -> Result<i64, ToolError> {
+    solution.get(key).and_then(Value::as_i64).ok_or_else(|| {
+        ToolError::new(
+            Category::Unknown,
+            format!("the load planner model's solution has no integer {key}"),
+        )
+    })
+}
+
+fn ints_at(solution: &Map<String, Value>, key: &str) -> Result<Vec<i64>, ToolError> {
+    solution
+        .get(key)
+        .and_then(Value::as_array)
+        .map(|values| values.iter().filter_map(Value::as_i64).collect())
+        .ok_or_else(|| {
+            ToolError::new(
+                Category::Unknown,
+                format!("the load planner model's solution has no array {key}"),
+            )
+        })
+}
+
+/// Reads one solve into a card (without the recommendation).
+fn card(
+    name: &str,
+    result: &SolveResult,
+    problem: &LoadProblem,
+    orders: &[OrderFacts],
+    fcl: &FclFacts,
+    distributions: &BTreeMap<Mode, Distribution>,
+) -> Result<Card, ToolError> {
+    let checker = result
+        .checker
+        .as_ref()
+        .and_then(|report| report.checks.last())
+        .map(|check| check.output.trim().to_owned());
+    let mut card = Card {
+        name: name.to_owned(),
+        feasible: false,
+        status: result.status.clone(),
+        infeasible_reason: None,
+        modes: BTreeMap::new(),
+        cost: None,
+        containers: Vec::new(),
+        fill_rate: None,
+        shipments: Vec::new(),
+        miss_probability: None,
+        checker: checker.clone(),
+        within_policy: false,
+        recommended: false,
+    };
+    let solution = match (&result.solution, result.status.as_str()) {
+        (Some(solution), "optimal" | "satisfied") => solution,
+        (_, "unsatisfiable") => {
+            card.infeasible_reason = Some(infeasible_reason(name, orders));
+            return Ok(card);
+        }
+        (_, status) => {
+            card.infeasible_reason = Some(format!(
+                "the solve ended {status}{}",
+                result
+                    .diagnostic
+                    .as_ref()
+                    .map_or(String::new(), |d| format!(": {}", d.message))
+            ));
+            return Ok(card);
+        }
+    };
+    let modes = ints_at(solution, "mode")?;
+    let containers = ints_at(solution, "containers")?;
+    for (order, number) in orders.iter().zip(&modes) {
+        let mode = Mode::from_number(*number).ok_or_else(|| {
+            ToolError::new(Category::Unknown, format!("the model chose mode {number}"))
+        })?;
+        card.modes.insert(order.id.clone(), mode);
+    }
+    let money = |key: &str| int_at(solution, key).map(|c| c as f64 / 100.0);
+    card.cost = Some(CardCost {
+        air: money("air_cents")?,
+        lcl: money("lcl_cents")?,
+        fcl: money("fcl_cents")?,
+        total: money("total_cents")?,
+    });
+    let mut booked_l = 0.0;
+    for ((container, count), inner_l) in fcl.types.iter().zip(&containers).zip(&fcl.volume_l) {
+        if *count > 0 {
+            card.containers.push(ContainerCount {
+                container_type: container.name.clone(),
+                count: u32::try_from(*count).unwrap_or(0),
+            });
+            booked_l += *count as f64 * inner_l;
+        }
+    }
+    let fcl_l: i64 = orders
+        .iter()
+        .zip(&modes)
+        .filter(|(_, mode)| **mode == Mode::Fcl.number())
+        .map(|(order, _)| order.volume_l)
+        .sum();
+    card.fill_rate = (booked_l > 0.0).then(|| round(fcl_l as f64 / booked_l, 6));
+    for mode in Mode::ALL {
+        let on_mode: Vec<&OrderFacts> = orders
+            .iter()
+            .zip(&modes)
+            .filter(|(_, number)| **number == mode.number())
+            .map(|(order, _)| order)
+            .collect();
+        let Some(tightest) = on_mode.iter().map(|order| order.deadline_days).min() else {
+            continue;
+        };
+        let transit = match mode {
+            Mode::Air => problem.rates.air.transit_days,
+            Mode::Lcl => problem.rates.lcl.transit_days,
+            Mode::Fcl => problem.rates.fcl.transit_days,
+        };
+        let miss = distributions
+            .get(&mode)
+            .map_or(1.0, |d| risk::miss_probability(transit, d, tightest));
+        card.shipments.push(Shipment {
+            mode,
+            orders: on_mode.len(),
+            miss_probability: round(miss, 6),
+        });
+    }
+    let misses: Vec<f64> = card.shipments.iter().map(|s| s.miss_probability).collect();
+    let miss = round(risk::any_miss(&misses), 6);
+    card.miss_probability = Some(miss);
+    card.feasible = checker.as_deref() == Some("CORRECT");
+    if !card.feasible {
+        card.infeasible_reason = Some(format!(
+            "the checker did not confirm the solution: {}",
+            checker.as_deref().unwrap_or("no verdict")
+        ));
+    }
+    card.within_policy = card.feasible && miss <= problem.policy.max_miss_probability;
+    Ok(card)
+}
+
+fn infeasible_reason(name: &str, orders: &[OrderFacts]) -> String {
+    let fixed = CARDS
+        .iter()
+        .find(|(card, _)| *card == name)
+        .and_then(|(_, mode)| *mode);
+    let blocked: Vec<&str> = orders
+        .iter()
+        .filter(|order| match fixed {
+            Some(mode) => !order.allowed[(mode.number() - 1) as usize],
+            None => !order.allowed.iter().any(|ok| *ok),
+        })
+        .map(|order| order.id.as_str())
+        .collect();
+    match (fixed, blocked.is_empty()) {
+        (Some(mode), false) => format!(
+            "{} cannot go by {}: at the 90th percentile it arrives after the deadline, or a pallet fits no container",
+            blocked.join(", "),
+            mode.as_str()
+        ),
+        (None, false) => format!("no mode carries {} in time", blocked.join(", ")),
+        _ => "the containers cannot hold the full-container orders".to_owned(),
+    }
+}
+
+/// Marks the recommended card: the cheapest within the policy, else the
+/// least risky; ties go to the earlier card.
+fn recommend(cards: &mut [Card]) -> Option<String> {
+    let cost = |card: &Card| card.cost.as_ref().map_or(f64::INFINITY, |c| c.total);
+    let miss = |card: &Card| card.miss_probability.unwrap_or(1.0);
+    let mut best: Option<usize> = None;
+    for (index, card) in cards.iter().enumerate() {
+        if !card.feasible {
+            continue;
+        }
+        best = match best {
+            None => Some(index),
+            Some(current) => {
+                let other = &cards[current];
+                let better = match (card.within_policy, other.within_policy) {
+                    (true, false) => true,
+                    (false, true) => false,
+                    (true, true) => cost(card) < cost(other),
+                    (false, false) => {
+                        miss(card) < miss(other)
+                            || (miss(card) == miss(other) && cost(card) < cost(other))
+                    }
+                };
+                Some(if better { index } else { current })
+            }
+        };
+    }
+    let index = best?;
+    cards[index].recommended = true;
+    Some(cards[index].name.clone())
+}
+
+/// Rounds to `places` decimals (results carry no float noise).
+fn round(value: f64, places: i32) -> f64 {
+    let scale = 10f64.powi(places);
+    (value * scale).round() / scale
+}

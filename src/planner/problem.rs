@@ -1,0 +1,365 @@
+//! The load planner's input: a cohort of orders, the rates of the three
+//! modes, optional delay distributions and policy — parsed and validated
+//! with errors that name the field.
+//!
+//! Validation is the whole contract: everything downstream (packer, risk,
+//! the MiniZinc data) may assume positive dimensions, known modes,
+//! distributions that sum to 1 and amounts that fit the model's integers.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::diagnostics::ToolError;
+
+/// One line of an order: `count` identical pallets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Pallet {
+    pub length_cm: f64,
+    pub width_cm: f64,
+    pub height_cm: f64,
+    pub weight_kg: f64,
+    #[serde(default = "one")]
+    pub count: u32,
+    /// Another pallet may stand on it, and it may stand on another.
+    #[serde(default)]
+    pub stackable: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One order: shipped whole, by one mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Order {
+    pub id: String,
+    pub pallets: Vec<Pallet>,
+    /// Days from now by which the order must arrive.
+    pub deadline_days: u32,
+}
+
+/// Air freight: one consolidated shipment of the air orders.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AirRate {
+    pub per_kg: f64,
+    pub min_charge: f64,
+    /// Chargeable weight is max(kg, cm³ / volumetric_divisor); 6000 is usual.
+    pub volumetric_divisor: f64,
+    pub transit_days: u32,
+}
+
+/// Sea consolidation: priced per cubic metre.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LclRate {
+    pub per_cbm: f64,
+    pub min_cbm: f64,
+    pub transit_days: u32,
+}
+
+/// One container type's inside and price.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContainerType {
+    #[serde(rename = "type")]
+    pub name: String,
+    pub length_cm: f64,
+    pub width_cm: f64,
+    pub height_cm: f64,
+    pub max_payload_kg: f64,
+    pub price: f64,
+}
+
+/// Full containers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FclRate {
+    pub containers: Vec<ContainerType>,
+    pub transit_days: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Rates {
+    pub air: AirRate,
+    pub lcl: LclRate,
+    pub fcl: FclRate,
+}
+
+/// Extra days of delay beyond transit, as day → probability (must sum to 1).
+pub type DelayTable = BTreeMap<String, f64>;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Delays {
+    #[serde(default)]
+    pub air: Option<DelayTable>,
+    #[serde(default)]
+    pub lcl: Option<DelayTable>,
+    #[serde(default)]
+    pub fcl: Option<DelayTable>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// A card whose chance of missing any deadline is above this is not
+    /// recommended while a card within it exists. Default 0.1.
+    #[serde(default = "default_max_miss")]
+    pub max_miss_probability: f64,
+}
+
+fn default_max_miss() -> f64 {
+    0.1
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            max_miss_probability: default_max_miss(),
+        }
+    }
+}
+
+/// A cohort to plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoadProblem {
+    pub orders: Vec<Order>,
+    pub rates: Rates,
+    /// Optional delay distributions per mode; seeds are used where absent.
+    #[serde(default)]
+    pub delays: Delays,
+    #[serde(default)]
+    pub policy: Policy,
+}
+
+/// Most orders and pallets a cohort may hold (the packer places one unit
+/// per pallet).
+pub const MAX_ORDERS: usize = 500;
+pub const MAX_PALLETS: u64 = 5_000;
+
+impl LoadProblem {
+    /// Parses JSON text into a validated problem.
+    pub fn parse(text: &str) -> Result<LoadProblem, ToolError> {
+        let problem: LoadProblem = serde_json::from_str(text)
+            .map_err(|error| ToolError::invalid(format!("problem: {error}")))?;
+        problem.validate()?;
+        Ok(problem)
+    }
+
+    /// Every rule downstream code relies on.
+    pub fn validate(&self) -> Result<(), ToolError> {
+        let bad = |message: String| Err(ToolError::invalid(message));
+        if self.orders.is_empty() {
+            return bad("orders is empty: a cohort needs at least one order".to_owned());
+        }
+        if self.orders.len() > MAX_ORDERS {
+            return bad(format!(
+                "orders lists {} orders; a cohort takes at most {MAX_ORDERS}",
+                self.orders.len()
+            ));
+        }
+        let mut ids = BTreeSet::new();
+        let mut pallets = 0u64;
+        for (index, order) in self.orders.iter().enumerate() {
+            let at = format!("orders[{index}]");
+            if order.id.trim().is_empty() {
+                return bad(format!("{at}.id is empty"));
+            }
+            if !ids.insert(order.id.as_str()) {
+                return bad(format!(
+                    "{at}.id {:?} repeats an earlier order's id",
+                    order.id
+                ));
+            }
+            if order.pallets.is_empty() {
+                return bad(format!("{at} ({:?}) has no pallets", order.id));
+            }
+            for (line, pallet) in order.pallets.iter().enumerate() {
+                let at = format!("{at}.pallets[{line}]");
+                for (name, value, max) in [
+                    ("length_cm", pallet.length_cm, 10_000.0),
+                    ("width_cm", pallet.width_cm, 10_000.0),
+                    ("height_cm", pallet.height_cm, 10_000.0),
+                    ("weight_kg", pallet.weight_kg, 100_000.0),
+                ] {
+                    positive(&format!("{at}.{name}"), value, max)?;
+                }
+                if pallet.count == 0 {
+                    return bad(format!("{at}.count must be at least 1"));
+                }
+                pallets += u64::from(pallet.count);
+            }
+        }
+        if pallets > MAX_PALLETS {
+            return bad(format!(
+                "the cohort has {pallets} pallets; the planner takes at most {MAX_PALLETS}"
+            ));
+        }
+        let rates = &self.rates;
+        positive("rates.air.per_kg", rates.air.per_kg, 1e6)?;
+        non_negative("rates.air.min_charge", rates.air.min_charge, 1e9)?;
+        positive(
+            "rates.air.volumetric_divisor",
+            rates.air.volumetric_divisor,
+            1e7,
+        )?;
+        positive("rates.lcl.per_cbm", rates.lcl.per_cbm, 1e7)?;
+        non_negative("rates.lcl.min_cbm", rates.lcl.min_cbm, 1e5)?;
+        if rates.fcl.containers.is_empty() {
+            return bad(
+                "rates.fcl.containers is empty: give at least one container type".to_owned(),
+            );
+        }
+        let mut names = BTreeSet::new();
+        for (index, container) in rates.fcl.containers.iter().enumerate() {
+            let at = format!("rates.fcl.containers[{index}]");
+            if container.name.trim().is_empty() {
+                return bad(format!("{at}.type is empty"));
+            }
+            if !names.insert(container.name.as_str()) {
+                return bad(format!(
+                    "{at}.type {:?} repeats an earlier container type",
+                    container.name
+                ));
+            }
+            for (name, value, max) in [
+                ("length_cm", container.length_cm, 100_000.0),
+                ("width_cm", container.width_cm, 10_000.0),
+                ("height_cm", container.height_cm, 10_000.0),
+                ("max_payload_kg", container.max_payload_kg, 1_000_000.0),
+                ("price", container.price, 1e8),
+            ] {
+                positive(&format!("{at}.{name}"), value, max)?;
+            }
+        }
+        for (mode, table) in [
+            ("air", &self.delays.air),
+            ("lcl", &self.delays.lcl),
+            ("fcl", &self.delays.fcl),
+        ] {
+            if let Some(table) = table {
+                super::risk::Distribution::from_table(table)
+                    .map_err(|problem| ToolError::invalid(format!("delays.{mode}: {problem}")))?;
+            }
+        }
+        let max_miss = self.policy.max_miss_probability;
+        if !(0.0..=1.0).contains(&max_miss) {
+            return bad(format!(
+                "policy.max_miss_probability must be between 0 and 1, got {max_miss}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn positive(name: &str, value: f64, max: f64) -> Result<(), ToolError> {
+    if !value.is_finite() || value <= 0.0 {
+        return Err(ToolError::invalid(format!(
+            "{name} must be a positive number, got {value}"
+        )));
+    }
+    if value > max {
+        return Err(ToolError::invalid(format!(
+            "{name} is {value}; the planner takes at most {max}"
+        )));
+    }
+    Ok(())
+}
+
+fn non_negative(name: &str, value: f64, max: f64) -> Result<(), ToolError> {
+    if !value.is_finite() || value < 0.0 {
+        return Err(ToolError::invalid(format!(
+            "{name} must be zero or more, got {value}"
+        )));
+    }
+    if value > max {
+        return Err(ToolError::invalid(format!(
+            "{name} is {value}; the planner takes at most {max}"
+        )));
+    }
+    Ok(())
+}
+
+/// A valid sample cohort, for `solvergate plan --example`.
+pub const EXAMPLE: &str = r#"{
+  "orders": [
+    {"id": "PO-1001", "deadline_days": 6,
+     "pallets": [{"length_cm": 120, "width_cm": 80, "height_cm": 110, "weight_kg": 180, "count": 2}]},
+    {"id": "PO-1002", "deadline_days": 45,
+     "pallets": [{"length_cm": 120, "width_cm": 80, "height_cm": 150, "weight_kg": 620, "count": 14, "stackable": false}]},
+    {"id": "PO-1003", "deadline_days": 45,
+     "pallets": [{"length_cm": 120, "width_cm": 100, "height_cm": 120, "weight_kg": 450, "count": 8, "stackable": true}]},
+    {"id": "PO-1004", "deadline_days": 40,
+     "pallets": [{"length_cm": 80, "width_cm": 60, "height_cm": 90, "weight_kg": 95, "count": 3}]}
+  ],
+  "rates": {
+    "air": {"per_kg": 4.2, "min_charge": 150, "volumetric_divisor": 6000, "transit_days": 3},
+    "lcl": {"per_cbm": 85, "min_cbm": 1, "transit_days": 30},
+    "fcl": {"transit_days": 28, "containers": [
+      {"type": "20GP", "length_cm": 589, "width_cm": 235, "height_cm": 239, "max_payload_kg": 28000, "price": 1800},
+      {"type": "40HC", "length_cm": 1203, "width_cm": 235, "height_cm": 269, "max_payload_kg": 26500, "price": 2900}
+    ]}
+  },
+  "policy": {"max_miss_probability": 0.1}
+}
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_is_valid() {
+        let problem = LoadProblem::parse(EXAMPLE).unwrap();
+        assert_eq!(problem.orders.len(), 4);
+        assert_eq!(problem.policy.max_miss_probability, 0.1);
+    }
+
+    #[test]
+    fn bad_input_names_the_field() {
+        use serde_json::json;
+        let example: serde_json::Value = serde_json::from_str(EXAMPLE).unwrap();
+        // (what the error names, the JSON pointer to change, the new value)
+        let cases = [
+            (
+                "orders[0].pallets[0].length_cm",
+                "/orders/0/pallets/0/length_cm",
+                json!(-5),
+            ),
+            ("orders is empty", "/orders", json!([])),
+            ("repeats an earlier order", "/orders/1/id", json!("PO-1001")),
+            (
+                "rates.fcl.containers is empty",
+                "/rates/fcl/containers",
+                json!([]),
+            ),
+            (
+                "max_miss_probability",
+                "/policy/max_miss_probability",
+                json!(2),
+            ),
+            ("count", "/orders/0/pallets/0/count", json!(0)),
+        ];
+        for (fragment, pointer, value) in cases {
+            let mut problem = example.clone();
+            *problem.pointer_mut(pointer).unwrap() = value;
+            let error = LoadProblem::parse(&problem.to_string()).unwrap_err();
+            assert!(error.0.message.contains(fragment), "{fragment}: {error}");
+        }
+        let mut problem = example.clone();
+        problem["delays"] = json!({"air": {"0": 0.5, "1": 0.4}});
+        let error = LoadProblem::parse(&problem.to_string()).unwrap_err();
+        assert!(error.0.message.contains("delays.air"), "{error}");
+        let mut problem = example;
+        problem["rates"]["ship"] = json!({});
+        let error = LoadProblem::parse(&problem.to_string()).unwrap_err();
+        assert!(error.0.message.contains("unknown field"), "{error}");
+    }
+}

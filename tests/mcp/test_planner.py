@@ -1,0 +1,272 @@
+"""The load planner through the real client on the real runtime: cohorts
+where air, full containers or the optimised mix win, an infeasible one,
+the narration guard on a real stored result, determinism and the disk
+store across processes, and bad input.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from helpers import call_error, call_ok
+
+pytestmark = pytest.mark.anyio
+
+RATES = {
+    "air": {"per_kg": 4.2, "min_charge": 150, "volumetric_divisor": 6000, "transit_days": 3},
+    "lcl": {"per_cbm": 85, "min_cbm": 1, "transit_days": 30},
+    "fcl": {
+        "transit_days": 28,
+        "containers": [
+            {"type": "20GP", "length_cm": 589, "width_cm": 235, "height_cm": 239, "max_payload_kg": 28000, "price": 1800},
+            {"type": "40HC", "length_cm": 1203, "width_cm": 235, "height_cm": 269, "max_payload_kg": 26500, "price": 2900},
+        ],
+    },
+}
+
+
+def pallets(count: int, height: int = 110, kg: float = 300, stackable: bool = False) -> list[dict]:
+    return [{"length_cm": 120, "width_cm": 80, "height_cm": height, "weight_kg": kg, "count": count, "stackable": stackable}]
+
+
+URGENT = {
+    "orders": [
+        {"id": "U-1", "deadline_days": 5, "pallets": pallets(1, kg=120)},
+        {"id": "U-2", "deadline_days": 6, "pallets": pallets(2, kg=90)},
+    ],
+    "rates": RATES,
+}
+BULK = {
+    "orders": [
+        {"id": "B-1", "deadline_days": 60, "pallets": pallets(30, stackable=True, kg=400)},
+        {"id": "B-2", "deadline_days": 70, "pallets": pallets(10, stackable=True, kg=400)},
+    ],
+    "rates": RATES,
+}
+MIXED = {
+    "orders": [
+        {"id": "M-AIR", "deadline_days": 5, "pallets": pallets(1, kg=150)},
+        {"id": "M-FCL", "deadline_days": 50, "pallets": pallets(36, stackable=True, kg=350)},
+        # Too tall for any container: LCL or air only.
+        {"id": "M-LCL", "deadline_days": 60, "pallets": pallets(1, height=280, kg=80)},
+    ],
+    "rates": RATES,
+}
+INFEASIBLE = {
+    "orders": [{"id": "LATE", "deadline_days": 2, "pallets": pallets(1)}],
+    "rates": RATES,
+}
+CARD_NAMES = ["all_air", "all_lcl", "all_fcl", "optimised"]
+
+
+@pytest.fixture(scope="module")
+async def server(harness):
+    async with harness.open("full") as launched:
+        yield launched
+
+
+async def plan(session, problem: dict) -> dict:
+    planned = await call_ok(session, "plan_load", {"problem": problem})
+    assert planned["result_id"] == planned["content_hash"]
+    assert len(planned["result_id"]) == 64
+    result = planned["result"]
+    assert [card["name"] for card in result["cards"]] == CARD_NAMES
+    for card in result["cards"]:
+        if card["feasible"]:
+            assert card["checker"] == "CORRECT", card
+            assert card["cost"]["total"] == pytest.approx(
+                card["cost"]["air"] + card["cost"]["lcl"] + card["cost"]["fcl"]
+            ), card
+            assert 0 <= card["miss_probability"] <= 1
+        else:
+            assert card["infeasible_reason"], card
+    recommended = [card["name"] for card in result["cards"] if card["recommended"]]
+    assert recommended == ([result["recommended"]] if result["recommended"] else []), result
+    return planned
+
+
+def cards(result: dict) -> dict[str, dict]:
+    return {card["name"]: card for card in result["result"]["cards"]}
+
+
+async def test_an_urgent_cohort_goes_by_air(server):
+    planned = await plan(server.session, URGENT)
+    by_name = cards(planned)
+    assert planned["result"]["recommended"] == "all_air", by_name
+    assert by_name["all_air"]["feasible"] and not by_name["all_lcl"]["feasible"] and not by_name["all_fcl"]["feasible"]
+    assert by_name["optimised"]["modes"] == {"U-1": "air", "U-2": "air"}
+    assert by_name["all_air"]["cost"]["air"] > 0 and by_name["all_air"]["cost"]["fcl"] == 0
+
+
+async def test_a_bulk_cohort_goes_by_full_container(server):
+    planned = await plan(server.session, BULK)
+    by_name = cards(planned)
+    assert planned["result"]["recommended"] in ("all_fcl", "optimised"), by_name
+    recommended = by_name[planned["result"]["recommended"]]
+    assert set(recommended["modes"].values()) == {"fcl"}, recommended
+    assert recommended["containers"], recommended
+    assert by_name["all_fcl"]["cost"]["total"] < by_name["all_lcl"]["cost"]["total"] < by_name["all_air"]["cost"]["total"]
+    assert 0 < recommended["fill_rate"] <= 1
+    packing = {row["type"]: row for row in planned["result"]["packing"]}
+    assert set(packing) == {"20GP", "40HC"} and all(row["unplaceable"] == [] for row in packing.values())
+
+
+async def test_a_mixed_cohort_is_cheapest_as_a_mix(server):
+    planned = await plan(server.session, MIXED)
+    by_name = cards(planned)
+    optimised = by_name["optimised"]
+    assert planned["result"]["recommended"] == "optimised", by_name
+    assert optimised["modes"] == {"M-AIR": "air", "M-FCL": "fcl", "M-LCL": "lcl"}, optimised
+    for name in ("all_air", "all_lcl", "all_fcl"):
+        card = by_name[name]
+        if card["feasible"]:
+            assert optimised["cost"]["total"] < card["cost"]["total"], (name, card["cost"])
+    assert {s["mode"] for s in optimised["shipments"]} == {"air", "lcl", "fcl"}
+    notes = planned["result"]["notes"]
+    assert any("M-LCL" in note and "fits no container" in note for note in notes), notes
+
+
+async def test_a_cohort_no_mode_can_carry_is_reported_infeasible(server):
+    planned = await call_ok(server.session, "plan_load", {"problem": INFEASIBLE})
+    result = planned["result"]
+    assert result["recommended"] is None
+    assert all(not card["feasible"] and card["status"] == "unsatisfiable" for card in result["cards"]), result["cards"]
+    assert any("LATE" in note for note in result["notes"]), result["notes"]
+    explained = await call_ok(server.session, "explain_load_plan", {"result_id": planned["result_id"]})
+    assert explained["narration"].startswith("No plan is feasible"), explained
+    assert explained["check"]["ok"] is True
+
+
+async def test_the_guard_on_a_real_result(server):
+    planned = await plan(server.session, MIXED)
+    result_id = planned["result_id"]
+    optimised = cards(planned)["optimised"]
+    total = optimised["cost"]["total"]
+    air = optimised["cost"]["air"]
+    miss = optimised["miss_probability"]
+
+    explained = await call_ok(server.session, "explain_load_plan", {"result_id": result_id})
+    assert explained["check"] == {"ok": True, "offending": [], "tokens_checked": explained["check"]["tokens_checked"]}
+    assert explained["narration"].startswith("Recommended plan: optimised.")
+    assert json.dumps(total) in explained["narration"]
+
+    def shown(value: float) -> str:
+        return json.dumps(value)
+
+    rounded = str(round(total, -2) + (100 if round(total, -2) == total else 0)).rstrip("0").rstrip(".")
+    percent = f"{miss * 100:.2f}%"
+    summed = shown(round(total + air, 2))
+    rejected = [
+        (f"About {rounded} in total.", rounded),
+        (f"A {percent} chance of a miss.", percent.rstrip("%")),
+        (f"Air and total together: {summed}.", summed),
+        ("It saves 12345 compared with sea.", "12345"),
+    ]
+    for narration, token in rejected:
+        check = await call_ok(server.session, "verify_narration", {"narration": narration, "result_id": result_id})
+        assert check["ok"] is False and token in check["offending"], (narration, check)
+    allowed = [
+        f"The optimised plan costs {shown(total)} with a miss chance of {shown(miss)}.",
+        "The eta_p90_days figure names 90, and order M-FCL is one of them.",
+        f"Solved with {planned['result']['solver']}.",
+    ]
+    for narration in allowed:
+        check = await call_ok(server.session, "verify_narration", {"narration": narration, "result_id": result_id})
+        assert check["ok"] is True, (narration, check)
+
+
+async def test_the_same_cohort_gives_the_same_id_in_another_process_and_the_store_survives(harness, tmp_path):
+    async with harness.open("full") as first:
+        planned = await call_ok(first.session, "plan_load", {"problem": MIXED})
+    async with harness.open("full") as second:
+        explained = await call_ok(second.session, "explain_load_plan", {"result_id": planned["result_id"]})
+        assert explained["check"]["ok"] is True
+        again = await call_ok(second.session, "plan_load", {"problem": copy.deepcopy(MIXED)})
+        assert again["result_id"] == planned["result_id"]
+        assert again["result"] == planned["result"]
+
+        stored = Path(harness.env["XDG_DATA_HOME"]) / "solvergate" / "planner" / f"{planned['result_id']}.json"
+        assert stored.is_file(), stored
+        text = stored.read_text()
+        assert '"rates"' not in text and '"per_kg"' not in text, "the store holds the problem"
+        stored.write_text(text.replace('"recommended":true', '"recommended":false', 1))
+        error = await call_error(second.session, "explain_load_plan", {"result_id": planned["result_id"]})
+        assert error.category == "not_verified" and "tampered" in error.message, error.text
+        error = await call_error(second.session, "verify_narration", {"narration": "x", "result_id": planned["result_id"]})
+        assert error.category == "not_verified", error.text
+        stored.unlink()
+        error = await call_error(second.session, "explain_load_plan", {"result_id": planned["result_id"]})
+        assert error.category == "invalid_request" and "no stored planner result" in error.message, error.text
+
+
+def broken(path: list, value) -> dict:
+    problem = copy.deepcopy(MIXED)
+    target = problem
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return problem
+
+
+BAD_INPUT = [
+    ("negative-dimension", broken(["orders", 0, "pallets", 0, "length_cm"], -120), "orders[0].pallets[0].length_cm"),
+    ("empty-cohort", broken(["orders"], []), "orders is empty"),
+    ("unknown-container-field", broken(["rates", "fcl", "containers", 0, "volume_cbm"], 33), "volume_cbm"),
+    ("no-containers", broken(["rates", "fcl", "containers"], []), "rates.fcl.containers is empty"),
+    ("delays-not-summing-to-one", broken(["delays"], {"air": {"0": 0.5, "2": 0.3}}), "delays.air"),
+    ("duplicate-order-id", broken(["orders", 1, "id"], "M-AIR"), "repeats"),
+    ("zero-count", broken(["orders", 0, "pallets", 0, "count"], 0), "count"),
+]
+
+
+@pytest.mark.parametrize(("case", "problem", "fragment"), BAD_INPUT, ids=[c[0] for c in BAD_INPUT])
+async def test_bad_input_is_refused_with_the_field_named(server, case, problem, fragment):
+    error = await call_error(server.session, "plan_load", {"problem": problem})
+    assert error.category == "invalid_request", error.text
+    assert fragment in error.message, f"{case}: {error.message}"
+
+
+async def test_explain_takes_one_property(server):
+    tools = {tool.name: tool for tool in (await server.session.list_tools()).tools}
+    schema = tools["explain_load_plan"].input_schema
+    assert list(schema["properties"]) == ["result_id"] and schema["required"] == ["result_id"]
+    error = await call_error(server.session, "explain_load_plan", {"result_id": "x" * 64, "rate": 4.2})
+    assert error.category == "invalid_request", error.text
+
+
+async def test_a_plan_saves_and_replays_to_the_same_id(server, tmp_path):
+    target = tmp_path / "mixed-plan"
+    saved = await call_ok(server.session, "save_load_plan", {"problem": MIXED, "target_dir": str(target)})
+    assert saved["status"] == "saved", saved
+    assert saved["recommended"] == "optimised"
+    names = {f["name"]: f for f in saved["files"]}
+    assert set(names) == {"problem.json", "result.json", "model.mzn", "load_planner.mzc.mzn"}
+    # The saved result is the stored one, byte for byte: its hash is the id.
+    import hashlib
+
+    assert hashlib.sha256((target / "result.json").read_bytes()).hexdigest() == saved["result_id"]
+    assert json.loads((target / "problem.json").read_text()) == json.loads(json.dumps(MIXED)) | {
+        "delays": {"air": None, "lcl": None, "fcl": None},
+        "policy": {"max_miss_probability": 0.1},
+    }
+    manifest = json.loads((target / ".solvergate-artifact.json").read_text())
+    assert manifest["backend"] == "planner" and manifest["planner"]["result_id"] == saved["result_id"]
+    assert manifest["verification"]["status"] == "planned" and manifest["verification"]["level"] == "checked"
+
+    replay = await call_ok(server.session, "replay_artifact", {"target_dir": str(target)})
+    assert replay["reproduced"] is True, replay
+    assert replay["result_id"] == replay["recorded_result_id"] == saved["result_id"]
+
+    (target / "result.json").write_text((target / "result.json").read_text().replace("optimised", "optimized"))
+    error = await call_error(server.session, "replay_artifact", {"target_dir": str(target)})
+    assert error.category == "not_verified" and "result.json" in error.message, error.text
+
+    nothing = tmp_path / "infeasible-plan"
+    refused = await call_ok(server.session, "save_load_plan", {"problem": INFEASIBLE, "target_dir": str(nothing)})
+    assert refused["status"] == "not_verified" and refused["files"] == [], refused
+    assert refused["diagnostic"]["category"] == "not_verified"
+    assert not nothing.exists()
