@@ -120,6 +120,10 @@ pub struct ContainerCount {
 pub struct Shipment {
     pub mode: Mode,
     pub orders: usize,
+    pub eta_p50_days: u32,
+    pub eta_p90_days: u32,
+    /// Mean delay of the worst 10% of outcomes, in days.
+    pub cvar90_delay_days: f64,
     /// Chance this shipment arrives after the tightest deadline on it.
     pub miss_probability: f64,
 }

@@ -496,12 +496,17 @@ fn card(
             Mode::Lcl => problem.rates.lcl.transit_days,
             Mode::Fcl => problem.rates.fcl.transit_days,
         };
-        let miss = distributions
-            .get(&mode)
-            .map_or(1.0, |d| risk::miss_probability(transit, d, tightest));
+        let Some(distribution) = distributions.get(&mode) else {
+            continue;
+        };
+        let miss = risk::miss_probability(transit, distribution, tightest);
+        let read = risk::mode_risk(transit, distribution);
         card.shipments.push(Shipment {
             mode,
             orders: on_mode.len(),
+            eta_p50_days: read.eta_p50_days,
+            eta_p90_days: read.eta_p90_days,
+            cvar90_delay_days: round(read.cvar90_delay_days, 6),
             miss_probability: round(miss, 6),
         });
     }
