@@ -137,3 +137,27 @@ fn a_saved_plan_replays_from_the_terminal() {
     });
     assert_eq!(output.status.code(), Some(0));
 }
+
+#[test]
+fn the_bundled_model_runs_with_plain_minizinc() {
+    let home = Home::new();
+    let cohort = home.dir.path().join("cohort.json");
+    std::fs::write(&cohort, example(&home)).unwrap();
+    let output = home.run(&["plan", "--minizinc-data", cohort.to_str().unwrap()], None);
+    assert_eq!(output.status.code(), Some(0), "{}", transcript(&output));
+    let data = home.dir.path().join("data.json");
+    std::fs::write(&data, &output.stdout).unwrap();
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let solved = Command::new(test_runtime().join("bin/minizinc"))
+        .args(["--solver", "gecode"])
+        .arg(repo.join("models/load_planner/model.mzn"))
+        .arg(&data)
+        .arg(repo.join("checkers/load_planner.mzc.mzn"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&solved.stdout);
+    assert!(solved.status.success(), "{stdout}");
+    assert!(stdout.contains("% CORRECT"), "{stdout}");
+    assert!(stdout.contains("total_cents = 441200;"), "{stdout}");
+    assert!(stdout.contains("=========="), "{stdout}");
+}

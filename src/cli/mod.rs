@@ -124,6 +124,10 @@ pub enum Command {
         /// Print a valid sample cohort to start from, and exit.
         #[arg(long, conflicts_with_all = ["json", "explain", "file", "save"])]
         example: bool,
+        /// Print the MiniZinc data of the optimised solve instead of
+        /// planning, to run models/load_planner/model.mzn with plain minizinc.
+        #[arg(long, conflicts_with_all = ["json", "explain", "save", "example"])]
+        minizinc_data: bool,
         /// Also save the plan as an artifact in this directory (replay it
         /// with `solvergate replay DIR`).
         #[arg(long, value_name = "DIR")]
@@ -290,6 +294,11 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
             command: ArtifactsCommand::Ls { dirs, json },
         } => artifact_commands::list(dirs, json),
         Command::Plan { example: true, .. } => plan_command::example(),
+        Command::Plan {
+            minizinc_data: true,
+            file,
+            ..
+        } => plan_command::minizinc_data(file),
         Command::Plan {
             file,
             json,

@@ -108,6 +108,23 @@ pub async fn plan(
     }
 }
 
+/// Prints the optimised solve's MiniZinc data for a cohort.
+pub fn minizinc_data(file: Option<PathBuf>) -> ExitCode {
+    let text = match read_problem(file) {
+        Ok(text) => text,
+        Err(message) => return refuse(message),
+    };
+    let data = LoadProblem::parse(&text)
+        .and_then(|problem| crate::planner::model::minizinc_data(&problem));
+    match data {
+        Ok(data) => {
+            println!("{}", render::json(&data));
+            ExitCode::SUCCESS
+        }
+        Err(error) => fail(&error),
+    }
+}
+
 /// Prints the sample cohort.
 pub fn example() -> ExitCode {
     print!("{EXAMPLE}");

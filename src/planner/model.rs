@@ -51,6 +51,20 @@ struct OrderFacts {
     units: Vec<PalletUnit>,
 }
 
+/// The data of the free (optimised) solve as MiniZinc JSON, for a person
+/// who wants to run `models/load_planner/model.mzn` with plain `minizinc`;
+/// set `fixed_mode` to 1, 2 or 3 for the single-mode plans.
+pub fn minizinc_data(problem: &LoadProblem) -> Result<Value, ToolError> {
+    problem.validate()?;
+    let mut notes = Vec::new();
+    let (reads, _) = mode_reads(problem);
+    let mut orders = order_facts(problem, &reads, &mut notes);
+    let (_, fcl) = pack(problem, &mut orders, &mut notes);
+    let mut data = model_data(problem, &orders, &fcl)?;
+    data.insert("fixed_mode".to_owned(), json!(0));
+    Ok(Value::Object(data))
+}
+
 /// Plans a validated problem.
 pub async fn plan(
     minizinc: &MiniZinc,
