@@ -190,6 +190,11 @@ impl MiniZinc {
             .args(request.controls.args())
             .args(model_and_data(&prepared));
         if let Some(checker) = &prepared.checker {
+            // 2.9 names the checker with --solution-checker; 2.6 has no such
+            // flag and recognises a positional *.mzc.mzn instead.
+            if self.runtime.has_solution_checker_flag(cancel).await? {
+                command = command.arg("--solution-checker");
+            }
             command = command.arg(checker);
         }
         progress.report(Stage::Running, format!("solving with {}", solver.id));

@@ -192,6 +192,9 @@ pub async fn status(
 pub struct Runtime {
     location: RuntimeLocation,
     catalog: OnceCell<SolverCatalog>,
+    /// Whether `minizinc --help` lists `--solution-checker` (2.9 does, 2.6
+    /// does not), asked once.
+    checker_flag: OnceCell<bool>,
 }
 
 impl Runtime {
@@ -199,6 +202,7 @@ impl Runtime {
         Runtime {
             location,
             catalog: OnceCell::new(),
+            checker_flag: OnceCell::new(),
         }
     }
 
@@ -256,6 +260,21 @@ impl Runtime {
                 })
             })
             .await
+    }
+
+    /// Whether this MiniZinc takes a checker with `--solution-checker`
+    /// (otherwise a positional `*.mzc.mzn` is the way); asked once.
+    pub async fn has_solution_checker_flag(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<bool, ToolError> {
+        self.checker_flag
+            .get_or_try_init(|| async {
+                let help = self.introspect("--help", cancel).await?;
+                Ok(help.contains("--solution-checker"))
+            })
+            .await
+            .copied()
     }
 
     /// Runs the binary with one introspection flag and returns its stdout.
