@@ -250,7 +250,7 @@ fn solve_exit_codes() {
 
     let zero = home.run(&["solve", &unsat, "--timeout-ms", "0"]);
     assert_eq!(code(&zero), 1);
-    assert!(text(&zero.stderr).contains("timeout_ms must be strictly positive"));
+    assert!(text(&zero.stderr).contains("--timeout-ms must be a positive number"));
 
     let usage = home.run(&["solve"]);
     assert_eq!(code(&usage), 2);

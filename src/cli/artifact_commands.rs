@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{ARTIFACT_JOURNAL, PLANNER_STORE, fail, refuse, render};
+use super::{ARTIFACT_JOURNAL, PLANNER_STORE, fail, out, refuse, render};
 use crate::artifacts::{self, Artifacts};
 use crate::cpsat::Cpsat;
 use crate::diagnostics::Category;
@@ -74,9 +74,9 @@ pub async fn replay(
         Err(error) => return fail(&error),
     };
     if json {
-        println!("{}", render::json(&result));
+        out(&format!("{}\n", render::json(&result)));
     } else {
-        print!("{}", render::replay(&result));
+        out(&render::replay(&result));
     }
     if result.reproduced {
         ExitCode::SUCCESS
@@ -88,9 +88,9 @@ pub async fn replay(
 pub fn list(dirs: Vec<PathBuf>, json: bool) -> ExitCode {
     let found = artifacts::list(&dirs);
     if json {
-        println!("{}", render::json(&found));
+        out(&format!("{}\n", render::json(&found)));
     } else {
-        print!("{}", render::artifact_list(&found));
+        out(&render::artifact_list(&found));
         for unreadable in &found.unreadable {
             eprintln!(
                 "solvergate: warning: {} has a manifest that cannot be read: {}",

@@ -168,6 +168,7 @@ pub enum RuntimeKind {
 }
 
 #[derive(Debug, Args)]
+#[command(after_long_help = SOLVE_EXIT_CODES)]
 pub struct SolveArgs {
     /// The MiniZinc model (.mzn).
     pub model: PathBuf,
@@ -330,6 +331,12 @@ pub(crate) fn fail(error: &ToolError) -> ExitCode {
 }
 
 async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
+    if args.timeout_ms <= 0 {
+        return refuse(format!(
+            "--timeout-ms must be a positive number of milliseconds, got {} (0 does not mean \"no limit\"; omit the flag for {DEFAULT_TIMEOUT_MS})",
+            args.timeout_ms
+        ));
+    }
     let path = |p: PathBuf| p.to_string_lossy().into_owned();
     let request = SolveRequest {
         sources: Sources::Files {
@@ -347,29 +354,108 @@ async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
             num_solutions: args.num_solutions,
         },
     };
+    // The first Ctrl-C, SIGTERM or SIGHUP stops the solver the way Ctrl-C
+    // at a `minizinc` prompt does (what it found is kept and printed); a
+    // second one kills the tree at once.
+    let stop = CancellationToken::new();
     let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
+    let (on_stop, on_cancel) = (stop.clone(), cancel.clone());
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
+        interrupt_signal().await;
+        on_stop.cancel();
+        interrupt_signal().await;
+        on_cancel.cancel();
     });
     let service = MiniZinc::new(runtime);
-    let result = match service.solve(&request, &Progress::none(), &cancel).await {
+    let result = match service
+        .solve_stoppable(&request, &Progress::none(), &cancel, &stop)
+        .await
+    {
         Ok(result) => result,
         Err(error) => return fail(&error),
     };
+    let interrupted = stop.is_cancelled();
     if args.json {
-        println!("{}", render::json(&result));
+        out(&format!("{}\n", render::json(&result)));
     } else {
-        print!("{}", render::solve(&result));
+        out(&render::solve(&result));
     }
-    let solved = matches!(result.status.as_str(), "optimal" | "satisfied")
-        || (result.status == "timeout" && result.solution.is_some());
-    if solved {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(3)
+    if interrupted {
+        eprintln!("solvergate: interrupted; the output above is what the solver had found by then");
+        return ExitCode::from(SOLVE_INTERRUPTED);
+    }
+    ExitCode::from(solve_exit_code(&result))
+}
+
+/// `solve --help`'s table of exit codes.
+const SOLVE_EXIT_CODES: &str = "\
+Exit codes:
+  0    a solution was found (optimal, satisfied, or the best one when the time ran out)
+  1    a problem before solving: a missing runtime, a bad flag value, a file that is not there
+  2    the command line itself is wrong
+  3    no solution exists (unsatisfiable or unbounded)
+  4    the model is broken (syntax, type or missing data error)
+  5    no answer in time (timeout or unknown, nothing found)
+  6    the checker rejected a solution
+  130  interrupted (Ctrl-C, SIGTERM or SIGHUP); what the solver had found is printed
+
+Ctrl-C, SIGTERM or SIGHUP once: the solver stops and its best solution so far is printed.
+Twice: every process is killed at once.";
+
+/// `solve`'s exit codes (also in `solve --help` and the README).
+const SOLVE_NO_SOLUTION_EXISTS: u8 = 3;
+const SOLVE_MODEL_ERROR: u8 = 4;
+const SOLVE_NO_ANSWER_IN_TIME: u8 = 5;
+const SOLVE_CHECKER_REJECTED: u8 = 6;
+const SOLVE_INTERRUPTED: u8 = 130;
+
+/// What a finished solve's result means for the exit code.
+fn solve_exit_code(result: &crate::minizinc::SolveResult) -> u8 {
+    let rejected = result
+        .checker
+        .as_ref()
+        .is_some_and(|checker| checker.status != "completed");
+    match result.status.as_str() {
+        _ if rejected && result.solution.is_some() => SOLVE_CHECKER_REJECTED,
+        "optimal" | "satisfied" => 0,
+        "timeout" if result.solution.is_some() => 0,
+        "unsatisfiable" | "unbounded" | "unsat_or_unbounded" => SOLVE_NO_SOLUTION_EXISTS,
+        "error" => SOLVE_MODEL_ERROR,
+        _ => SOLVE_NO_ANSWER_IN_TIME,
+    }
+}
+
+/// Resolves on SIGINT, SIGTERM or SIGHUP.
+async fn interrupt_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = int.recv() => {}
+        _ = term.recv() => {}
+        _ = hup.recv() => {}
+    }
+}
+
+/// Writes to stdout; a reader that went away (`| head`) ends the process
+/// quietly instead of a panic.
+pub(crate) fn out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            crate::exec::kill_all_sessions();
+            std::process::exit(0);
+        }
+        eprintln!("solvergate: could not write to stdout: {error}");
     }
 }
 
@@ -410,6 +496,11 @@ async fn serve_stdio(
     } else {
         eprintln!("minizinc: not installed — {}", runtime::INSTALL_HINT);
     }
+    eprintln!(
+        "cp-sat python: {} ({}); probed on first use",
+        cpsat.python.display(),
+        cpsat.source.describe_python()
+    );
 
     let journal = dirs.data_dir.join(ARTIFACT_JOURNAL);
     let recovered = crate::artifacts::target::recover_interrupted(&journal);

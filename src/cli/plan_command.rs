@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{ARTIFACT_JOURNAL, PLANNER_STORE, fail, refuse, render};
+use super::{ARTIFACT_JOURNAL, PLANNER_STORE, fail, out, refuse, render};
 use crate::artifacts::{Artifacts, SavePlanRequest};
 use crate::cpsat::Cpsat;
 use crate::minizinc::MiniZinc;
@@ -71,9 +71,9 @@ pub async fn plan(
         Err(error) => return fail(&error),
     };
     match output {
-        PlanOutput::Json => println!("{}", render::json(&result)),
-        PlanOutput::Explain => print!("{}", explain::narrate(&result.result)),
-        PlanOutput::Table => print!("{}", render::load_plan(&result)),
+        PlanOutput::Json => out(&format!("{}\n", render::json(&result))),
+        PlanOutput::Explain => out(&explain::narrate(&result.result)),
+        PlanOutput::Table => out(&render::load_plan(&result)),
     }
     if let Some(save) = save {
         let artifacts = Artifacts::new(
@@ -118,7 +118,7 @@ pub fn minizinc_data(file: Option<PathBuf>) -> ExitCode {
         .and_then(|problem| crate::planner::model::minizinc_data(&problem));
     match data {
         Ok(data) => {
-            println!("{}", render::json(&data));
+            out(&format!("{}\n", render::json(&data)));
             ExitCode::SUCCESS
         }
         Err(error) => fail(&error),
@@ -127,7 +127,7 @@ pub fn minizinc_data(file: Option<PathBuf>) -> ExitCode {
 
 /// Prints the sample cohort.
 pub fn example() -> ExitCode {
-    print!("{EXAMPLE}");
+    out(EXAMPLE);
     ExitCode::SUCCESS
 }
 

@@ -50,7 +50,7 @@ pub fn runtime_status(status: &RuntimeStatus, only: Option<RuntimeKind>) -> Stri
             text,
             "  python:      {} ({})",
             cpsat.python,
-            cpsat.source.describe()
+            cpsat.source.describe_python()
         );
         match &cpsat.ortools_version {
             Some(version) => {
@@ -87,9 +87,17 @@ pub fn solver_table(list: &SolverList) -> String {
     );
     for solver in &list.solvers {
         let marker = if list.default_solver.as_deref() == Some(solver.id.as_str()) {
-            "  (default)"
+            "  (default)".to_owned()
+        } else if !solver.available {
+            format!(
+                "  (cannot run here: {})",
+                solver
+                    .unavailable_reason
+                    .as_deref()
+                    .unwrap_or("the probe failed")
+            )
         } else {
-            ""
+            String::new()
         };
         let _ = writeln!(
             text,
@@ -119,7 +127,28 @@ pub fn solve(result: &SolveResult) -> String {
         );
     }
     if let Some(checker) = &result.checker {
-        let _ = writeln!(text, "checker:   {}", checker.status);
+        // The first rejected solution's verdict, else the last verdict.
+        let shown = checker
+            .checks
+            .iter()
+            .enumerate()
+            .find(|(_, check)| check.violation)
+            .or_else(|| checker.checks.iter().enumerate().next_back());
+        match shown {
+            Some((index, check)) if !check.output.trim().is_empty() => {
+                let verdict = check.output.trim().replace('\n', " / ");
+                let _ = writeln!(
+                    text,
+                    "checker:   {} — {verdict} (solution {} of {})",
+                    checker.status,
+                    index + 1,
+                    checker.checks.len()
+                );
+            }
+            _ => {
+                let _ = writeln!(text, "checker:   {}", checker.status);
+            }
+        }
     }
     if !result.stdout.is_empty() {
         let _ = write!(text, "\n{}", result.stdout);

@@ -5,11 +5,9 @@ use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{RuntimeKind, fail, refuse, render};
+use super::{RuntimeKind, fail, out, refuse, render};
 use crate::runtime::cpsat::{self, CpsatRuntime};
-use crate::runtime::{
-    self, LocationSource, Runtime, RuntimeLocation, SolverList, UserDirs, config,
-};
+use crate::runtime::{self, LocationSource, Runtime, RuntimeLocation, UserDirs, config};
 
 /// Validates what the user points at, then saves it; nothing is saved
 /// unless everything named is usable.
@@ -69,9 +67,9 @@ pub async fn configure(
     match saved {
         Ok(path) => {
             for line in lines {
-                println!("{line}");
+                out(&format!("{line}\n"));
             }
-            println!("Saved in {}", path.display());
+            out(&format!("Saved in {}\n", path.display()));
             ExitCode::SUCCESS
         }
         Err(error) => refuse(format!(
@@ -89,9 +87,9 @@ pub async fn check(
 ) -> ExitCode {
     let status = runtime::status(minizinc, cpsat, &CancellationToken::new()).await;
     if json {
-        println!("{}", render::json(&status));
+        out(&format!("{}\n", render::json(&status)));
     } else {
-        print!("{}", render::runtime_status(&status, only));
+        out(&render::runtime_status(&status, only));
     }
     let ready = match only {
         Some(RuntimeKind::Minizinc) => status.installed,
@@ -106,15 +104,14 @@ pub async fn check(
 }
 
 pub async fn list_solvers(runtime: &Runtime, json: bool) -> ExitCode {
-    let catalog = match runtime.catalog(&CancellationToken::new()).await {
-        Ok(catalog) => catalog,
+    let list = match runtime.solver_list(&CancellationToken::new()).await {
+        Ok(list) => list,
         Err(error) => return fail(&error),
     };
-    let list = SolverList::from_catalog(catalog);
     if json {
-        println!("{}", render::json(&list));
+        out(&format!("{}\n", render::json(&list)));
     } else {
-        print!("{}", render::solver_table(&list));
+        out(&render::solver_table(&list));
     }
     ExitCode::SUCCESS
 }

@@ -120,6 +120,9 @@ pub enum Ending {
     Capped,
     /// The caller cancelled and we stopped the tree.
     Cancelled,
+    /// The caller asked the child to stop and report (SIGINT, as Ctrl-C
+    /// would, then the grace period): what it printed is kept.
+    Stopped,
 }
 
 /// What a finished run leaves behind.
@@ -160,6 +163,19 @@ pub async fn run(
     command: &ChildCommand,
     limits: Limits,
     cancel: &CancellationToken,
+) -> Result<RunOutput, ExecError> {
+    run_stoppable(command, limits, cancel, &CancellationToken::new()).await
+}
+
+/// [`run`], and when `stop` fires the child's group gets SIGINT — the
+/// signal a terminal's Ctrl-C sends, on which MiniZinc stops its solver
+/// and flushes what it found — then, after the grace period, the SIGKILL
+/// sweep. The output so far is returned with [`Ending::Stopped`].
+pub async fn run_stoppable(
+    command: &ChildCommand,
+    limits: Limits,
+    cancel: &CancellationToken,
+    stop: &CancellationToken,
 ) -> Result<RunOutput, ExecError> {
     let program = command.program.display().to_string();
     let io_error = |what: &'static str| {
@@ -221,6 +237,7 @@ pub async fn run(
             status = child.wait() => break (Ending::Exited, Some(status)),
             () = tokio::time::sleep_until(deadline) => break (Ending::TimedOut, None),
             () = cancel.cancelled() => break (Ending::Cancelled, None),
+            () = stop.cancelled() => break (Ending::Stopped, None),
             _ = cap_check.tick() => {
                 if captured_len(&stdout_file) + captured_len(&stderr_file) > limits.output_cap {
                     break (Ending::Capped, None);
@@ -235,9 +252,14 @@ pub async fn run(
         None if ending == Ending::Cancelled => None,
         None => {
             // Past the deadline or the cap, ask nicely first: MiniZinc
-            // forwards SIGTERM to its solver and flushes what it has. Then
-            // make sure.
-            tree::signal_group(guard.leader, Signal::SIGTERM);
+            // forwards SIGTERM to its solver and flushes what it has; asked
+            // to stop, it gets the SIGINT of a Ctrl-C. Then make sure.
+            let signal = if ending == Ending::Stopped {
+                Signal::SIGINT
+            } else {
+                Signal::SIGTERM
+            };
+            tree::signal_group(guard.leader, signal);
             let _ = tokio::time::timeout(limits.term_grace, child.wait()).await;
             None
         }

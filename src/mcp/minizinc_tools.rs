@@ -28,19 +28,15 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "List the solvers the MiniZinc runtime offers (id, name, version, tags) with each one's capabilities (all_solutions, free_search, parallel, random_seed, num_solutions) read from its declared flags, and the solver used when none is named.",
+        description = "List the solvers the MiniZinc runtime offers (id, name, version, tags) with each one's capabilities (all_solutions, free_search, parallel, random_seed, num_solutions) read from its declared flags, whether it can run here (available, with the reason when not: a MIP solver without its library), and the solver used when none is named.",
         output_schema = schema_for_output::<SolverList>()
     )]
     async fn list_available_solvers(
         &self,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let outcome = self
-            .minizinc
-            .runtime()
-            .catalog(&self.call_token(&context).0)
-            .await
-            .map(SolverList::from_catalog);
+        let (cancel, _link) = self.call_token(&context);
+        let outcome = self.minizinc.runtime().solver_list(&cancel).await;
         answer(outcome, render::solver_list)
     }
 

@@ -63,7 +63,7 @@ pub fn runtime_status(status: &RuntimeStatus) -> String {
                 text,
                 "CP-SAT runtime installed: {} (OR-Tools {version}, {})",
                 cpsat.python,
-                cpsat.source.describe()
+                cpsat.source.describe_python()
             );
         }
         None => {
@@ -78,11 +78,22 @@ pub fn runtime_status(status: &RuntimeStatus) -> String {
 }
 
 pub fn solver_list(list: &SolverList) -> String {
-    let mut text = String::from("| id | name | version |\n| --- | --- | --- |\n");
+    let mut text = String::from("| id | name | version | runs here |\n| --- | --- | --- | --- |\n");
     for solver in &list.solvers {
+        let runs = if solver.available {
+            "yes".to_owned()
+        } else {
+            format!(
+                "no: {}",
+                solver
+                    .unavailable_reason
+                    .as_deref()
+                    .unwrap_or("the probe failed")
+            )
+        };
         let _ = writeln!(
             text,
-            "| {} | {} | {} |",
+            "| {} | {} | {} | {runs} |",
             solver.id, solver.name, solver.version
         );
     }
@@ -96,7 +107,7 @@ pub fn solver_list(list: &SolverList) -> String {
     }
     text.push_str("Per-solver capabilities (all_solutions, free_search, parallel, random_seed, num_solutions, std_flags) are in the structured result; ask for them if you need them.\n");
     text.push_str("num_solutions works only on solvers that declare -n; for several optimal solutions, solve to optimality first, then re-solve with the objective fixed.\n");
-    text.push_str("A listed MIP solver may still need its own library or licence to run.\n");
+    text.push_str("A solver marked no failed a one-variable probe solve here (a MIP solver without its library, a GUI solver without a display): do not offer it.\n");
     text
 }
 

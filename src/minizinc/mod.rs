@@ -165,6 +165,20 @@ impl MiniZinc {
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<SolveResult, ToolError> {
+        self.solve_stoppable(request, progress, cancel, &CancellationToken::new())
+            .await
+    }
+
+    /// [`MiniZinc::solve`] that `stop` can end early the way Ctrl-C ends a
+    /// terminal solve: MiniZinc stops its solver, and the solutions found so
+    /// far are the result (`cancel`, by contrast, discards everything).
+    pub async fn solve_stoppable(
+        &self,
+        request: &SolveRequest,
+        progress: &Progress,
+        cancel: &CancellationToken,
+        stop: &CancellationToken,
+    ) -> Result<SolveResult, ToolError> {
         progress.report(Stage::Validating, "validating the model and arguments");
         let timeout_ms = validate_timeout(request.timeout_ms)?;
         request.controls.validate()?;
@@ -198,7 +212,7 @@ impl MiniZinc {
             command = command.arg(checker);
         }
         progress.report(Stage::Running, format!("solving with {}", solver.id));
-        let run = self.run(&command, timeout_ms, cancel).await?;
+        let run = self.run_until(&command, timeout_ms, cancel, stop).await?;
         progress.report(Stage::Parsing, "reading the solver output");
         let has_checker = prepared.checker.is_some();
         let result = solve_result(run, has_checker, solver, timeout_ms, &request.controls);
@@ -281,8 +295,19 @@ impl MiniZinc {
         timeout_ms: u64,
         cancel: &CancellationToken,
     ) -> Result<RunOutput, ToolError> {
+        self.run_until(command, timeout_ms, cancel, &CancellationToken::new())
+            .await
+    }
+
+    async fn run_until(
+        &self,
+        command: &ChildCommand,
+        timeout_ms: u64,
+        cancel: &CancellationToken,
+        stop: &CancellationToken,
+    ) -> Result<RunOutput, ToolError> {
         let limits = Limits::new(Duration::from_millis(timeout_ms) + WALL_CLOCK_GRACE);
-        let run = exec::run(command, limits, cancel)
+        let run = exec::run_stoppable(command, limits, cancel, stop)
             .await
             .map_err(|error| ToolError::new(Category::RuntimeMissing, error.to_string()))?;
         if run.ending == Ending::Cancelled {

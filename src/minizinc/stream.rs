@@ -185,6 +185,11 @@ impl Parser {
             if self.pending_status.take().as_deref() == Some("UNSATISFIABLE") {
                 check.violation = true;
             }
+            // A checker signals a failure either way: its constraints fail
+            // (unsatisfiable), or its output says INCORRECT.
+            if says_incorrect(&check.output) {
+                check.violation = true;
+            }
             Some(check)
         } else {
             None
@@ -304,6 +309,13 @@ fn is_checker_location(message: &Map<String, Value>) -> bool {
         .is_some_and(|file| file.ends_with(".mzc") || file.ends_with(".mzc.mzn"))
 }
 
+/// A checker's text verdict: a line that starts with `INCORRECT`.
+fn says_incorrect(output: &str) -> bool {
+    output
+        .lines()
+        .any(|line| line.trim_start().starts_with("INCORRECT"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -421,5 +433,30 @@ mod tests {
         let report = parse(text, false);
         let interface = report.interface.unwrap();
         assert_eq!(interface["method"], "sat");
+    }
+
+    /// Both ways a checker fails count: unsatisfiable constraints (above)
+    /// and a text verdict, on 2.6's top-level lines and 2.8+'s nested ones.
+    #[test]
+    fn an_incorrect_text_verdict_is_a_violation() {
+        let top_level = r#"{"type": "checker", "output": {"default": "INCORRECT: over capacity\n"}, "sections": ["default"]}
+{"type": "solution", "output": {"json": {"x": 1}}}
+{"type": "checker", "output": {"default": "CORRECT\n"}, "sections": ["default"]}
+{"type": "solution", "output": {"json": {"x": 2}}}"#;
+        let nested = r#"{"type": "checker", "messages": [{"type": "solution", "output": {"default": "INCORRECT: over capacity\n"}, "sections": ["default"]}]}
+{"type": "solution", "output": {"json": {"x": 1}}}
+{"type": "checker", "messages": [{"type": "solution", "output": {"default": "CORRECT\n"}, "sections": ["default"]}]}
+{"type": "solution", "output": {"json": {"x": 2}}}"#;
+        for text in [top_level, nested] {
+            let report = parse(text, true);
+            let checks: Vec<SolutionCheck> = report
+                .solutions
+                .iter()
+                .map(|solution| solution.check.clone().unwrap())
+                .collect();
+            assert!(checks[0].violation, "{text}");
+            assert_eq!(checks[0].output.trim(), "INCORRECT: over capacity");
+            assert!(!checks[1].violation, "{text}");
+        }
     }
 }

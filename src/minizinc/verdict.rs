@@ -22,19 +22,26 @@ pub fn solve_status(run: &RunOutput, report: &StreamReport) -> &'static str {
     if run.timed_out() || minizinc_timed_out(report) && report.solutions.is_empty() {
         return "timeout";
     }
-    // A return code we caused (output cap) says nothing about the model.
-    if run.ending != Ending::Capped && run.return_code != Some(0) {
+    // A return code we caused (output cap, a stop) says nothing about the model.
+    if !matches!(run.ending, Ending::Capped | Ending::Stopped) && run.return_code != Some(0) {
         return "error";
     }
     match report.status.as_deref() {
         Some("UNSATISFIABLE") => "unsatisfiable",
         Some("UNBOUNDED") => "unbounded",
         Some("UNSAT_OR_UNBOUNDED") => "unsat_or_unbounded",
+        // 2.9 reports UNKNOWN when interrupted after solutions: the
+        // solutions stand.
+        Some("UNKNOWN") if !report.solutions.is_empty() => "satisfied",
         Some("UNKNOWN") => "unknown",
         Some("ERROR") => "error",
         Some("OPTIMAL_SOLUTION") => "optimal",
         _ if !report.solutions.is_empty() => "satisfied",
-        _ if !report.errors.is_empty() && run.ending != Ending::Capped => "error",
+        _ if !report.errors.is_empty()
+            && !matches!(run.ending, Ending::Capped | Ending::Stopped) =>
+        {
+            "error"
+        }
         _ => "unknown",
     }
 }

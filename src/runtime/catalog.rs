@@ -50,6 +50,18 @@ pub struct SolverInfo {
     pub capabilities: SolverCapabilities,
     /// The runtime marks this solver as its default.
     pub is_default: bool,
+    /// A one-variable model solved with it (probed once per process);
+    /// `false` for a listed solver that cannot run here, e.g. a MIP solver
+    /// whose library is missing or Gecode Gist without a display.
+    #[serde(default = "yes")]
+    pub available: bool,
+    /// What the probe said when the solver could not run.
+    #[serde(default)]
+    pub unavailable_reason: Option<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl SolverInfo {
@@ -128,7 +140,7 @@ impl SolverList {
         SolverList {
             solvers: catalog.solvers.clone(),
             default_solver: catalog.default_choice().map(|s| s.id.clone()),
-            capability_note: "capabilities come from each solver's declared stdFlags: a solve that asks for all_solutions (-a), free_search (-f), parallel (-p), random_seed (-r) or num_solutions (-n) on a solver that does not declare the flag is refused before it runs. std_flags is informational, not a passthrough. A listed MIP solver (CPLEX, Gurobi, Xpress, SCIP) may still need its own library or licence to run.".to_owned(),
+            capability_note: "capabilities come from each solver's declared stdFlags: a solve that asks for all_solutions (-a), free_search (-f), parallel (-p), random_seed (-r) or num_solutions (-n) on a solver that does not declare the flag is refused before it runs. std_flags is informational, not a passthrough. available is false for a listed solver that failed a one-variable probe solve here (a MIP solver without its library, a GUI solver without a display); unavailable_reason says why.".to_owned(),
         }
     }
 }
@@ -159,6 +171,8 @@ fn solver_from_json(entry: &Value) -> Option<SolverInfo> {
         capabilities: SolverCapabilities::from_flags(strings("stdFlags")),
         is_default,
         id,
+        available: true,
+        unavailable_reason: None,
     })
 }
 

@@ -68,6 +68,17 @@ pub enum LocationSource {
 }
 
 impl LocationSource {
+    /// Which rule chose the CP-SAT interpreter, in words.
+    pub fn describe_python(self) -> &'static str {
+        match self {
+            LocationSource::Flag => "from --python",
+            LocationSource::Env => "from SOLVERGATE_CPSAT_PYTHON",
+            LocationSource::Config => "from install.json",
+            LocationSource::Default => "default location",
+        }
+    }
+
+    /// Which rule chose the MiniZinc runtime root, in words.
     pub fn describe(self) -> &'static str {
         match self {
             LocationSource::Flag => "from --runtime-dir",
@@ -187,6 +198,9 @@ pub async fn status(
     }
 }
 
+/// How long one solver's availability probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// A resolved MiniZinc runtime, shared by every request of a process.
 #[derive(Debug)]
 pub struct Runtime {
@@ -195,6 +209,8 @@ pub struct Runtime {
     /// Whether `minizinc --help` lists `--solution-checker` (2.9 does, 2.6
     /// does not), asked once.
     checker_flag: OnceCell<bool>,
+    /// Solver id → why it cannot run (absent: it can), probed once.
+    unavailable: OnceCell<std::collections::BTreeMap<String, String>>,
 }
 
 impl Runtime {
@@ -203,6 +219,7 @@ impl Runtime {
             location,
             catalog: OnceCell::new(),
             checker_flag: OnceCell::new(),
+            unavailable: OnceCell::new(),
         }
     }
 
@@ -260,6 +277,83 @@ impl Runtime {
                 })
             })
             .await
+    }
+
+    /// The solver list with each solver's availability: every listed
+    /// solver solves a one-variable model once per process (concurrently,
+    /// about a tenth of a second each); one that fails is marked
+    /// unavailable with the runtime's reason.
+    pub async fn solver_list(&self, cancel: &CancellationToken) -> Result<SolverList, ToolError> {
+        let catalog = self.catalog(cancel).await?;
+        let unavailable = self
+            .unavailable
+            .get_or_try_init(|| self.probe_solvers(catalog, cancel))
+            .await?;
+        let mut list = SolverList::from_catalog(catalog);
+        for solver in &mut list.solvers {
+            if let Some(reason) = unavailable.get(&solver.id) {
+                solver.available = false;
+                solver.unavailable_reason = Some(reason.clone());
+            }
+        }
+        Ok(list)
+    }
+
+    async fn probe_solvers(
+        &self,
+        catalog: &SolverCatalog,
+        cancel: &CancellationToken,
+    ) -> Result<std::collections::BTreeMap<String, String>, ToolError> {
+        let binary = self.require_binary()?;
+        let dir = tempfile::Builder::new()
+            .prefix("solvergate-probe-")
+            .tempdir()
+            .map_err(|error| ToolError::invalid(format!("could not create a temp dir: {error}")))?;
+        let model = dir.path().join("probe.mzn");
+        std::fs::write(&model, "var 0..1: x;\nsolve satisfy;\n").map_err(|error| {
+            ToolError::invalid(format!("could not write {}: {error}", model.display()))
+        })?;
+        let probes = catalog.solvers.iter().map(|solver| {
+            let command = ChildCommand::new(&binary)
+                .args(["--solver", &solver.id])
+                .arg(&model)
+                .cwd(dir.path());
+            async move {
+                let output = exec::run(&command, Limits::new(PROBE_TIMEOUT), cancel).await;
+                let reason = match output {
+                    Ok(run) if run.return_code == Some(0) && run.stdout.contains("----------") => {
+                        None
+                    }
+                    Ok(run) if run.timed_out() => Some(format!(
+                        "a one-variable probe did not finish in {} s",
+                        PROBE_TIMEOUT.as_secs()
+                    )),
+                    Ok(run) => Some(
+                        run.stderr
+                            .lines()
+                            .chain(run.stdout.lines())
+                            .map(str::trim)
+                            .find(|line| line.contains("rror") || line.contains("plugin"))
+                            .map(|line| {
+                                line.trim_start_matches("Error: ")
+                                    .trim_start_matches("error: ")
+                            })
+                            .unwrap_or("the one-variable probe found no solution")
+                            .to_owned(),
+                    ),
+                    Err(error) => Some(error.to_string()),
+                };
+                (solver.id.clone(), reason)
+            }
+        });
+        let results = futures_util::future::join_all(probes).await;
+        if cancel.is_cancelled() {
+            return Err(ToolError::new(Category::Cancelled, "request cancelled"));
+        }
+        Ok(results
+            .into_iter()
+            .filter_map(|(id, reason)| reason.map(|reason| (id, reason)))
+            .collect())
     }
 
     /// Whether this MiniZinc takes a checker with `--solution-checker`

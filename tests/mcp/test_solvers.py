@@ -119,3 +119,18 @@ async def test_a_portfolio_across_three_solvers_returns_the_best_objective(serve
     if winner["status"] != "optimal":
         # Nothing was proven: every attempt ran to its budget and was compared.
         assert all(row["state"] in ("succeeded", "timeout") for row in result["attempts"]), result["attempts"]
+
+
+async def test_listed_solvers_that_cannot_run_are_marked(server, catalog):
+    by_id = {solver["id"]: solver for solver in catalog["solvers"]}
+    assert by_id[GECODE]["available"] is True and by_id[GECODE]["unavailable_reason"] is None
+    # Both test runtimes list CPLEX without its library.
+    cplex = by_id.get("org.minizinc.mip.cplex")
+    if cplex is None:
+        pytest.skip("the runtime does not list CPLEX")
+    assert cplex["available"] is False, cplex
+    assert "cplex" in cplex["unavailable_reason"].lower(), cplex
+    tools = await server.session.call_tool("list_available_solvers", {})
+    text = tools.content[0].text
+    row = next(line for line in text.splitlines() if line.startswith("| org.minizinc.mip.cplex |"))
+    assert "| no: " in row, row

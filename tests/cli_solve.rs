@@ -1,0 +1,277 @@
+//! `solvergate solve` as a person at a terminal meets it: every outcome's
+//! whole transcript (stdout, stderr, exit code) as a snapshot per MiniZinc
+//! version, a SIGTERM that prints the incumbent and leaves no process, and
+//! a reader that goes away early.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn test_runtime() -> PathBuf {
+    PathBuf::from(std::env::var("SOLVERGATE_TEST_RUNTIME").unwrap_or_else(|_| "/usr".into()))
+}
+
+/// "2.6.4", "2.9.2": the runtime's version, naming the snapshot set.
+fn minizinc_version() -> String {
+    let output = Command::new(test_runtime().join("bin/minizinc"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.split("version ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or("unknown")
+        .to_owned()
+}
+
+struct Home {
+    dir: tempfile::TempDir,
+    marker: String,
+}
+
+impl Home {
+    fn new() -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = format!(
+            "SGCLI_{}_{}",
+            std::process::id(),
+            dir.path().file_name().unwrap().to_string_lossy()
+        );
+        Home { dir, marker }
+    }
+
+    fn write(&self, name: &str, body: &str) -> String {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, body).unwrap();
+        path.to_string_lossy().into_owned()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_solvergate"));
+        command
+            .arg("--runtime-dir")
+            .arg(test_runtime())
+            .args(args)
+            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
+            .env("XDG_DATA_HOME", self.dir.path().join("data"))
+            .env("HOME", self.dir.path())
+            .env("SGCLI_MARKER", &self.marker)
+            .env_remove("SOLVERGATE_RUNTIME_DIR")
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().unwrap()
+    }
+
+    /// Live processes started with this home's marker.
+    fn processes(&self) -> Vec<String> {
+        let needle = format!("SGCLI_MARKER={}", self.marker);
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|entry| entry.file_name().to_string_lossy().parse::<u32>().is_ok())
+            .filter(|entry| {
+                let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+                let state = stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .chars()
+                    .next();
+                state != Some('Z')
+                    && std::fs::read(entry.path().join("environ"))
+                        .map(|env| {
+                            String::from_utf8_lossy(&env)
+                                .split('\0')
+                                .any(|var| var == needle)
+                        })
+                        .unwrap_or(false)
+            })
+            .map(|entry| std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default())
+            .collect()
+    }
+}
+
+fn transcript(output: &Output) -> String {
+    format!(
+        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
+        output
+            .status
+            .code()
+            .map_or("signal".to_owned(), |code| code.to_string()),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn snapshot(name: &str, home: &Home, output: &Output) {
+    let home_path = home.dir.path().to_string_lossy().into_owned();
+    insta::with_settings!({
+        snapshot_suffix => format!("minizinc-{}", minizinc_version()),
+        filters => vec![
+            (home_path.as_str(), "[HOME]"),
+            (r"elapsed:   \d+ ms", "elapsed:   [N] ms"),
+            (r"(?s)\nstatistics:\n.*?(\n--- stderr)", "\nstatistics: [filtered]$1"),
+            // Debian 12's Gecode packaging warns on every compile.
+            (r#"(?m)^Warning: included file "count.mzn" overrides[^\n]*\n"#, ""),
+        ],
+    }, {
+        insta::assert_snapshot!(name, transcript(output));
+    });
+}
+
+const KNAPSACK: &str = "int: cap; var 0..10: a; var 0..10: b;\nconstraint 3*a + 4*b <= cap;\nsolve maximize 5*a + 7*b;\noutput [\"a=\\(a) b=\\(b)\\n\"];\n";
+const CAPACITY_CHECKER: &str = "int: cap; int: a; int: b;\noutput [if 3*a + 4*b <= cap - 1 then \"CORRECT\" else \"INCORRECT: over capacity\" endif];\n";
+/// Improves from its first solution (all zeros, found at once) for a long
+/// time: an interrupted run always has an incumbent to print.
+const HARD: &str = "int: n = 50;\narray[1..n] of int: w = [ (i * 37) mod 23 + 5 | i in 1..n ];\narray[1..n] of int: v = [ (i * 53) mod 31 + 3 | i in 1..n ];\narray[1..n] of var 0..3: x;\nconstraint sum(i in 1..n)(w[i] * x[i]) <= 800;\nsolve :: int_search(x, input_order, indomain_min) maximize sum(i in 1..n)(v[i] * x[i]);\n";
+
+#[test]
+fn every_solve_outcome_has_its_transcript_and_exit_code() {
+    let home = Home::new();
+    let knapsack = home.write("packing.mzn", KNAPSACK);
+    let data = home.write("packing.dzn", "cap = 20;\n");
+    let checker = home.write("capacity.mzc.mzn", CAPACITY_CHECKER);
+    let unsat = home.write(
+        "unsat.mzn",
+        "var 1..3: x; constraint x > 5; solve satisfy;\n",
+    );
+    let broken = home.write("broken.mzn", "var 1..3: x\nsolve satisfy;\n");
+    let hang = home.write(
+        "hang.mzn",
+        "var 1..3: x;\nsolve satisfy;\noutput [show(sum(i in 1..2000000000)(i mod 3))];\n",
+    );
+    let cases: Vec<(&str, Vec<&str>, i32)> = vec![
+        (
+            "solve_optimal",
+            vec!["solve", &knapsack, &data, "--solver", "gecode"],
+            0,
+        ),
+        (
+            "solve_unsatisfiable",
+            vec!["solve", &unsat, "--solver", "gecode"],
+            3,
+        ),
+        (
+            "solve_broken_model",
+            vec!["solve", &broken, "--solver", "gecode"],
+            4,
+        ),
+        (
+            "solve_timeout_without_solution",
+            vec!["solve", &hang, "--solver", "gecode", "--timeout-ms", "500"],
+            5,
+        ),
+        (
+            "solve_checker_rejects",
+            vec![
+                "solve",
+                &knapsack,
+                &data,
+                "--solver",
+                "gecode",
+                "--checker",
+                &checker,
+            ],
+            6,
+        ),
+        (
+            "solve_zero_timeout",
+            vec!["solve", &knapsack, "--timeout-ms", "0"],
+            1,
+        ),
+    ];
+    for (name, args, code) in cases {
+        let output = home.run(&args);
+        snapshot(name, &home, &output);
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{name}: {}",
+            transcript(&output)
+        );
+    }
+}
+
+#[test]
+fn sigterm_prints_the_incumbent_exits_130_and_leaves_nothing() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    for signal in [Signal::SIGTERM, Signal::SIGHUP, Signal::SIGINT] {
+        let home = Home::new();
+        let hard = home.write("hard.mzn", HARD);
+        let child = home
+            .command(&[
+                "solve",
+                &hard,
+                "--solver",
+                "gecode",
+                "--timeout-ms",
+                "60000",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !home
+            .processes()
+            .iter()
+            .any(|comm| comm.trim() == "fzn-gecode")
+        {
+            assert!(Instant::now() < deadline, "the solver never started");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        // Let the solver find a few incumbents.
+        std::thread::sleep(Duration::from_millis(700));
+        kill(Pid::from_raw(child.id() as i32), signal).unwrap();
+        let output = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(
+            output.status.code(),
+            Some(130),
+            "signal {signal:?}: {}",
+            transcript(&output)
+        );
+        assert!(stdout.contains("status:    satisfied"), "{stdout}");
+        assert!(stdout.contains("objective: "), "{stdout}");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains("interrupted"),
+            "{}",
+            transcript(&output)
+        );
+        let left = home.processes();
+        assert!(left.is_empty(), "signal {signal:?} left {left:?}");
+    }
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    let home = Home::new();
+    for args in [vec!["list-solvers", "--json"], vec!["plan", "--example"]] {
+        let mut child = home
+            .command(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the read end before the command writes: its write fails.
+        drop(child.stdout.take());
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
