@@ -104,3 +104,17 @@ fn check_runtime_names_the_rule_that_chose_each_runtime() {
     snapshot("check_runtime_defaults_not_installed", home.path(), &output);
     assert_eq!(output.status.code(), Some(1));
 }
+
+#[test]
+fn naming_the_bin_directory_suggests_its_parent() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = test_runtime().join("bin");
+    let output = run(
+        home.path(),
+        &["configure-runtime", "--runtime-dir", bin.to_str().unwrap()],
+        &[],
+    );
+    snapshot("configure_runtime_bin_directory", home.path(), &output);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(!home.path().join("config/solvergate/install.json").exists());
+}

@@ -626,6 +626,17 @@ fn an_interrupted_download_leaves_nothing_behind() {
 
 /// Runs `args` on a pseudo-terminal (util-linux `script`), typing `input`.
 fn on_a_terminal(home: &Home, args: &[&str], input: &str) -> (Option<i32>, String) {
+    on_a_terminal_after(home, args, input, Duration::ZERO)
+}
+
+/// [`on_a_terminal`], typing `input` only after `delay` (once the prompt is
+/// up), and keeping the terminal open a moment after it.
+fn on_a_terminal_after(
+    home: &Home,
+    args: &[&str],
+    input: &str,
+    delay: Duration,
+) -> (Option<i32>, String) {
     let mut line = String::from(env!("CARGO_BIN_EXE_solvergate"));
     for arg in args {
         line.push(' ');
@@ -643,7 +654,11 @@ fn on_a_terminal(home: &Home, args: &[&str], input: &str) -> (Option<i32>, Strin
         .spawn()
         .expect("util-linux script must be installed");
     if let Some(mut stdin) = child.stdin.take() {
+        std::thread::sleep(delay);
         stdin.write_all(input.as_bytes()).unwrap();
+        if !delay.is_zero() {
+            std::thread::sleep(Duration::from_millis(500));
+        }
     }
     let output = child.wait_with_output().unwrap();
     (
@@ -701,4 +716,66 @@ fn a_terminal_is_asked_where_and_whether_to_replace() {
     let (code, transcript) = on_a_terminal(&home, &args, "\ny\n");
     assert_eq!(code, Some(0), "{transcript}");
     assert!(!default_target.join("keep-me").exists());
+}
+
+#[test]
+fn ctrl_c_at_the_prompt_aborts_at_once_and_changes_nothing() {
+    let home = Home::new();
+    let bundle = good_bundle();
+    let manifest = home.manifest(
+        &serve(Serve::Ok(bundle.clone())),
+        &sha256(&bundle),
+        &platform(),
+    );
+    let manifest = manifest.to_str().unwrap().to_owned();
+    let args = [
+        "install-runtime",
+        "--only",
+        "minizinc",
+        "--manifest",
+        &manifest,
+    ];
+    let started = Instant::now();
+    let (code, transcript) =
+        on_a_terminal_after(&home, &args, "\u{3}", Duration::from_millis(1500));
+    assert_eq!(code, Some(130), "{transcript}");
+    assert!(
+        transcript.contains("interrupted; nothing was changed"),
+        "{transcript}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "Ctrl-C did not end the prompt promptly"
+    );
+    assert!(!home.path().join("data/solvergate/minizinc").exists());
+    assert!(home.leftovers(&[]).is_empty());
+}
+
+#[test]
+fn a_tilde_in_the_prompt_answer_is_the_home_directory() {
+    let home = Home::new();
+    let bundle = good_bundle();
+    let manifest = home.manifest(
+        &serve(Serve::Ok(bundle.clone())),
+        &sha256(&bundle),
+        &platform(),
+    );
+    let manifest = manifest.to_str().unwrap().to_owned();
+    let args = [
+        "install-runtime",
+        "--only",
+        "minizinc",
+        "--manifest",
+        &manifest,
+    ];
+    let (code, transcript) = on_a_terminal(&home, &args, "~/runtimes/mzn\n");
+    assert_eq!(code, Some(0), "{transcript}");
+    assert!(
+        home.path().join("runtimes/mzn/bin/minizinc").is_file(),
+        "{transcript}"
+    );
+    assert!(
+        !home.path().join("~").exists(),
+        "a literal ~ directory was made"
+    );
 }

@@ -49,7 +49,8 @@ pub async fn install_runtime(
     });
     let interactive = std::io::stdin().is_terminal();
     let reporter = Reporter::new();
-    let mut failures = 0;
+    // What happened to each part, for the closing summary.
+    let mut summary: Vec<(&str, Result<(), String>)> = Vec::new();
     if options.only != Some(RuntimeKind::Cpsat) {
         let outcome = install_minizinc(
             &options,
@@ -62,19 +63,36 @@ pub async fn install_runtime(
         )
         .await;
         reporter.finish();
-        if let Err(message) = outcome {
+        if let Err(message) = &outcome {
             eprintln!("solvergate: MiniZinc: {message}");
-            failures += 1;
         }
+        summary.push(("MiniZinc", outcome));
     }
     if options.only != Some(RuntimeKind::Minizinc) && !cancel.is_cancelled() {
         let outcome =
             install_cpsat(&options, &manifest, dirs, interactive, &reporter, &cancel).await;
         reporter.finish();
-        if let Err(message) = outcome {
+        if let Err(message) = &outcome {
             eprintln!("solvergate: CP-SAT: {message}");
-            failures += 1;
         }
+        summary.push(("CP-SAT", outcome));
+    }
+    let failures = summary
+        .iter()
+        .filter(|(_, outcome)| outcome.is_err())
+        .count();
+    if summary.len() > 1 {
+        let parts: Vec<String> = summary
+            .iter()
+            .map(|(name, outcome)| match outcome {
+                Ok(()) => format!("{name} installed"),
+                Err(_) => format!("{name} failed (see above)"),
+            })
+            .collect();
+        eprintln!("Summary: {}.", parts.join("; "));
+    }
+    if cancel.is_cancelled() {
+        return ExitCode::from(130);
     }
     if failures == 0 {
         ExitCode::SUCCESS
@@ -100,7 +118,12 @@ fn load_manifest(path: Option<&Path>) -> Result<Manifest, String> {
 
 /// Whether replacing what is at `target` is allowed: never for a
 /// directory that is not ours, after --yes or a "y" for ours.
-fn confirm_replace(target: &Path, yes: bool, interactive: bool) -> Result<bool, String> {
+async fn confirm_replace(
+    target: &Path,
+    yes: bool,
+    interactive: bool,
+    cancel: &CancellationToken,
+) -> Result<bool, String> {
     match install::target_state(target) {
         TargetState::Unmanaged => Err(install::InstallError::Unmanaged {
             path: target.to_path_buf(),
@@ -121,8 +144,9 @@ fn confirm_replace(target: &Path, yes: bool, interactive: bool) -> Result<bool, 
                 marker.version,
                 marker.installed_at
             );
-            match ask(&question) {
-                Some(answer) if matches!(answer.trim(), "y" | "Y" | "yes") => Ok(true),
+            match ask(&question, cancel).await {
+                Answer::Line(answer) if matches!(answer.trim(), "y" | "Y" | "yes") => Ok(true),
+                Answer::Interrupted => Err(INTERRUPTED.to_owned()),
                 _ => Err("nothing was changed".to_owned()),
             }
         }
@@ -146,8 +170,8 @@ async fn install_minizinc(
         )
     })?;
     let version = manifest.minizinc.version.clone();
-    let target = choose_target(options, settings, dirs, interactive, &version)?;
-    let replace_confirmed = confirm_replace(&target, options.yes, interactive)?;
+    let target = choose_target(options, settings, dirs, interactive, &version, cancel).await?;
+    let replace_confirmed = confirm_replace(&target, options.yes, interactive, cancel).await?;
     let request = InstallRequest {
         bundle,
         version,
@@ -190,7 +214,7 @@ async fn install_cpsat(
         .clone()
         .ok_or("the manifest pins no CP-SAT packages")?;
     let target = cpsat::default_venv(dirs);
-    let replace_confirmed = confirm_replace(&target, options.yes, interactive)?;
+    let replace_confirmed = confirm_replace(&target, options.yes, interactive, cancel).await?;
     if !options.yes && !interactive {
         return Err("stdin is not a terminal, so nothing can be confirmed: pass --yes".to_owned());
     }
@@ -220,12 +244,13 @@ async fn install_cpsat(
 
 /// `--runtime-dir`, or the prompt on a terminal, or (with `--yes`) the
 /// usual resolution: env, saved config, default.
-fn choose_target(
+async fn choose_target(
     options: &InstallOptions,
     settings: &Settings,
     dirs: &UserDirs,
     interactive: bool,
     version: &str,
+    cancel: &CancellationToken,
 ) -> Result<PathBuf, String> {
     if let Some(dir) = &options.runtime_dir {
         if !options.yes && !interactive {
@@ -248,16 +273,34 @@ fn choose_target(
             location.dir.display()
         ));
     }
-    let answer = ask(&format!(
-        "Install MiniZinc {version} into [{}]: ",
-        location.dir.display()
-    ))
-    .ok_or("no answer; nothing was changed")?;
+    let answer = match ask(
+        &format!(
+            "Install MiniZinc {version} into [{}]: ",
+            location.dir.display()
+        ),
+        cancel,
+    )
+    .await
+    {
+        Answer::Line(answer) => answer,
+        Answer::Nothing => return Err("no answer; nothing was changed".to_owned()),
+        Answer::Interrupted => return Err(INTERRUPTED.to_owned()),
+    };
     let answer = answer.trim();
     if answer.is_empty() {
         Ok(location.dir)
     } else {
-        absolute(Path::new(answer))
+        absolute(&expand_home(answer))
+    }
+}
+
+/// `~` and `~/…` in a typed answer mean the home directory, as in a shell.
+fn expand_home(answer: &str) -> PathBuf {
+    let home = directories::BaseDirs::new().map(|dirs| dirs.home_dir().to_path_buf());
+    match (answer.strip_prefix('~'), home) {
+        (Some(""), Some(home)) => home,
+        (Some(rest), Some(home)) if rest.starts_with('/') => home.join(&rest[1..]),
+        _ => PathBuf::from(answer),
     }
 }
 
@@ -265,15 +308,41 @@ fn absolute(dir: &Path) -> Result<PathBuf, String> {
     std::path::absolute(dir).map_err(|error| format!("cannot resolve {}: {error}", dir.display()))
 }
 
-fn ask(question: &str) -> Option<String> {
+/// What a prompt got.
+enum Answer {
+    Line(String),
+    /// End of input: nothing to go on.
+    Nothing,
+    /// Ctrl-C (or SIGTERM) while waiting.
+    Interrupted,
+}
+
+/// Asks on stderr and reads a line, giving up at once when `cancel` fires
+/// (a Ctrl-C at the prompt must not be swallowed by a blocked read).
+async fn ask(question: &str, cancel: &CancellationToken) -> Answer {
     eprint!("{question}");
     let _ = std::io::stderr().flush();
-    let mut line = String::new();
-    match std::io::stdin().lock().read_line(&mut line) {
-        Ok(0) | Err(_) => None,
-        Ok(_) => Some(line),
+    let read = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line),
+        }
+    });
+    tokio::select! {
+        () = cancel.cancelled() => {
+            eprintln!();
+            Answer::Interrupted
+        }
+        read = read => match read {
+            Ok(Some(line)) => Answer::Line(line),
+            _ => Answer::Nothing,
+        },
     }
 }
+
+/// The message for an interrupted prompt.
+const INTERRUPTED: &str = "interrupted; nothing was changed";
 
 /// A progress bar with bytes, rate and ETA on a terminal; a plain line per
 /// 10% otherwise.

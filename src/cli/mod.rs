@@ -9,6 +9,7 @@
 //! since the save; 5 a replay that ran but did not reproduce.
 
 mod artifact_commands;
+mod cpsat_command;
 mod install;
 mod plan_command;
 mod render;
@@ -99,6 +100,27 @@ pub enum Command {
     },
     /// Solve a model file and print the status, solution and statistics.
     Solve(SolveArgs),
+    /// Run an OR-Tools CP-SAT Python script under the same contract as the
+    /// MCP tools: its last stdout line is a JSON envelope {"status",
+    /// "objective", "solution"}. Exit 0 optimal/feasible, 3 infeasible, 4 the
+    /// script failed or broke the contract, 5 no answer in time, 130
+    /// interrupted.
+    RunCpsat {
+        /// The script; it runs in its own directory.
+        script: PathBuf,
+        /// Arguments for the script (its sys.argv[1:]), after `--`.
+        #[arg(last = true)]
+        args: Vec<String>,
+        /// Wall-clock budget in milliseconds.
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_MS, allow_negative_numbers = true)]
+        timeout_ms: i64,
+        /// Replay seed, passed as SOLVERGATE_CPSAT_SEED.
+        #[arg(long, allow_negative_numbers = true)]
+        seed: Option<i64>,
+        /// Print the full result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Check a saved artifact's files against its manifest and run it again
     /// as it was verified. Exit 0 reproduced, 4 files changed since the
     /// save, 5 ran but did not reproduce.
@@ -287,6 +309,21 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
             let (minizinc, _) = resolve();
             solve(minizinc, args).await
         }
+        Command::RunCpsat {
+            script,
+            args,
+            timeout_ms,
+            seed,
+            json,
+        } => {
+            if timeout_ms <= 0 {
+                return refuse(format!(
+                    "--timeout-ms must be a positive number of milliseconds, got {timeout_ms}"
+                ));
+            }
+            let (_, cpsat) = resolve();
+            cpsat_command::run_cpsat(cpsat, script, args, timeout_ms, seed, json).await
+        }
         Command::Replay { dir, json } => {
             let (minizinc, cpsat) = resolve();
             artifact_commands::replay(minizinc, cpsat, &settings, &dirs, dir, json).await
@@ -426,7 +463,7 @@ fn solve_exit_code(result: &crate::minizinc::SolveResult) -> u8 {
 }
 
 /// Resolves on SIGINT, SIGTERM or SIGHUP.
-async fn interrupt_signal() {
+pub(crate) async fn interrupt_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
         signal(SignalKind::interrupt()),

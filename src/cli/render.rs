@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::RuntimeKind;
 use crate::artifacts::{ArtifactList, ReplayResult};
+use crate::cpsat::CpsatPythonResult;
 use crate::minizinc::SolveResult;
 use crate::planner::PlanResult;
 use crate::runtime::{INSTALL_HINT, RuntimeStatus, SolverList};
@@ -365,6 +366,38 @@ pub fn load_plan(result: &PlanResult) -> String {
     }
     for note in &plan.notes {
         let _ = writeln!(text, "note: {note}");
+    }
+    text
+}
+
+/// A CP-SAT script's answer.
+pub fn cpsat_run(result: &CpsatPythonResult) -> String {
+    let mut text = String::new();
+    let _ = writeln!(text, "status:    {}", result.status);
+    if let Some(objective) = &result.objective {
+        let _ = writeln!(text, "objective: {objective}");
+    }
+    if let Some(bound) = &result.best_objective_bound {
+        let _ = writeln!(text, "bound:     {bound}");
+    }
+    let _ = writeln!(text, "elapsed:   {} ms", result.duration_ms);
+    if let Some(diagnostic) = &result.diagnostic {
+        let _ = writeln!(
+            text,
+            "note:      {} — {}",
+            diagnostic.category, diagnostic.message
+        );
+    }
+    if let Some(solution) = result.solution.as_ref().filter(|s| !s.is_empty()) {
+        let pretty = serde_json::to_string_pretty(&serde_json::Value::Object(solution.clone()))
+            .unwrap_or_default();
+        let _ = writeln!(text, "\nsolution:\n{pretty}");
+    }
+    if !result.stderr.trim().is_empty() {
+        let _ = write!(text, "\nstderr:\n{}", result.stderr);
+        if !result.stderr.ends_with('\n') {
+            text.push('\n');
+        }
     }
     text
 }

@@ -32,6 +32,17 @@ pub async fn configure(
         Err(message) => return refuse(message),
     };
     if let Some(dir) = &runtime_dir {
+        // A common slip: naming the bin directory itself.
+        if !dir.join("bin/minizinc").exists()
+            && dir.join("minizinc").is_file()
+            && let Some(parent) = dir.parent()
+        {
+            return refuse(format!(
+                "{} holds minizinc itself; the runtime dir is the directory above bin/\n  help: did you mean `solvergate configure-runtime --runtime-dir {}`?",
+                dir.display(),
+                parent.display()
+            ));
+        }
         let runtime = Runtime::new(RuntimeLocation {
             dir: dir.clone(),
             source: LocationSource::Flag,

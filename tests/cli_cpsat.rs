@@ -1,0 +1,87 @@
+//! `solvergate run-cpsat` as a person meets it: an answer, an infeasible
+//! model, a script that breaks the envelope contract — whole transcripts as
+//! snapshots, with the exit codes `run-cpsat --help` documents.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn test_python() -> PathBuf {
+    PathBuf::from(std::env::var("SOLVERGATE_TEST_PYTHON").unwrap_or_else(|_| "python3".into()))
+}
+
+const SCRIPT: &str = r#"import json, sys
+from ortools.sat.python import cp_model
+cap = int(sys.argv[1])
+model = cp_model.CpModel()
+x = model.NewIntVar(0, 10, "x")
+model.Add(x <= cap)
+model.Maximize(x)
+solver = cp_model.CpSolver()
+status = solver.Solve(model)
+if status == cp_model.INFEASIBLE:
+    print(json.dumps({"status": "infeasible", "objective": None, "solution": {}}))
+else:
+    print(json.dumps({"status": "optimal", "objective": solver.ObjectiveValue(), "solution": {"x": solver.Value(x)}}))
+"#;
+
+fn run(home: &tempfile::TempDir, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_solvergate"))
+        .args(args)
+        .env("XDG_CONFIG_HOME", home.path().join("config"))
+        .env("XDG_DATA_HOME", home.path().join("data"))
+        .env("HOME", home.path())
+        .env("SOLVERGATE_CPSAT_PYTHON", test_python())
+        .output()
+        .unwrap()
+}
+
+fn snapshot(name: &str, home: &tempfile::TempDir, output: &Output) {
+    let transcript = format!(
+        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let home = home.path().to_string_lossy().into_owned();
+    insta::with_settings!({
+        filters => vec![
+            (home.as_str(), "[HOME]"),
+            (r"elapsed:   \d+ ms", "elapsed:   [N] ms"),
+        ],
+    }, {
+        insta::assert_snapshot!(name, transcript);
+    });
+}
+
+#[test]
+fn run_cpsat_outcomes() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("cap.py");
+    std::fs::write(&script, SCRIPT).unwrap();
+    let broken = home.path().join("broken.py");
+    std::fs::write(&broken, "print('no envelope here')\n").unwrap();
+    let script = script.to_str().unwrap();
+    let cases = [
+        ("run_cpsat_optimal", vec!["run-cpsat", script, "--", "4"], 0),
+        (
+            "run_cpsat_infeasible",
+            vec!["run-cpsat", script, "--", "-1"],
+            3,
+        ),
+        (
+            "run_cpsat_no_envelope",
+            vec!["run-cpsat", broken.to_str().unwrap()],
+            4,
+        ),
+        (
+            "run_cpsat_missing_script",
+            vec!["run-cpsat", "/nonexistent/model.py"],
+            1,
+        ),
+    ];
+    for (name, args, code) in cases {
+        let output = run(&home, &args);
+        snapshot(name, &home, &output);
+        assert_eq!(output.status.code(), Some(code), "{name}");
+    }
+}
