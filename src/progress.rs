@@ -14,6 +14,10 @@ pub enum Stage {
     Running = 2,
     Parsing = 3,
     Complete = 4,
+    /// Not a stage: news while running (solutions so far, the objective),
+    /// for a terminal's status line. The MCP face does not forward it,
+    /// since progress values there must strictly increase.
+    Incumbent = 5,
 }
 
 /// One stage report.
@@ -44,6 +48,11 @@ impl Progress {
             },
             receiver,
         )
+    }
+
+    /// Whether anyone listens (so a service can skip work nobody reads).
+    pub fn is_listening(&self) -> bool {
+        self.listener.is_some()
     }
 
     pub fn report(&self, stage: Stage, message: impl Into<String>) {

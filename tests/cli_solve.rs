@@ -275,3 +275,31 @@ fn a_reader_that_goes_away_ends_the_output_quietly() {
         assert!(stderr.is_empty(), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn a_long_solve_shows_its_progress_on_a_terminal_only() {
+    let home = Home::new();
+    let hard = home.write("hard.mzn", HARD);
+    let runtime = test_runtime();
+    let line = format!(
+        "{} --runtime-dir {} solve {hard} --solver gecode --timeout-ms 2500",
+        env!("CARGO_BIN_EXE_solvergate"),
+        runtime.display()
+    );
+    let on_a_terminal = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("XDG_CONFIG_HOME", home.dir.path().join("config"))
+        .env("XDG_DATA_HOME", home.dir.path().join("data"))
+        .env("HOME", home.dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("util-linux script must be installed");
+    let seen = String::from_utf8_lossy(&on_a_terminal.stdout);
+    assert!(seen.contains("solution(s), objective "), "{seen}");
+    assert!(seen.contains("status:    satisfied"), "{seen}");
+
+    let on_a_pipe = home.run(&["solve", &hard, "--solver", "gecode", "--timeout-ms", "1500"]);
+    let stderr = String::from_utf8_lossy(&on_a_pipe.stderr);
+    assert!(!stderr.contains("solution(s)"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&on_a_pipe.stdout).contains("solution(s)"));
+}

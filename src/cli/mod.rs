@@ -15,6 +15,7 @@ mod plan_command;
 mod render;
 mod runtime_commands;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -404,10 +405,30 @@ async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
         on_cancel.cancel();
     });
     let service = MiniZinc::new(runtime);
-    let result = match service
-        .solve_stoppable(&request, &Progress::none(), &cancel, &stop)
-        .await
-    {
+    // On a terminal, a status line fed by the solver's stream as it
+    // arrives; nothing of it on a pipe or with --json.
+    let spinner = (!args.json && std::io::stderr().is_terminal()).then(solve_spinner);
+    let (progress, mut updates) = match &spinner {
+        Some(_) => {
+            let (progress, updates) = Progress::channel();
+            (progress, Some(updates))
+        }
+        None => (Progress::none(), None),
+    };
+    if let (Some(bar), Some(mut updates)) = (spinner.clone(), updates.take()) {
+        tokio::spawn(async move {
+            while let Some(update) = updates.recv().await {
+                bar.set_message(update.message);
+            }
+        });
+    }
+    let outcome = service
+        .solve_stoppable(&request, &progress, &cancel, &stop)
+        .await;
+    if let Some(bar) = &spinner {
+        bar.finish_and_clear();
+    }
+    let result = match outcome {
         Ok(result) => result,
         Err(error) => return fail(&error),
     };
@@ -422,6 +443,18 @@ async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
         return ExitCode::from(SOLVE_INTERRUPTED);
     }
     ExitCode::from(solve_exit_code(&result))
+}
+
+/// The status line of a solve on a terminal: elapsed time and what the
+/// solver has reported so far.
+fn solve_spinner() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new_spinner();
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}") {
+        bar.set_style(style);
+    }
+    bar.set_message("starting");
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
 }
 
 /// `solve --help`'s table of exit codes.

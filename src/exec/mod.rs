@@ -164,8 +164,12 @@ pub async fn run(
     limits: Limits,
     cancel: &CancellationToken,
 ) -> Result<RunOutput, ExecError> {
-    run_stoppable(command, limits, cancel, &CancellationToken::new()).await
+    run_stoppable(command, limits, cancel, &CancellationToken::new(), None).await
 }
+
+/// Called with each complete stdout line while the child runs (polled with
+/// the cap check, so lines arrive within a few tens of milliseconds).
+pub type LineWatcher<'a> = &'a (dyn Fn(&str) + Sync);
 
 /// [`run`], and when `stop` fires the child's group gets SIGINT — the
 /// signal a terminal's Ctrl-C sends, on which MiniZinc stops its solver
@@ -176,6 +180,7 @@ pub async fn run_stoppable(
     limits: Limits,
     cancel: &CancellationToken,
     stop: &CancellationToken,
+    watcher: Option<LineWatcher<'_>>,
 ) -> Result<RunOutput, ExecError> {
     let program = command.program.display().to_string();
     let io_error = |what: &'static str| {
@@ -231,6 +236,7 @@ pub async fn run_stoppable(
     drop(wrap);
 
     let deadline = tokio::time::Instant::from_std(started + limits.timeout);
+    let mut watched = Watched::default();
     let mut cap_check = tokio::time::interval(CAP_POLL);
     let (ending, status) = loop {
         tokio::select! {
@@ -239,6 +245,9 @@ pub async fn run_stoppable(
             () = cancel.cancelled() => break (Ending::Cancelled, None),
             () = stop.cancelled() => break (Ending::Stopped, None),
             _ = cap_check.tick() => {
+                if let Some(watcher) = watcher {
+                    watched.feed(&stdout_file, limits.output_cap, watcher);
+                }
                 if captured_len(&stdout_file) + captured_len(&stderr_file) > limits.output_cap {
                     break (Ending::Capped, None);
                 }
@@ -299,6 +308,38 @@ pub async fn run_stoppable(
         stdout,
         stderr,
     })
+}
+
+/// How far a watcher has read the stdout capture.
+#[derive(Default)]
+struct Watched {
+    offset: u64,
+    partial: Vec<u8>,
+}
+
+impl Watched {
+    /// Hands the watcher every complete line written since the last call
+    /// (up to the cap; a few kilobytes at a time).
+    fn feed(&mut self, file: &File, cap: u64, watcher: LineWatcher<'_>) {
+        use std::os::unix::fs::FileExt;
+        let end = captured_len(file).min(cap);
+        while self.offset < end {
+            let mut buffer =
+                vec![0u8; usize::try_from((end - self.offset).min(64 * 1024)).unwrap_or(0)];
+            let Ok(read) = file.read_at(&mut buffer, self.offset) else {
+                return;
+            };
+            if read == 0 {
+                return;
+            }
+            self.offset += read as u64;
+            self.partial.extend_from_slice(&buffer[..read]);
+            while let Some(newline) = self.partial.iter().position(|byte| *byte == b'\n') {
+                let line: Vec<u8> = self.partial.drain(..=newline).collect();
+                watcher(String::from_utf8_lossy(&line).trim_end());
+            }
+        }
+    }
 }
 
 /// Kills every child session this process started and has not yet seen

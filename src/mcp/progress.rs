@@ -14,7 +14,7 @@ use rmcp::model::{LoggingLevel, ProgressNotificationParam};
 use rmcp::service::RequestContext;
 use tokio::task::JoinHandle;
 
-use crate::progress::Progress;
+use crate::progress::{Progress, Stage};
 
 /// Starts forwarding; returns the sender for the service and the task.
 pub fn start(
@@ -27,6 +27,9 @@ pub fn start(
     let peer = context.peer.clone();
     let task = tokio::spawn(async move {
         while let Some(update) = updates.recv().await {
+            if update.stage == Stage::Incumbent {
+                continue;
+            }
             if let Some(token) = &token {
                 let param =
                     ProgressNotificationParam::new(token.clone(), update.stage as u8 as f64)

@@ -212,7 +212,12 @@ impl MiniZinc {
             command = command.arg(checker);
         }
         progress.report(Stage::Running, format!("solving with {}", solver.id));
-        let run = self.run_until(&command, timeout_ms, cancel, stop).await?;
+        let seen = SolutionWatch::new(progress);
+        let watcher = |line: &str| seen.line(line);
+        let watcher: Option<exec::LineWatcher<'_>> = progress.is_listening().then_some(&watcher);
+        let run = self
+            .run_until(&command, timeout_ms, cancel, stop, watcher)
+            .await?;
         progress.report(Stage::Parsing, "reading the solver output");
         let has_checker = prepared.checker.is_some();
         let result = solve_result(run, has_checker, solver, timeout_ms, &request.controls);
@@ -295,7 +300,7 @@ impl MiniZinc {
         timeout_ms: u64,
         cancel: &CancellationToken,
     ) -> Result<RunOutput, ToolError> {
-        self.run_until(command, timeout_ms, cancel, &CancellationToken::new())
+        self.run_until(command, timeout_ms, cancel, &CancellationToken::new(), None)
             .await
     }
 
@@ -305,9 +310,10 @@ impl MiniZinc {
         timeout_ms: u64,
         cancel: &CancellationToken,
         stop: &CancellationToken,
+        watcher: Option<exec::LineWatcher<'_>>,
     ) -> Result<RunOutput, ToolError> {
         let limits = Limits::new(Duration::from_millis(timeout_ms) + WALL_CLOCK_GRACE);
-        let run = exec::run_stoppable(command, limits, cancel, stop)
+        let run = exec::run_stoppable(command, limits, cancel, stop, watcher)
             .await
             .map_err(|error| ToolError::new(Category::RuntimeMissing, error.to_string()))?;
         if run.ending == Ending::Cancelled {
@@ -317,6 +323,52 @@ impl MiniZinc {
             ));
         }
         Ok(run)
+    }
+}
+
+/// Counts solutions on MiniZinc's JSON stream as they arrive and reports
+/// them (at most a few times a second) as running progress.
+struct SolutionWatch<'a> {
+    progress: &'a Progress,
+    state: std::sync::Mutex<(usize, Option<serde_json::Value>, Option<std::time::Instant>)>,
+}
+
+impl<'a> SolutionWatch<'a> {
+    fn new(progress: &'a Progress) -> Self {
+        SolutionWatch {
+            progress,
+            state: std::sync::Mutex::new((0, None, None)),
+        }
+    }
+
+    fn line(&self, line: &str) {
+        if !line.contains("\"solution\"") {
+            return;
+        }
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            return;
+        };
+        if message.get("type").and_then(serde_json::Value::as_str) != Some("solution") {
+            return;
+        }
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        state.0 += 1;
+        if let Some(objective) = message.pointer("/output/json/_objective") {
+            state.1 = Some(objective.clone());
+        }
+        let due = state
+            .2
+            .is_none_or(|last| last.elapsed() >= Duration::from_millis(250));
+        if due {
+            state.2 = Some(std::time::Instant::now());
+            let text = match &state.1 {
+                Some(objective) => format!("{} solution(s), objective {objective}", state.0),
+                None => format!("{} solution(s)", state.0),
+            };
+            self.progress.report(Stage::Incumbent, text);
+        }
     }
 }
 

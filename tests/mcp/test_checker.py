@@ -46,7 +46,11 @@ async def test_inline_checker_flags_the_rejected_solutions(full):
     assert "Checker: violation" in text and "Diagnostic: checker_failed" in text
 
 
-async def test_text_checker_output_is_verbatim_and_not_interpreted(full):
+async def test_a_text_verdict_is_kept_verbatim_and_incorrect_counts_as_a_violation(full):
+    """A checker fails a solution either way: its constraints fail, or it
+    prints a line starting INCORRECT. (The reference leaves the text
+    uninterpreted; a checker saying INCORRECT while the result says
+    "completed" misleads, so both count here, as in the CLI.)"""
     res = structured(
         await full.session.call_tool(
             "solve_minizinc_model",
@@ -54,14 +58,14 @@ async def test_text_checker_output_is_verbatim_and_not_interpreted(full):
         )
     )
     checker = res["checker"]
-    assert checker["status"] == "completed"
     assert len(checker["checks"]) == len(res["solutions"])
     for solution, check in zip(res["solutions"], checker["checks"]):
         expected = "CORRECT" if solution["x"] < 10 else "INCORRECT"
         assert check["output"].strip() == expected, (solution, check)
-        assert check["violation"] is False
+        assert check["violation"] is (expected == "INCORRECT"), (solution, check)
     assert any(c["output"].strip() == "INCORRECT" for c in checker["checks"])
-    assert res["diagnostic"] is None
+    assert checker["status"] == "violation"
+    assert res["diagnostic"]["category"] == "checker_failed"
     assert res["status"] == "optimal"
     # stdout stays the solution text; the checker's words live in checks.
     assert "CORRECT" not in res["stdout"]
@@ -120,8 +124,9 @@ async def test_text_checker_path_on_solve_files(full, checked_project):
             },
         )
     )
-    assert res["checker"]["status"] == "completed"
+    assert res["checker"]["status"] == "violation"
     assert [c["output"].strip() for c in res["checker"]["checks"]] == ["INCORRECT"]
+    assert res["checker"]["checks"][0]["violation"] is True
 
 
 @pytest.mark.parametrize("name", ["reject.mzn", "reject.txt", "reject.mzc.txt"])
