@@ -337,6 +337,15 @@ fn installs_from_a_local_archive_with_the_same_check() {
     );
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(target.join("bin/minizinc").is_file());
+    let marker: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(target.join(".solvergate-runtime.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        marker["source_archive"].as_str(),
+        Some(archive.to_str().unwrap()),
+        "the marker names the archive it came from: {marker}"
+    );
 
     let tampered = home.path().join("tampered.tgz");
     let mut bytes = bundle.clone();
@@ -603,9 +612,10 @@ fn an_interrupted_download_leaves_nothing_behind() {
         let pid = nix::unistd::Pid::from_raw(child.id() as i32);
         nix::sys::signal::kill(pid, signal).unwrap();
         let output = child.wait_with_output().unwrap();
+        // An interrupted install exits 130, as after Ctrl-C at a prompt.
         assert_eq!(
             output.status.code(),
-            Some(1),
+            Some(130),
             "{signal}: {}",
             stderr(&output)
         );
@@ -721,13 +731,7 @@ fn a_terminal_is_asked_where_and_whether_to_replace() {
 #[test]
 fn ctrl_c_at_the_prompt_aborts_at_once_and_changes_nothing() {
     let home = Home::new();
-    let bundle = good_bundle();
-    let manifest = home.manifest(
-        &serve(Serve::Ok(bundle.clone())),
-        &sha256(&bundle),
-        &platform(),
-    );
-    let manifest = manifest.to_str().unwrap().to_owned();
+    let manifest = served_manifest(&home);
     let args = [
         "install-runtime",
         "--only",
@@ -754,13 +758,7 @@ fn ctrl_c_at_the_prompt_aborts_at_once_and_changes_nothing() {
 #[test]
 fn a_tilde_in_the_prompt_answer_is_the_home_directory() {
     let home = Home::new();
-    let bundle = good_bundle();
-    let manifest = home.manifest(
-        &serve(Serve::Ok(bundle.clone())),
-        &sha256(&bundle),
-        &platform(),
-    );
-    let manifest = manifest.to_str().unwrap().to_owned();
+    let manifest = served_manifest(&home);
     let args = [
         "install-runtime",
         "--only",
@@ -778,4 +776,15 @@ fn a_tilde_in_the_prompt_answer_is_the_home_directory() {
         !home.path().join("~").exists(),
         "a literal ~ directory was made"
     );
+}
+
+/// A manifest whose bundle a loopback server serves intact.
+fn served_manifest(home: &Home) -> String {
+    let bundle = good_bundle();
+    let manifest = home.manifest(
+        &serve(Serve::Ok(bundle.clone())),
+        &sha256(&bundle),
+        &platform(),
+    );
+    manifest.to_str().unwrap().to_owned()
 }

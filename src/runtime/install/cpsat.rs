@@ -111,6 +111,7 @@ pub async fn install_cpsat(
     let marker = RuntimeMarker {
         version: ortools_version.clone(),
         source_url: "https://pypi.org (hash-locked pins from runtime-manifest.toml)".to_owned(),
+        source_archive: None,
         sha256: hex::encode(Sha256::digest(requirements_text.as_bytes())),
         installed_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
     };

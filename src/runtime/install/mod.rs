@@ -42,7 +42,11 @@ const STAGING_PREFIX: &str = ".solvergate-staging-";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeMarker {
     pub version: String,
+    /// The manifest's URL for the bundle (what was verified against).
     pub source_url: String,
+    /// The local archive it was installed from, for `--from-archive`.
+    #[serde(default)]
+    pub source_archive: Option<PathBuf>,
     pub sha256: String,
     /// RFC 3339, UTC.
     pub installed_at: String,
@@ -239,6 +243,12 @@ pub async fn install_minizinc(
     let marker = RuntimeMarker {
         version: request.version.clone(),
         source_url: request.bundle.url.clone(),
+        source_archive: match &request.source {
+            ArchiveSource::Local(path) => {
+                Some(std::path::absolute(path).unwrap_or_else(|_| path.clone()))
+            }
+            ArchiveSource::Download => None,
+        },
         sha256: request.bundle.sha256.clone(),
         installed_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
     };
@@ -427,6 +437,7 @@ mod tests {
         let marker = RuntimeMarker {
             version: "2.9.7".into(),
             source_url: "https://example.invalid/b.tgz".into(),
+            source_archive: None,
             sha256: "00".into(),
             installed_at: "2026-01-01T00:00:00Z".into(),
         };
