@@ -788,3 +788,36 @@ fn served_manifest(home: &Home) -> String {
     );
     manifest.to_str().unwrap().to_owned()
 }
+
+#[test]
+fn a_failed_download_says_why_once_and_what_to_do() {
+    let home = Home::new();
+    // Nothing listens on the discard port.
+    let manifest = home.manifest(
+        "http://127.0.0.1:9/bundle.tgz",
+        &"0".repeat(64),
+        &platform(),
+    );
+    let target = home.runtimes().join("minizinc");
+    let output = home.install(&manifest, &target, &["--yes"]);
+    let transcript = format!(
+        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout),
+        stderr(&output)
+    );
+    let home_path = home.path().to_string_lossy().into_owned();
+    insta::with_settings!({
+        filters => vec![(home_path.as_str(), "[HOME]")],
+    }, {
+        insta::assert_snapshot!("install_download_refused", transcript);
+    });
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output).matches("127.0.0.1:9").count(),
+        2,
+        "the URL once, plus the Downloading line"
+    );
+    assert!(!target.exists(), "a failed install leaves no directory");
+    assert!(home.leftovers(&[]).is_empty());
+}

@@ -28,7 +28,7 @@ pub async fn fetch(
         .read_timeout(Duration::from_secs(60))
         .build()
         .map_err(|error| InstallError::Network(format!("could not set up HTTPS: {error}")))?;
-    let network = |error: reqwest::Error| InstallError::Network(format!("{url}: {error}"));
+    let network = |error: reqwest::Error| InstallError::Network(describe(url, &error));
     let mut response = tokio::select! {
         response = client.get(url).send() => response.map_err(network)?,
         () = cancel.cancelled() => return Err(InstallError::Cancelled),
@@ -88,4 +88,30 @@ pub fn hash_file(path: &Path) -> Result<String, InstallError> {
         hasher.update(&block[..read]);
     }
     Ok(hex::encode(hasher.finalize()))
+}
+
+/// A download error as a person can act on it: what failed (the URL once),
+/// every cause in the chain, and what to do instead.
+fn describe(url: &str, error: &reqwest::Error) -> String {
+    let headline = if error.is_connect() {
+        "could not connect"
+    } else if error.is_timeout() {
+        "timed out"
+    } else if error.is_body() || error.is_decode() {
+        "the transfer broke off"
+    } else if error.is_redirect() {
+        "too many redirects"
+    } else {
+        "the request failed"
+    };
+    let mut text = format!("{url}: {headline}");
+    let mut cause = std::error::Error::source(error);
+    while let Some(inner) = cause {
+        text.push_str(&format!("\n  Caused by: {inner}"));
+        cause = inner.source();
+    }
+    text.push_str(
+        "\n  help: on a machine without access, download the archive elsewhere and pass --from-archive FILE,\n        or adopt a MiniZinc you already have: solvergate configure-runtime --runtime-dir /usr",
+    );
+    text
 }
