@@ -180,10 +180,10 @@ pub(crate) fn solve_gate(solve: &SolveResult) -> Option<String> {
         ));
     }
     if solve.return_code != Some(0) {
-        return Some(format!(
-            "the verifying solve exited with code {:?}, not 0",
-            solve.return_code
-        ));
+        return Some(match solve.return_code {
+            Some(code) => format!("the verifying solve exited with code {code}, not 0"),
+            None => "the verifying solve was stopped before it exited".to_owned(),
+        });
     }
     if let Some(checker) = &solve.checker
         && checker.status != "completed"
@@ -243,8 +243,9 @@ fn check_portfolio(
     }
     if attempt.seed != request.controls.random_seed {
         return Err(refuse(format!(
-            "the winner's seed is {:?} but random_seed is {:?}",
-            attempt.seed, request.controls.random_seed
+            "the winner's seed is {} but random_seed is {}",
+            seed_words(attempt.seed),
+            seed_words(request.controls.random_seed)
         )));
     }
     let model_sha = sha256_hex(request.model.as_bytes());
@@ -288,6 +289,10 @@ fn check_portfolio(
         )));
     }
     Ok(())
+}
+
+fn seed_words(seed: Option<i64>) -> String {
+    seed.map_or_else(|| "none (unseeded)".to_owned(), |seed| seed.to_string())
 }
 
 /// The race as saved in `experiment-log.json`, and its manifest summary.

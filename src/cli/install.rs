@@ -384,6 +384,12 @@ impl Reporter {
                 eprintln!("Installing {count} hash-pinned packages with pip")
             }
             InstallEvent::SmokeCheck => eprintln!("Checking the installed runtime"),
+            // pip's lines, on a terminal only: a log file needs no chatter.
+            InstallEvent::Tool { line } => {
+                if std::io::stderr().is_terminal() {
+                    eprintln!("  {line}");
+                }
+            }
         }
     }
 

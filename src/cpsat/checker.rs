@@ -161,8 +161,8 @@ pub async fn run_checker(
         Err("the checker's output went over the 1 MiB cap".to_owned())
     } else if run.return_code != Some(0) {
         Err(format!(
-            "the checker exited with return code {:?}",
-            run.return_code
+            "the checker failed: {}",
+            crate::exec::ending_in_words(&run)
         ))
     } else {
         parse_verdict(&run.stdout)

@@ -79,8 +79,12 @@ pub fn script_result(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
         let diagnostic = Diagnostic::new(
             Category::ChildProcessError,
             format!(
-                "the script exited with return code {:?}: {last}",
-                result.return_code
+                "the script failed ({}): {last}",
+                match result.return_code {
+                    Some(code) if code < 0 => format!("killed by signal {}", -code),
+                    Some(code) => format!("exit code {code}"),
+                    None => "stopped".to_owned(),
+                }
             ),
         );
         result.diagnostic = Some(facts(diagnostic, &result));

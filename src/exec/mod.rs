@@ -145,6 +145,20 @@ impl RunOutput {
     }
 }
 
+/// How a run ended, in words for a message ("exited with code 3", "was
+/// killed by signal 9", "ran out of time").
+pub fn ending_in_words(run: &RunOutput) -> String {
+    match (run.ending, run.return_code) {
+        (Ending::TimedOut, _) => "it ran out of time".to_owned(),
+        (Ending::Capped, _) => "its output went over the 1 MiB cap".to_owned(),
+        (Ending::Cancelled, _) => "it was cancelled".to_owned(),
+        (Ending::Stopped, _) => "it was stopped".to_owned(),
+        (Ending::Exited, Some(code)) if code < 0 => format!("it was killed by signal {}", -code),
+        (Ending::Exited, Some(code)) => format!("it exited with code {code}"),
+        (Ending::Exited, None) => "it ended without an exit code".to_owned(),
+    }
+}
+
 /// Why a child could not be run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {

@@ -577,8 +577,8 @@ pub fn explanation(explanation: &Explanation) -> String {
     if !explanation.check.ok {
         let _ = writeln!(
             text,
-            "Guard: offending tokens {:?}",
-            explanation.check.offending
+            "Guard: offending tokens {}",
+            explanation.check.offending.join(", ")
         );
     }
     text

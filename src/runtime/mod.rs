@@ -388,10 +388,9 @@ impl Runtime {
             _ => Err(ToolError::new(
                 Category::RuntimeMissing,
                 format!(
-                    "`{} {flag}` failed (return code {:?}, timed out: {}): {}",
+                    "`{} {flag}` failed ({}): {}",
                     binary.display(),
-                    output.return_code,
-                    output.timed_out(),
+                    exec::ending_in_words(&output),
                     output.stderr.trim()
                 ),
             )),

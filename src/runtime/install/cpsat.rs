@@ -75,6 +75,7 @@ pub async fn install_cpsat(
         Duration::from_secs(300),
         "create the venv",
         cancel,
+        None,
     )
     .await?;
 
@@ -87,14 +88,32 @@ pub async fn install_cpsat(
     });
     let python = venv_python(&venv);
     let requirements_arg = requirements.to_string_lossy().into_owned();
+    // pip's own lines ("Collecting ortools==…", "Installing collected
+    // packages") reach whoever listens, as they come.
+    let forward = |line: &str| {
+        let line = line.trim();
+        if !line.is_empty() {
+            events(InstallEvent::Tool {
+                line: line.to_owned(),
+            });
+        }
+    };
     run_step(
         ChildCommand::new(&python)
-            .args(["-m", "pip", "install", "--quiet", "--no-input"])
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--no-input",
+                "--progress-bar",
+                "off",
+            ])
             .args(["--disable-pip-version-check", "--require-hashes"])
             .args(["--only-binary=:all:", "--no-deps", "-r", &requirements_arg]),
         Duration::from_secs(1200),
         "install the pinned packages (pip refuses any wheel whose hash is not pinned)",
         cancel,
+        Some(&forward),
     )
     .await?;
 
@@ -191,8 +210,10 @@ async fn run_step(
     timeout: Duration,
     what: &str,
     cancel: &CancellationToken,
+    watcher: Option<exec::LineWatcher<'_>>,
 ) -> Result<(), InstallError> {
-    let output = exec::run(&command, Limits::new(timeout), cancel)
+    let never = CancellationToken::new();
+    let output = exec::run_stoppable(&command, Limits::new(timeout), cancel, &never, watcher)
         .await
         .map_err(|error| InstallError::Step(format!("could not {what}: {error}")))?;
     match (output.ending, output.return_code) {
@@ -206,10 +227,13 @@ async fn run_step(
                 .filter(|line| !line.trim().is_empty())
                 .collect();
             let tail = tail[tail.len().saturating_sub(8)..].join("\n");
+            let ended = match (output.timed_out(), output.return_code) {
+                (true, _) => "it ran out of time".to_owned(),
+                (false, Some(code)) => format!("it exited with code {code}"),
+                (false, None) => "it was stopped".to_owned(),
+            };
             Err(InstallError::Step(format!(
-                "could not {what} (return code {:?}, timed out: {}):\n{tail}",
-                output.return_code,
-                output.timed_out()
+                "could not {what}: {ended}:\n{tail}"
             )))
         }
     }

@@ -108,12 +108,25 @@ pub enum ArchiveSource {
 /// Milestones, for whoever renders progress.
 #[derive(Debug, Clone, PartialEq)]
 pub enum InstallEvent {
-    Downloading { url: String },
-    Progress { done: u64, total: Option<u64> },
+    Downloading {
+        url: String,
+    },
+    Progress {
+        done: u64,
+        total: Option<u64>,
+    },
     Verifying,
     Extracting,
-    CreatingVenv { python: String },
-    InstallingPackages { count: usize },
+    CreatingVenv {
+        python: String,
+    },
+    InstallingPackages {
+        count: usize,
+    },
+    /// A line a tool the installer runs (pip) printed.
+    Tool {
+        line: String,
+    },
     SmokeCheck,
 }
 
@@ -330,8 +343,8 @@ async fn smoke_check(
                 (Ending::Exited, Some(0)) => Ok(output.stdout),
                 (Ending::Cancelled, _) => Err(InstallError::Cancelled),
                 _ => Err(InstallError::SmokeCheck(format!(
-                    "`minizinc {flag}` failed (return code {:?}): {}",
-                    output.return_code,
+                    "`minizinc {flag}` failed ({}): {}",
+                    crate::exec::ending_in_words(&output),
                     output.stderr.trim()
                 ))),
             }
