@@ -798,7 +798,7 @@ fn a_failed_download_says_why_once_and_what_to_do() {
         &"0".repeat(64),
         &platform(),
     );
-    let target = home.runtimes().join("minizinc");
+    let target = home.runtimes().join("deeper/still/minizinc");
     let output = home.install(&manifest, &target, &["--yes"]);
     let transcript = format!(
         "exit code: {}\n--- stdout\n{}--- stderr\n{}",
@@ -819,5 +819,9 @@ fn a_failed_download_says_why_once_and_what_to_do() {
         "the URL once, plus the Downloading line"
     );
     assert!(!target.exists(), "a failed install leaves no directory");
-    assert!(home.leftovers(&[]).is_empty());
+    assert!(
+        home.leftovers(&[]).is_empty(),
+        "the parents it created are gone too: {:?}",
+        home.leftovers(&[])
+    );
 }

@@ -60,6 +60,19 @@ pub async fn install_cpsat(
     events: &(dyn Fn(InstallEvent) + Send + Sync),
     cancel: &CancellationToken,
 ) -> Result<CpsatOutcome, InstallError> {
+    let missing = super::MissingParents::of(&request.target);
+    let outcome = install_cpsat_into(request, events, cancel).await;
+    if outcome.is_err() {
+        missing.remove_if_empty();
+    }
+    outcome
+}
+
+async fn install_cpsat_into(
+    request: &CpsatInstallRequest,
+    events: &(dyn Fn(InstallEvent) + Send + Sync),
+    cancel: &CancellationToken,
+) -> Result<CpsatOutcome, InstallError> {
     let target = &request.target;
     ensure_replaceable(target, request.replace_confirmed)?;
     let base = find_base_python(request, cancel).await?;

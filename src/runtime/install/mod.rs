@@ -207,8 +207,50 @@ pub struct InstallOutcome {
     pub config_path: PathBuf,
 }
 
-/// Installs the bundle into `request.target`.
+/// Installs the bundle into `request.target`. A failed install leaves no
+/// directory behind that it created, parents included.
 pub async fn install_minizinc(
+    request: &InstallRequest,
+    events: &(dyn Fn(InstallEvent) + Send + Sync),
+    cancel: &CancellationToken,
+) -> Result<InstallOutcome, InstallError> {
+    let missing = MissingParents::of(&request.target);
+    let outcome = install_minizinc_into(request, events, cancel).await;
+    if outcome.is_err() {
+        missing.remove_if_empty();
+    }
+    outcome
+}
+
+/// The ancestors of a target that do not exist yet, deepest first: what an
+/// install creates on the way and must take away again if it fails.
+pub(crate) struct MissingParents(Vec<PathBuf>);
+
+impl MissingParents {
+    pub(crate) fn of(target: &Path) -> MissingParents {
+        let mut missing = Vec::new();
+        let mut next = target.parent();
+        while let Some(dir) = next {
+            if dir.as_os_str().is_empty() || dir.exists() {
+                break;
+            }
+            missing.push(dir.to_path_buf());
+            next = dir.parent();
+        }
+        MissingParents(missing)
+    }
+
+    /// Removes them, deepest first, as long as each is empty.
+    pub(crate) fn remove_if_empty(self) {
+        for dir in self.0 {
+            if fs::remove_dir(&dir).is_err() {
+                break;
+            }
+        }
+    }
+}
+
+async fn install_minizinc_into(
     request: &InstallRequest,
     events: &(dyn Fn(InstallEvent) + Send + Sync),
     cancel: &CancellationToken,
