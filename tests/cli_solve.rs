@@ -281,8 +281,10 @@ fn a_long_solve_shows_its_progress_on_a_terminal_only() {
     let home = Home::new();
     let hard = home.write("hard.mzn", HARD);
     let runtime = test_runtime();
+    // With -a MiniZinc prints every improving solution as it is found
+    // (without it, only the last one), so the status line has news to show.
     let line = format!(
-        "{} --runtime-dir {} solve {hard} --solver gecode --timeout-ms 2500",
+        "{} --runtime-dir {} solve {hard} --solver gecode --timeout-ms 2500 -a",
         env!("CARGO_BIN_EXE_solvergate"),
         runtime.display()
     );
@@ -295,6 +297,7 @@ fn a_long_solve_shows_its_progress_on_a_terminal_only() {
         .output()
         .expect("util-linux script must be installed");
     let seen = String::from_utf8_lossy(&on_a_terminal.stdout);
+    assert!(seen.contains("solving with org.gecode.gecode"), "{seen}");
     assert!(seen.contains("solution(s), objective "), "{seen}");
     assert!(seen.contains("status:    satisfied"), "{seen}");
 

@@ -338,6 +338,18 @@ fn push_json_string(out: &mut String, value: &str) {
     out.push('"');
 }
 
+/// A status word as the envelope's canonical lowercase: the five words in
+/// any case, and CP-SAT's own `StatusName()` spellings (`OPTIMAL`,
+/// `FEASIBLE`, `INFEASIBLE`, `UNKNOWN`, and `MODEL_INVALID`, which is an
+/// `error`).
+fn canonical_status(text: &str) -> Option<&'static str> {
+    let lower = text.trim().to_ascii_lowercase();
+    if lower == "model_invalid" {
+        return Some("error");
+    }
+    STATUSES.iter().copied().find(|status| *status == lower)
+}
+
 /// The validation rules, in order; the first problem found is the answer.
 fn check(
     mut object: Map<String, Value>,
@@ -346,7 +358,9 @@ fn check(
     let status = match object.get("status") {
         None => return Err(Rejection::new("status", "missing")),
         // A sentinel is never one of the five, so it falls through.
-        Some(Value::String(text)) if STATUSES.contains(&text.as_str()) => text.clone(),
+        Some(Value::String(text)) if canonical_status(text).is_some() => {
+            canonical_status(text).unwrap_or("error").to_owned()
+        }
         Some(other) => {
             let allowed = STATUSES
                 .iter()
@@ -519,6 +533,22 @@ mod tests {
     }
 
     #[test]
+    fn the_solvers_own_status_names_are_accepted() {
+        for (given, canonical) in [
+            ("OPTIMAL", "optimal"),
+            ("FEASIBLE", "feasible"),
+            ("INFEASIBLE", "infeasible"),
+            ("UNKNOWN", "unknown"),
+            ("MODEL_INVALID", "error"),
+            ("Optimal", "optimal"),
+        ] {
+            let line = format!(r#"{{"status": "{given}", "objective": null, "solution": {{}}}}"#);
+            assert_eq!(ok(&line).status, canonical, "{given}");
+        }
+        assert!(canonical_status("solved").is_none());
+    }
+
+    #[test]
     fn every_status_is_accepted() {
         for status in STATUSES {
             let line = format!(r#"{{"status": "{status}", "objective": null, "solution": {{}}}}"#);
@@ -611,14 +641,14 @@ mod tests {
             (r#"{}"#, "status", "missing"),
             (r#"{"objective": 1, "solution": {}}"#, "status", "missing"),
             (
-                r#"{"status": "OPTIMAL", "objective": 1, "solution": {}}"#,
+                r#"{"status": "SOLVED", "objective": 1, "solution": {}}"#,
                 "status",
                 "\"optimal\", \"feasible\", \"infeasible\", \"unknown\", \"error\"",
             ),
             (
-                r#"{"status": "OPTIMAL", "objective": 1, "solution": {}}"#,
+                r#"{"status": "SOLVED", "objective": 1, "solution": {}}"#,
                 "status",
-                "got the string \"OPTIMAL\"",
+                "got the string \"SOLVED\"",
             ),
             (
                 r#"{"status": 1, "objective": 1, "solution": {}}"#,

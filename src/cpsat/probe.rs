@@ -111,7 +111,7 @@ pub async fn probe(
         rows.push(MutationRow {
             name,
             skipped_reason: None,
-            errors: Some(errors_prefix(&report.errors)),
+            errors: Some(bounded_errors(&report.errors)),
             duration_ms: Some(report.duration_ms),
             status: Some(report.status),
         });
@@ -138,18 +138,43 @@ fn skipped(name: String, reason: String) -> MutationRow {
     }
 }
 
-/// Compact JSON of `errors`, cut at 8 KiB with an explicit marker.
-fn errors_prefix(errors: &[Value]) -> String {
-    let text = serde_json::to_string(errors).unwrap_or_else(|_| "[]".to_owned());
-    if text.len() <= ERRORS_PREFIX_BYTES {
-        return text;
+/// The checker's `errors` as an array, bounded at about 8 KiB of JSON:
+/// whole entries while they fit, then one string saying how many were left
+/// out (a single huge entry is cut, with a marker).
+fn bounded_errors(errors: &[Value]) -> Vec<Value> {
+    let mut kept = Vec::new();
+    let mut used = 2;
+    for (index, error) in errors.iter().enumerate() {
+        let size = serde_json::to_string(error).map_or(0, |text| text.len()) + 1;
+        if used + size > ERRORS_PREFIX_BYTES {
+            if kept.is_empty() {
+                let text = error
+                    .as_str()
+                    .map_or_else(|| error.to_string(), str::to_owned);
+                let mut cut = ERRORS_PREFIX_BYTES / 2;
+                while !text.is_char_boundary(cut.min(text.len())) {
+                    cut -= 1;
+                }
+                kept.push(Value::from(format!(
+                    "{}…[truncated]",
+                    &text[..cut.min(text.len())]
+                )));
+                let rest = errors.len() - index - 1;
+                if rest > 0 {
+                    kept.push(Value::from(format!("…[{rest} more errors left out]")));
+                }
+            } else {
+                kept.push(Value::from(format!(
+                    "…[{} more errors left out]",
+                    errors.len() - index
+                )));
+            }
+            return kept;
+        }
+        used += size;
+        kept.push(error.clone());
     }
-    const MARKER: &str = "…[truncated]";
-    let mut cut = ERRORS_PREFIX_BYTES - MARKER.len();
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}{MARKER}", &text[..cut])
+    kept
 }
 
 #[cfg(test)]
@@ -182,12 +207,20 @@ mod tests {
     }
 
     #[test]
-    fn errors_are_cut_with_a_marker() {
+    fn errors_stay_an_array_and_are_bounded() {
         let short = vec![Value::from("task 3 overlaps task 4")];
-        assert_eq!(errors_prefix(&short), "[\"task 3 overlaps task 4\"]");
-        let long = vec![Value::from("é".repeat(10_000))];
-        let cut = errors_prefix(&long);
-        assert!(cut.len() <= ERRORS_PREFIX_BYTES);
-        assert!(cut.ends_with("…[truncated]"));
+        assert_eq!(bounded_errors(&short), short);
+        let huge = vec![Value::from("é".repeat(10_000))];
+        let cut = bounded_errors(&huge);
+        assert_eq!(cut.len(), 1);
+        assert!(cut[0].as_str().unwrap().ends_with("…[truncated]"));
+        let many: Vec<Value> = (0..2000)
+            .map(|i| Value::from(format!("error {i}")))
+            .collect();
+        let kept = bounded_errors(&many);
+        assert!(serde_json::to_string(&kept).unwrap().len() <= ERRORS_PREFIX_BYTES + 64);
+        let last = kept.last().unwrap().as_str().unwrap();
+        assert!(last.contains("more errors left out"), "{last}");
+        assert_eq!(kept[0], many[0]);
     }
 }

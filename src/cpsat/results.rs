@@ -81,9 +81,10 @@ pub struct MutationRow {
     /// The checker's verdict on the mutant.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
-    /// Compact JSON of the checker's errors, cut at 8 KiB with a marker.
+    /// The checker's errors (an array like `checker.errors`), bounded at
+    /// about 8 KiB; a last string says how many were left out.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub errors: Option<String>,
+    pub errors: Option<Vec<Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
 }

@@ -9,6 +9,34 @@ use super::results::CpsatPythonResult;
 use crate::diagnostics::{Category, Diagnostic};
 use crate::exec::{Ending, RunOutput};
 
+/// Python's report of a script that does not parse: the line number and
+/// the error (`SyntaxError: …`, `IndentationError: …`, `TabError: …`), read
+/// from the traceback's `File "…", line N` and last line.
+fn python_syntax_error(stderr: &str) -> Option<(u64, String)> {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let last = *lines.last()?;
+    if !["SyntaxError", "IndentationError", "TabError"]
+        .iter()
+        .any(|kind| last.starts_with(kind))
+    {
+        return None;
+    }
+    let line = lines.iter().rev().find_map(|text| {
+        let rest = text.strip_prefix("File \"")?;
+        let after = rest.split("\", line ").nth(1)?;
+        after
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse::<u64>()
+            .ok()
+    })?;
+    Some((line, last.to_owned()))
+}
+
 /// Turns what the child did into a result.
 pub fn script_result(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
     let mut result = CpsatPythonResult {
@@ -76,17 +104,22 @@ pub fn script_result(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
             .unwrap_or("no message on stderr")
             .trim()
             .to_owned();
-        let diagnostic = Diagnostic::new(
-            Category::ChildProcessError,
-            format!(
-                "the script failed ({}): {last}",
-                match result.return_code {
-                    Some(code) if code < 0 => format!("killed by signal {}", -code),
-                    Some(code) => format!("exit code {code}"),
-                    None => "stopped".to_owned(),
-                }
+        let ended = match result.return_code {
+            Some(code) if code < 0 => format!("killed by signal {}", -code),
+            Some(code) => format!("exit code {code}"),
+            None => "stopped".to_owned(),
+        };
+        let diagnostic = match python_syntax_error(&result.stderr) {
+            Some((line, what)) => Diagnostic::new(
+                Category::SyntaxOrCompileError,
+                format!("the script does not parse: {what} at line {line}"),
+            )
+            .with_detail("line", line),
+            None => Diagnostic::new(
+                Category::ChildProcessError,
+                format!("the script failed ({ended}): {last}"),
             ),
-        );
+        };
         result.diagnostic = Some(facts(diagnostic, &result));
         return result;
     }
@@ -270,5 +303,22 @@ mod tests {
                 .category,
             Category::TimeoutWithIncumbent
         );
+    }
+
+    #[test]
+    fn python_syntax_errors_are_read_with_their_line() {
+        let stderr = "  File \"/tmp/x/script.py\", line 7\n    x = = 1\n        ^\nSyntaxError: invalid syntax\n";
+        assert_eq!(
+            python_syntax_error(stderr),
+            Some((7, "SyntaxError: invalid syntax".to_owned()))
+        );
+        let indentation =
+            "  File \"/tmp/x/script.py\", line 3\n    y = 2\nIndentationError: unexpected indent\n";
+        assert_eq!(
+            python_syntax_error(indentation).map(|(line, _)| line),
+            Some(3)
+        );
+        let runtime = "Traceback (most recent call last):\n  File \"/tmp/x/script.py\", line 2, in <module>\nZeroDivisionError: division by zero\n";
+        assert_eq!(python_syntax_error(runtime), None);
     }
 }

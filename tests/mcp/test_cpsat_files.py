@@ -320,11 +320,11 @@ async def test_probe_against_a_real_checker_counts_rejections(cpsat, workdir):
         assert ("status" in row and row["status"] is not None) != ("skipped_reason" in row and row["skipped_reason"] is not None), row
         assert "stdout" not in row and "stderr" not in row, "rows are compact"
         if row.get("status") is not None:
-            assert isinstance(row["errors"], str) and isinstance(row["duration_ms"], int), row
+            assert isinstance(row["errors"], list) and isinstance(row["duration_ms"], int), row
     assert probe["rejected_count"] >= 1, probe
     # Every corruption of this solution is invalid, and this checker sees it.
     assert probe["rejected_count"] == 4 and probe["accepted_count"] == 0, probe
-    assert all(json.loads(row["errors"]) for row in rows), "a rejection lists its errors"
+    assert all(row["errors"] for row in rows), "a rejection lists its errors"
     assert result["diagnostic"] is None
     assert runs_logged(checker.parent) == 5, "baseline + four mutants"
 

@@ -75,12 +75,25 @@ async def test_infeasible_script_is_infeasible(cpsat):
 
 # ---- the envelope contract ----------------------------------------------------------
 
+
+@pytest.mark.parametrize(
+    ("given", "canonical"),
+    [("OPTIMAL", "optimal"), ("FEASIBLE", "feasible"), ("INFEASIBLE", "infeasible"), ("MODEL_INVALID", "error")],
+)
+async def test_the_solvers_own_status_names_are_accepted(cpsat, given, canonical):
+    """`solver.StatusName(status)` spellings work; results use the lowercase words."""
+    solution = "{}" if canonical in ("infeasible", "error") else '{"x": 1}'
+    objective = "null" if canonical in ("infeasible", "error") else "13"
+    envelope = f'{{"status": "{given}", "objective": {objective}, "solution": {solution}}}'
+    result = await call_ok(cpsat.session, "run_cpsat_python", {"source": printer(envelope, "")})
+    assert result["status"] == canonical, result
+
 VALID = '{"status": "feasible", "objective": 4, "solution": {"x": 1}}'
 
 MALFORMED = [
     ("missing-solution", '{"status": "optimal", "objective": 3}', "", "solution"),
     ("objective-string", '{"status": "optimal", "objective": "13", "solution": {"x": 1}}', "", "objective"),
-    ("status-uppercase", '{"status": "OPTIMAL", "objective": 13, "solution": {"x": 1}}', "", "status"),
+    ("status-unknown-word", '{"status": "SOLVED", "objective": 13, "solution": {"x": 1}}', "", "status"),
     ("missing-status", '{"objective": 13, "solution": {"x": 1}}', "", "status"),
     ("solution-list", '{"status": "optimal", "objective": 13, "solution": [1, 2]}', "", "solution"),
     # On a clean exit the last object is the result, even after a valid one.
@@ -505,3 +518,20 @@ async def test_interpreter_is_this_python(cpsat):
     import ortools
 
     assert status["cpsat"]["ortools_version"] == ortools.__version__, status["cpsat"]
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "kind"),
+    [
+        ("import json\nx = = 1\n", 2, "SyntaxError"),
+        ("import json\nif True:\nprint(1)\n", 3, "IndentationError"),
+    ],
+)
+async def test_a_script_that_does_not_parse_is_a_syntax_error_with_its_line(cpsat, source, line, kind):
+    result = await call_ok(cpsat.session, "run_cpsat_python", {"source": source})
+    assert result["status"] == "error", result
+    diagnostic = result["diagnostic"]
+    assert diagnostic["category"] == "syntax_or_compile_error", diagnostic
+    assert kind in diagnostic["message"] and f"line {line}" in diagnostic["message"], diagnostic
+    assert diagnostic["details"]["line"] == line, diagnostic
+    assert "Some(" not in diagnostic["message"]
