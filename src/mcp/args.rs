@@ -390,6 +390,15 @@ pub struct RunCpsatArgs {
     /// Wall-clock budget of the child in milliseconds; strictly positive.
     #[serde(default = "default_timeout_ms")]
     pub script_timeout_ms: i64,
+    /// The script's sys.argv[1:] (no NUL, 32 KiB in all), as for the file tool.
+    #[serde(default)]
+    pub args: Option<Vec<String>>,
+    /// Replay seed, passed as SOLVERGATE_CPSAT_SEED (signed 32-bit).
+    #[serde(default)]
+    pub seed: Option<i64>,
+    /// Replay config, written to a JSON file named by SOLVERGATE_CPSAT_CONFIG.
+    #[serde(default)]
+    pub config: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// Arguments of `run_cpsat_python_file`.
@@ -499,9 +508,9 @@ impl IntoRequest for RunCpsatArgs {
     fn into_request(self) -> Result<ScriptRequest, ToolError> {
         Ok(ScriptRequest {
             source: ScriptSource::Inline(self.source),
-            args: Vec::new(),
-            seed: None,
-            config: None,
+            args: self.args.unwrap_or_default(),
+            seed: checked_seed(self.seed)?,
+            config: self.config,
             timeout_ms: self.script_timeout_ms,
         })
     }

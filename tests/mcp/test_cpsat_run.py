@@ -535,3 +535,24 @@ async def test_a_script_that_does_not_parse_is_a_syntax_error_with_its_line(cpsa
     assert kind in diagnostic["message"] and f"line {line}" in diagnostic["message"], diagnostic
     assert diagnostic["details"]["line"] == line, diagnostic
     assert "Some(" not in diagnostic["message"]
+
+
+async def test_inline_scripts_take_args_seed_and_config_like_file_scripts(cpsat):
+    """run_cpsat_python accepts what run_cpsat_python_file does (the
+    reference's inline tool takes only source and budget; the extra
+    arguments are optional and change nothing for a client that omits them)."""
+    source = (
+        "import json, os, sys\n"
+        "config = json.load(open(os.environ['SOLVERGATE_CPSAT_CONFIG']))\n"
+        "seed = int(os.environ['SOLVERGATE_CPSAT_SEED'])\n"
+        "value = seed + config['offset'] + int(sys.argv[1])\n"
+        "print(json.dumps({'status': 'feasible', 'objective': value, 'solution': {'v': value}}))\n"
+    )
+    result = await call_ok(
+        cpsat.session,
+        "run_cpsat_python",
+        {"source": source, "args": ["100"], "seed": 7, "config": {"offset": 30}},
+    )
+    assert result["status"] == "feasible" and result["objective"] == 137, result
+    error = await call_error(cpsat.session, "run_cpsat_python", {"source": source, "seed": 2**40})
+    assert error.category == "invalid_request" and "32-bit" in error.message, error.text
