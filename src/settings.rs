@@ -46,6 +46,9 @@ pub struct Settings {
     /// `SOLVERGATE_CPSAT_MAX_RUNNING_JOBS`, `..._MAX_QUEUED_JOBS`,
     /// `..._MAX_RETAINED_TERMINAL`: the CP-SAT job registry.
     pub cpsat_jobs: JobBounds,
+    /// `PYTHONPATH` as the server got it: CP-SAT scripts keep it, after
+    /// the helper module's directory.
+    pub pythonpath: Option<std::ffi::OsString>,
     /// `SOLVERGATE_PLANNER_MAX_RESULTS`: planner results kept on disk.
     pub planner_max_results: usize,
     /// `SOLVERGATE_TEST_HOOKS=1`, honoured in debug builds only: lets tests
@@ -125,6 +128,7 @@ impl Settings {
                 CPSAT_PYTHON_VAR,
                 "a Python interpreter that can import ortools",
             )?,
+            pythonpath: lookup("PYTHONPATH").filter(|value| !value.is_empty()),
             planner_max_results: count(
                 "SOLVERGATE_PLANNER_MAX_RESULTS",
                 crate::planner::store::DEFAULT_MAX_RESULTS,

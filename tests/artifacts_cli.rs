@@ -74,6 +74,7 @@ impl Home {
         let cpsat = Arc::new(CpsatRuntime {
             python: test_python(),
             source: LocationSource::Flag,
+            inherited_pythonpath: None,
         });
         let minizinc = MiniZinc::new(minizinc);
         let planner = Planner::new(

@@ -101,6 +101,7 @@ impl Cpsat {
             &request.args,
             request.seed,
             request.config.as_ref(),
+            self.runtime.inherited_pythonpath.as_deref(),
         )?;
         progress.report(Stage::Running, "running the CP-SAT script");
         let run = exec::run(

@@ -18,6 +18,9 @@ use crate::userfiles::{off_thread, text_file};
 pub const SEED_VAR: &str = "SOLVERGATE_CPSAT_SEED";
 /// Env var naming a JSON file with the replay config.
 pub const CONFIG_VAR: &str = "SOLVERGATE_CPSAT_CONFIG";
+/// The envelope helper every script can `import solvergate`.
+pub const HELPER_MODULE: &str = include_str!("solvergate.py");
+
 /// Most bytes `args` may take, all entries together.
 pub const MAX_ARGS_BYTES: usize = 32 * 1024;
 
@@ -108,13 +111,27 @@ impl PreparedScript {
         args: &[String],
         seed: Option<i64>,
         config: Option<&Map<String, Value>>,
+        inherited_pythonpath: Option<&std::ffi::OsStr>,
     ) -> Result<ChildCommand, ToolError> {
+        // `import solvergate` finds the helper; the server's own PYTHONPATH
+        // comes after it.
+        let lib = self._scratch.path().join("lib");
+        fs::create_dir_all(&lib).map_err(|error| {
+            ToolError::invalid(format!("could not create {}: {error}", lib.display()))
+        })?;
+        write(&lib.join("solvergate.py"), HELPER_MODULE.as_bytes())?;
+        let mut pythonpath = lib.into_os_string();
+        if let Some(inherited) = inherited_pythonpath {
+            pythonpath.push(":");
+            pythonpath.push(inherited);
+        }
         let mut command = ChildCommand::new(python)
             .arg("-u")
             .arg(&self.script)
             .args(args)
             .cwd(&self.cwd)
-            .env("PYTHONDONTWRITEBYTECODE", "1");
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("PYTHONPATH", pythonpath);
         command = match seed {
             Some(seed) => command.env(SEED_VAR, seed.to_string()),
             None => command.env_remove(SEED_VAR),
@@ -216,13 +233,22 @@ mod tests {
                 &[],
                 Some(7),
                 request.config.as_ref(),
+                Some(std::ffi::OsStr::new("/opt/inherited")),
             )
             .unwrap();
         let text = format!("{command:?}");
         assert!(text.contains("SOLVERGATE_CPSAT_SEED"), "{text}");
+        assert!(text.contains("lib:/opt/inherited"), "{text}");
+        assert!(prepared.scratch().join("lib/solvergate.py").exists());
         assert!(prepared.scratch().join("config.json").exists());
         let cleared = prepared
-            .command(Path::new("/usr/bin/python3"), &[], None, Some(&Map::new()))
+            .command(
+                Path::new("/usr/bin/python3"),
+                &[],
+                None,
+                Some(&Map::new()),
+                None,
+            )
             .unwrap();
         let text = format!("{cleared:?}");
         assert!(

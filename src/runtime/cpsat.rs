@@ -35,6 +35,9 @@ pub fn venv_python(venv: &Path) -> PathBuf {
 pub struct CpsatRuntime {
     pub python: PathBuf,
     pub source: LocationSource,
+    /// The server's own PYTHONPATH, kept after the helper module's dir
+    /// when scripts run.
+    pub inherited_pythonpath: Option<std::ffi::OsString>,
 }
 
 /// What `check_runtime` says about CP-SAT.
@@ -59,6 +62,7 @@ impl CpsatRuntime {
             return CpsatRuntime {
                 python: python.clone(),
                 source: LocationSource::Env,
+                inherited_pythonpath: settings.pythonpath.clone(),
             };
         }
         if let config::ConfigRead::Found(config::InstallConfig {
@@ -69,11 +73,13 @@ impl CpsatRuntime {
             return CpsatRuntime {
                 python,
                 source: LocationSource::Config,
+                inherited_pythonpath: settings.pythonpath.clone(),
             };
         }
         CpsatRuntime {
             python: venv_python(&default_venv(dirs)),
             source: LocationSource::Default,
+            inherited_pythonpath: settings.pythonpath.clone(),
         }
     }
 
