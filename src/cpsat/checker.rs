@@ -124,7 +124,7 @@ pub async fn run_checker(
         .env("PYTHONDONTWRITEBYTECODE", "1");
     let run = match exec::run(
         &command,
-        Limits::new(Duration::from_millis(timeout_ms)),
+        Limits::new(Duration::from_millis(timeout_ms)).keep_head_and_tail(),
         cancel,
     )
     .await
@@ -157,7 +157,7 @@ pub async fn run_checker(
     let verdict = if run.timed_out() {
         report.status = "timeout".to_owned();
         Err(format!("the checker did not finish within {timeout_ms} ms"))
-    } else if run.truncated {
+    } else if run.ending == Ending::Capped {
         Err("the checker's output went over the 1 MiB cap".to_owned())
     } else if run.return_code != Some(0) {
         Err(format!(

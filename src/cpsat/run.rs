@@ -104,9 +104,11 @@ impl Cpsat {
             self.runtime.inherited_pythonpath.as_deref(),
         )?;
         progress.report(Stage::Running, "running the CP-SAT script");
+        // A chatty script is not stopped for its output: the head and the
+        // tail are kept, and its answer is the tail's last line.
         let run = exec::run(
             &command,
-            Limits::new(Duration::from_millis(timeout_ms)),
+            Limits::new(Duration::from_millis(timeout_ms)).keep_head_and_tail(),
             cancel,
         )
         .await

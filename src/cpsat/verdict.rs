@@ -39,6 +39,7 @@ fn python_syntax_error(stderr: &str) -> Option<(u64, String)> {
 
 /// Turns what the child did into a result.
 pub fn script_result(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
+    let capped = run.ending == Ending::Capped;
     let mut result = CpsatPythonResult {
         status: "error".to_owned(),
         solution: None,
@@ -88,7 +89,10 @@ pub fn script_result(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
         result.diagnostic = Some(facts(diagnostic, &result));
         return result;
     }
-    if result.truncated {
+    // Runs keep a head and a tail of their output rather than being stopped
+    // for it, so `truncated` alone does not end the reading; a run that was
+    // stopped at the cap (the executor's other mode) does.
+    if capped {
         let diagnostic = Diagnostic::new(
             Category::OutputTruncated,
             "the script's output went over the 1 MiB cap and was cut; print less (bound intermediate envelopes)",

@@ -97,6 +97,20 @@ pub struct Limits {
     pub term_grace: Duration,
     /// Combined cap on stdout + stderr bytes kept.
     pub output_cap: u64,
+    /// What happens past the cap.
+    pub overflow: Overflow,
+}
+
+/// What a run does when its output goes over the cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overflow {
+    /// Stop the tree (`Ending::Capped`): MiniZinc, whose solutions are
+    /// parsed as they come.
+    Stop,
+    /// Let the child run to its own end and keep a bounded head and tail
+    /// of each stream (three quarters of the cap for stdout, a quarter for
+    /// stderr): a chatty script's last line — its answer — survives.
+    KeepHeadAndTail,
 }
 
 impl Limits {
@@ -105,7 +119,14 @@ impl Limits {
             timeout,
             term_grace: Duration::from_millis(500),
             output_cap: OUTPUT_CAP,
+            overflow: Overflow::Stop,
         }
+    }
+
+    /// Past the cap, keep the head and the tail instead of stopping.
+    pub fn keep_head_and_tail(mut self) -> Self {
+        self.overflow = Overflow::KeepHeadAndTail;
+        self
     }
 }
 
@@ -226,9 +247,17 @@ pub async fn run_stoppable(
     let child_stderr = stderr_file
         .try_clone()
         .map_err(io_error("share a capture file"))?;
-    wrap.command_mut()
-        .stdout(Stdio::from(child_stdout))
-        .stderr(Stdio::from(child_stderr));
+    let streaming = limits.overflow == Overflow::KeepHeadAndTail;
+    if streaming {
+        drop((child_stdout, child_stderr));
+        wrap.command_mut()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+    } else {
+        wrap.command_mut()
+            .stdout(Stdio::from(child_stdout))
+            .stderr(Stdio::from(child_stderr));
+    }
     wrap.wrap(ProcessSession);
 
     let started = Instant::now();
@@ -245,6 +274,20 @@ pub async fn run_stoppable(
     let guard = TreeGuard {
         leader: Pid::from_raw(pid),
     };
+    let cap = limits.output_cap;
+    let drains = streaming.then(|| {
+        let out = HeadAndTail::shared(cap / 4 * 3);
+        let err = HeadAndTail::shared(cap / 4);
+        let stdout = child
+            .stdout()
+            .take()
+            .map(|pipe| tokio::spawn(drain(pipe, out.clone())));
+        let stderr = child
+            .stderr()
+            .take()
+            .map(|pipe| tokio::spawn(drain(pipe, err.clone())));
+        (out, err, stdout, stderr)
+    });
     live::remember(guard.leader);
     // The command's copies of the capture files close when the wrapper goes.
     drop(wrap);
@@ -262,7 +305,9 @@ pub async fn run_stoppable(
                 if let Some(watcher) = watcher {
                     watched.feed(&stdout_file, limits.output_cap, watcher);
                 }
-                if captured_len(&stdout_file) + captured_len(&stderr_file) > limits.output_cap {
+                if !streaming
+                    && captured_len(&stdout_file) + captured_len(&stderr_file) > limits.output_cap
+                {
                     break (Ending::Capped, None);
                 }
             }
@@ -308,12 +353,27 @@ pub async fn run_stoppable(
     std::mem::forget(guard);
 
     let return_code = status.map(exit_code);
-    let cap = limits.output_cap;
-    let (stdout, stderr, truncated) =
-        tokio::task::spawn_blocking(move || read_captures(stdout_file, stderr_file, cap))
+    let (stdout, stderr, truncated) = match drains {
+        Some((out, err, stdout_task, stderr_task)) => {
+            // The tree is gone, so the pipes end; a process that escaped the
+            // session could hold one open, so the wait is bounded.
+            for task in [stdout_task, stderr_task].into_iter().flatten() {
+                if tokio::time::timeout(Duration::from_secs(2), task)
+                    .await
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            let (stdout, out_dropped) = HeadAndTail::text(&out);
+            let (stderr, err_dropped) = HeadAndTail::text(&err);
+            (stdout, stderr, out_dropped || err_dropped)
+        }
+        None => tokio::task::spawn_blocking(move || read_captures(stdout_file, stderr_file, cap))
             .await
             .unwrap_or_else(|error| Err(io::Error::other(error)))
-            .map_err(io_error("read the output"))?;
+            .map_err(io_error("read the output"))?,
+    };
     Ok(RunOutput {
         ending,
         return_code,
@@ -322,6 +382,92 @@ pub async fn run_stoppable(
         stdout,
         stderr,
     })
+}
+
+/// A stream kept as a bounded head and a bounded tail, with a count of
+/// what fell between them.
+struct HeadAndTail {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    half: usize,
+    dropped: u64,
+}
+
+type SharedCapture = std::sync::Arc<std::sync::Mutex<HeadAndTail>>;
+
+impl HeadAndTail {
+    fn shared(budget: u64) -> SharedCapture {
+        let half = usize::try_from(budget / 2).unwrap_or(usize::MAX / 2);
+        std::sync::Arc::new(std::sync::Mutex::new(HeadAndTail {
+            head: Vec::new(),
+            tail: std::collections::VecDeque::new(),
+            half,
+            dropped: 0,
+        }))
+    }
+
+    fn push(&mut self, mut bytes: &[u8]) {
+        let room = self.half.saturating_sub(self.head.len());
+        let into_head = room.min(bytes.len());
+        self.head.extend_from_slice(&bytes[..into_head]);
+        bytes = &bytes[into_head..];
+        self.tail.extend(bytes);
+        while self.tail.len() > self.half {
+            let excess = self.tail.len() - self.half;
+            self.tail.drain(..excess);
+            self.dropped += excess as u64;
+        }
+    }
+
+    /// The kept text, a marker line where bytes were dropped (the tail then
+    /// starts at its first whole line); and whether anything was dropped.
+    fn text(capture: &SharedCapture) -> (String, bool) {
+        let Ok(capture) = capture.lock() else {
+            return (String::new(), true);
+        };
+        let mut bytes = capture.head.clone();
+        let tail: Vec<u8> = capture.tail.iter().copied().collect();
+        if capture.dropped == 0 {
+            bytes.extend_from_slice(&tail);
+        } else {
+            let start = tail
+                .iter()
+                .position(|byte| *byte == b'\n')
+                .map_or(tail.len(), |newline| newline + 1);
+            if !bytes.ends_with(b"\n") {
+                bytes.push(b'\n');
+            }
+            bytes.extend_from_slice(
+                format!(
+                    "[solvergate: {} bytes of output dropped here]\n",
+                    capture.dropped + start as u64
+                )
+                .as_bytes(),
+            );
+            bytes.extend_from_slice(&tail[start..]);
+        }
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
+        };
+        (text, capture.dropped > 0)
+    }
+}
+
+/// Reads a pipe to its end into a head-and-tail capture.
+async fn drain(mut pipe: impl tokio::io::AsyncRead + Unpin, capture: SharedCapture) {
+    use tokio::io::AsyncReadExt;
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        match pipe.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => {
+                if let Ok(mut capture) = capture.lock() {
+                    capture.push(&buffer[..read]);
+                }
+            }
+        }
+    }
 }
 
 /// How far a watcher has read the stdout capture.
@@ -566,5 +712,45 @@ mod tests {
         .unwrap_err();
         assert!(matches!(error, ExecError::Spawn { .. }), "{error}");
         assert!(error.to_string().contains("/nonexistent/minizinc"));
+    }
+
+    #[test]
+    fn head_and_tail_keep_both_ends_and_mark_the_gap() {
+        let capture = HeadAndTail::shared(40);
+        let mut text = String::new();
+        for line in 0..50 {
+            text.push_str(&format!("line {line}\n"));
+        }
+        capture.lock().unwrap().push(text.as_bytes());
+        let (kept, dropped) = HeadAndTail::text(&capture);
+        assert!(dropped);
+        assert!(kept.starts_with("line 0\nline 1\n"), "{kept}");
+        assert!(kept.ends_with("line 49\n"), "{kept}");
+        assert!(kept.contains("bytes of output dropped here]\n"), "{kept}");
+        let whole = HeadAndTail::shared(1000);
+        whole.lock().unwrap().push(b"short\n");
+        assert_eq!(HeadAndTail::text(&whole), ("short\n".to_owned(), false));
+    }
+
+    #[tokio::test]
+    async fn a_flood_does_not_stop_a_head_and_tail_run() {
+        // 5 MB of output, then a last line: the run ends on its own.
+        let command = ChildCommand::new("/bin/sh").args([
+            "-c",
+            "head -c 5000000 /dev/zero | tr '\\0' x; echo; echo '{\"last\": true}'",
+        ]);
+        let limits = Limits::new(Duration::from_secs(20)).keep_head_and_tail();
+        let output = run(&command, limits, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(output.ending, Ending::Exited);
+        assert_eq!(output.return_code, Some(0));
+        assert!(output.truncated);
+        assert!(
+            output.stdout.len() < OUTPUT_CAP as usize,
+            "{}",
+            output.stdout.len()
+        );
+        assert_eq!(output.stdout.lines().last(), Some("{\"last\": true}"));
     }
 }
