@@ -232,6 +232,12 @@ impl Artifacts {
                 return Ok(gates);
             }
         };
+        if let Some(code) = run.return_code.filter(|code| *code != 0) {
+            gates.reason = Some(format!(
+                "reported gate: the script printed an answer but exited with code {code}; a save needs a clean exit"
+            ));
+            return Ok(gates);
+        }
         gates.reported_passed = true;
         gates.level = VerificationLevel::Reported;
         if let Some(expectation) = expectation {

@@ -113,6 +113,21 @@ pub fn script_result(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
             Some(code) => format!("exit code {code}"),
             None => "stopped".to_owned(),
         };
+        // An answer printed before a failing exit is kept: the exit is
+        // reported, the answer is not thrown away.
+        if result.return_code.is_some_and(|code| code > 0)
+            && let Some(Ok(answer)) = envelope::last_envelope(&result.stdout)
+        {
+            adopt(&mut result, answer);
+            let diagnostic = Diagnostic::new(
+                Category::ChildProcessError,
+                format!(
+                    "the script printed its answer, then exited with {ended}: {last}; the answer is kept — check why it failed"
+                ),
+            );
+            result.diagnostic = Some(facts(diagnostic, &result));
+            return result;
+        }
         let diagnostic = match python_syntax_error(&result.stderr) {
             Some((line, what)) => Diagnostic::new(
                 Category::SyntaxOrCompileError,

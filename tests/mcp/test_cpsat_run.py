@@ -216,7 +216,7 @@ async def test_no_envelope_at_all_names_the_envelope(cpsat):
 
 
 async def test_crashing_script_is_an_error_with_its_traceback(cpsat):
-    source = printer(VALID) + "raise ValueError('boom in the model')\n"
+    source = "raise ValueError('boom in the model')\n"
     result = await call_ok(cpsat.session, "run_cpsat_python", {"source": source})
     assert result["status"] == "error", result
     assert result["return_code"] == 1, result
@@ -224,6 +224,20 @@ async def test_crashing_script_is_an_error_with_its_traceback(cpsat):
     diagnostic = result["diagnostic"]
     assert diagnostic["category"] == "child_process_error", diagnostic
     assert "boom in the model" in diagnostic["message"], diagnostic
+    assert "Some(" not in diagnostic["message"]
+
+
+async def test_an_answer_printed_before_a_failing_exit_is_kept(cpsat):
+    """The rule for a non-zero exit after a valid envelope: the answer is
+    kept and the exit is reported in the diagnostic."""
+    source = printer(VALID) + "raise ValueError('boom after the answer')\n"
+    result = await call_ok(cpsat.session, "run_cpsat_python", {"source": source})
+    assert result["status"] == "feasible" and result["objective"] == 4, result
+    assert result["solution"] == {"x": 1}
+    assert result["return_code"] == 1
+    diagnostic = result["diagnostic"]
+    assert diagnostic["category"] == "child_process_error", diagnostic
+    assert "exit code 1" in diagnostic["message"] and "answer is kept" in diagnostic["message"], diagnostic
 
 
 async def test_bad_arguments_are_refused(cpsat):
