@@ -492,3 +492,10 @@ def test_sigkill_during_saves_leaves_the_old_or_the_new_directory(harness, tmp_p
     assert staging_dirs(parent) == []
     assert [p.name for p in parent.iterdir()] == ["artifact"]
     artifact_state(target, variants)
+
+
+async def test_a_save_needs_a_clean_exit(server, tmp_path):
+    source = SEED_ECHO + "raise SystemExit(3)\n"
+    result = await call_ok(server.session, "save_verified_cpsat_python", {"source": source, "verify_only": True})
+    assert result["reason"] is not None and "clean exit" in result["reason"], result
+    assert result["verification_level"] == "none" and result["objective"] == 0, result
