@@ -592,6 +592,7 @@ async fn serve_stdio(
             settings.planner_max_results,
         ),
     });
+    server.warm_up();
     let jobs = server.clone();
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
     let stdin = crate::mcp::EofSignal::new(stdin, shutdown.clone());

@@ -222,6 +222,22 @@ impl SolvergateServer {
         }
     }
 
+    /// Starts, in the background, the one-time probes the first calls would
+    /// otherwise pay for: the CP-SAT interpreter's `import ortools` (most of
+    /// a second) and MiniZinc's solver catalogue. Failures are not cached;
+    /// the first call that needs one reports it.
+    pub fn warm_up(&self) {
+        let cpsat = self.cpsat_service.clone();
+        let minizinc = self.minizinc.clone();
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            let _ = tokio::join!(
+                cpsat.python(&shutdown),
+                minizinc.runtime().catalog(&shutdown)
+            );
+        });
+    }
+
     /// Stops every background job and waits until their processes are
     /// gone, or until `deadline` passes; returns how many jobs had not
     /// ended by then.
