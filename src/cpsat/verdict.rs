@@ -37,6 +37,22 @@ fn python_syntax_error(stderr: &str) -> Option<(u64, String)> {
     Some((line, last.to_owned()))
 }
 
+/// An uncaught Python exception's type and the last lines of its
+/// traceback, when stderr ends with one.
+fn python_exception(stderr: &str) -> Option<(String, String)> {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let start = lines
+        .iter()
+        .rposition(|line| line.starts_with("Traceback (most recent call last)"))?;
+    let last = lines.last()?.trim();
+    let exception = last.split(':').next()?.trim();
+    if exception.is_empty() || exception.contains(' ') {
+        return None;
+    }
+    let tail = &lines[start.max(lines.len().saturating_sub(6))..];
+    Some((exception.to_owned(), tail.join("\n")))
+}
+
 /// Turns what the child did into a result.
 pub fn script_result(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
     let capped = run.ending == Ending::Capped;
@@ -134,10 +150,18 @@ pub fn script_result(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
                 format!("the script does not parse: {what} at line {line}"),
             )
             .with_detail("line", line),
-            None => Diagnostic::new(
-                Category::ChildProcessError,
-                format!("the script failed ({ended}): {last}"),
-            ),
+            None => {
+                let diagnostic = Diagnostic::new(
+                    Category::ChildProcessError,
+                    format!("the script failed ({ended}): {last}"),
+                );
+                match python_exception(&result.stderr) {
+                    Some((exception, traceback)) => diagnostic
+                        .with_detail("exception", exception)
+                        .with_detail("traceback_tail", traceback),
+                    None => diagnostic,
+                }
+            }
         };
         result.diagnostic = Some(facts(diagnostic, &result));
         return result;

@@ -115,3 +115,61 @@ async def test_intermediate_reports_are_recovered_on_a_timeout(cpsat):
     assert result["status"] == "timeout", result
     assert result["timed_out"] is True
     assert result["objective"] == 27 and result["solution"] == {"xs": [9, 9, 9]}, result
+
+
+PRINTER = """
+from ortools.sat.python import cp_model
+import solvergate
+
+# n-queens with a solution printer that prints every solution (about 5 MB).
+n = 10
+model = cp_model.CpModel()
+queens = [model.NewIntVar(0, n - 1, f"q{i}") for i in range(n)]
+model.AddAllDifferent(queens)
+model.AddAllDifferent([queens[i] + i for i in range(n)])
+model.AddAllDifferent([queens[i] - i for i in range(n)])
+
+class Printer(cp_model.CpSolverSolutionCallback):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+    def on_solution_callback(self):
+        self.count += 1
+        board = ["".join("Q" if self.Value(q) == col else "." for col in range(n)) for q in queens]
+        print(f"solution {self.count}:\\n" + "\\n".join(board) * 70)
+
+solver = cp_model.CpSolver()
+solver.parameters.enumerate_all_solutions = True
+printer = Printer()
+status = solver.Solve(model, printer)
+solvergate.report(solver, status, {"solutions": printer.count}, model=model)
+"""
+
+
+async def test_a_5_mb_solution_printer_gives_the_same_answer_as_a_direct_run(cpsat, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from cpsat_helpers import PYTHON
+
+    # The direct run: the same script, the helper on its path by hand.
+    helper_dir = tmp_path / "lib"
+    helper_dir.mkdir()
+    (helper_dir / "solvergate.py").write_text(
+        (__import__("pathlib").Path(__file__).parents[2] / "src/cpsat/solvergate.py").read_text()
+    )
+    script = tmp_path / "printer.py"
+    script.write_text(PRINTER)
+    direct = subprocess.run(
+        [PYTHON, str(script)], capture_output=True, text=True, env={"PYTHONPATH": str(helper_dir)}, timeout=120
+    )
+    assert direct.returncode == 0, direct.stderr[-2000:]
+    assert len(direct.stdout) > 4_000_000, "the printer is not chatty: the test proves nothing"
+    expected = json.loads(direct.stdout.strip().splitlines()[-1])
+
+    result = await call_ok(cpsat.session, "run_cpsat_python", {"source": PRINTER, "script_timeout_ms": 120000})
+    assert result["truncated"] is True
+    assert result["status"] == expected["status"] == "optimal", result["diagnostic"]
+    assert result["solution"] == expected["solution"] == {"solutions": 724}
+    assert result["objective"] is None and expected["objective"] is None

@@ -225,6 +225,8 @@ async def test_crashing_script_is_an_error_with_its_traceback(cpsat):
     assert diagnostic["category"] == "child_process_error", diagnostic
     assert "boom in the model" in diagnostic["message"], diagnostic
     assert "Some(" not in diagnostic["message"]
+    assert diagnostic["details"]["exception"] == "ValueError", diagnostic
+    assert "ValueError: boom in the model" in diagnostic["details"]["traceback_tail"], diagnostic
 
 
 async def test_an_answer_printed_before_a_failing_exit_is_kept(cpsat):
