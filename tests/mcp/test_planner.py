@@ -84,6 +84,12 @@ async def plan(session, problem: dict) -> dict:
             assert 0 <= card["miss_probability"] <= 1
         else:
             assert card["infeasible_reason"], card
+    # The optimised plan is never worse than a feasible single-mode plan
+    # (it is bounded by the best of them, and falls back to it).
+    singles = [c["cost"]["total"] for c in result["cards"][:3] if c["feasible"]]
+    optimised = result["cards"][3]
+    if singles:
+        assert optimised["feasible"] and optimised["cost"]["total"] <= min(singles), result["cards"]
     recommended = [card["name"] for card in result["cards"] if card["recommended"]]
     assert recommended == ([result["recommended"]] if result["recommended"] else []), result
     return planned
