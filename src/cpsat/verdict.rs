@@ -285,7 +285,7 @@ mod tests {
             "envelope"
         );
 
-        let crashed = script_result(run(Ending::Exited, Some(1), GOOD), 1000);
+        let crashed = script_result(run(Ending::Exited, Some(1), "no json here\n"), 1000);
         assert_eq!(crashed.status, "error");
         assert!(
             crashed
@@ -294,6 +294,17 @@ mod tests {
                 .message
                 .contains("ValueError: boom")
         );
+    }
+
+    #[test]
+    fn an_answer_printed_before_a_failing_exit_is_kept_with_a_diagnostic() {
+        let result = script_result(run(Ending::Exited, Some(1), GOOD), 1000);
+        assert_eq!(result.status, "optimal");
+        assert_eq!(result.solution.unwrap()["x"], 1);
+        let diagnostic = result.diagnostic.unwrap();
+        assert_eq!(diagnostic.category, Category::ChildProcessError);
+        assert!(diagnostic.message.contains("ValueError: boom"));
+        assert!(diagnostic.message.contains("the answer is kept"));
     }
 
     #[test]
