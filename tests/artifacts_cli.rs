@@ -16,20 +16,15 @@ use solvergate::runtime::cpsat::CpsatRuntime;
 use solvergate::runtime::{LocationSource, Runtime, RuntimeLocation};
 use tokio_util::sync::CancellationToken;
 
+mod common;
+use common::{test_python, test_runtime, text, transcript};
+
 const MODEL: &str = "int: n;\nvar 1..n: x;\nsolve maximize x;\n";
 const DATA: &str = "n = 60;\n";
 const CHECKER: &str = "int: n;\nint: x;\nconstraint x <= n;\noutput [\"ok\\n\"];\n";
 const SCRIPT: &str = "import json, os\nseed = int(os.environ.get('SOLVERGATE_CPSAT_SEED', '0'))\nprint(json.dumps({'status': 'feasible', 'objective': seed, 'solution': {'seed': seed}}))\n";
 /// A script whose incumbent is different on every run.
 const RESTLESS: &str = "import json, random\nvalue = random.SystemRandom().randint(10**11, 10**12 - 1)\nprint(json.dumps({'status': 'feasible', 'objective': value, 'solution': {'value': value}}))\n";
-
-fn test_runtime() -> PathBuf {
-    PathBuf::from(std::env::var("SOLVERGATE_TEST_RUNTIME").unwrap_or_else(|_| "/usr".into()))
-}
-
-fn test_python() -> PathBuf {
-    PathBuf::from(std::env::var("SOLVERGATE_TEST_PYTHON").unwrap_or_else(|_| "python3".into()))
-}
 
 /// A private home with both runtimes adopted, and a service on them.
 struct Home {
@@ -150,20 +145,6 @@ impl Home {
 
 fn block_on<F: std::future::Future>(future: F) -> F::Output {
     tokio::runtime::Runtime::new().unwrap().block_on(future)
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// The whole transcript a person sees.
-fn transcript(output: &Output) -> String {
-    format!(
-        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
-        output.status.code().unwrap_or(-1),
-        text(&output.stdout),
-        text(&output.stderr)
-    )
 }
 
 /// Snapshots `output` with the home's path, times and versions filtered.

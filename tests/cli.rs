@@ -4,10 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The runtime the tests adopt (Debian's MiniZinc lives under /usr).
-fn test_runtime() -> PathBuf {
-    PathBuf::from(std::env::var("SOLVERGATE_TEST_RUNTIME").unwrap_or_else(|_| "/usr".into()))
-}
+mod common;
+use common::{test_python, test_runtime, text};
 
 /// A private home: config and data dirs nobody else uses.
 struct Home {
@@ -57,10 +55,6 @@ impl Home {
         std::fs::write(&path, body).unwrap();
         path.to_string_lossy().into_owned()
     }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 fn code(output: &Output) -> i32 {
@@ -344,14 +338,6 @@ fn a_symlinked_checker_runs_as_the_checker() {
     let output = accepted["checker"]["checks"][0]["output"].as_str().unwrap();
     assert!(output.contains("CORRECT"), "{accepted:#}");
     assert!(accepted["diagnostic"].is_null(), "{accepted:#}");
-}
-
-/// A Python that can import ortools, for the CP-SAT runtime tests.
-fn test_python() -> PathBuf {
-    let python = std::env::var("SOLVERGATE_TEST_PYTHON").expect(
-        "set SOLVERGATE_TEST_PYTHON to a Python that can import ortools (scripts/test does)",
-    );
-    PathBuf::from(python)
 }
 
 #[test]

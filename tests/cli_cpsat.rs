@@ -2,12 +2,10 @@
 //! model, a script that breaks the envelope contract — whole transcripts as
 //! snapshots, with the exit codes `run-cpsat --help` documents.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn test_python() -> PathBuf {
-    PathBuf::from(std::env::var("SOLVERGATE_TEST_PYTHON").unwrap_or_else(|_| "python3".into()))
-}
+mod common;
+use common::{test_python, transcript};
 
 const SCRIPT: &str = r#"import json, sys
 from ortools.sat.python import cp_model
@@ -36,12 +34,7 @@ fn run(home: &tempfile::TempDir, args: &[&str]) -> Output {
 }
 
 fn snapshot(name: &str, home: &tempfile::TempDir, output: &Output) {
-    let transcript = format!(
-        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let transcript = transcript(output);
     let home = home.path().to_string_lossy().into_owned();
     insta::with_settings!({
         filters => vec![

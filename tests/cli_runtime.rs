@@ -4,16 +4,11 @@
 //! the interpreter, never the MiniZinc variable). Whole transcripts, with
 //! paths and versions filtered.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-fn test_runtime() -> PathBuf {
-    PathBuf::from(std::env::var("SOLVERGATE_TEST_RUNTIME").unwrap_or_else(|_| "/usr".into()))
-}
-
-fn test_python() -> PathBuf {
-    PathBuf::from(std::env::var("SOLVERGATE_TEST_PYTHON").unwrap_or_else(|_| "python3".into()))
-}
+mod common;
+use common::{test_python, test_runtime, transcript};
 
 fn run(home: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_solvergate"));
@@ -31,12 +26,7 @@ fn run(home: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
 }
 
 fn snapshot(name: &str, home: &Path, output: &Output) {
-    let transcript = format!(
-        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let transcript = transcript(output);
     let home = home.to_string_lossy().into_owned();
     let runtime = test_runtime().to_string_lossy().into_owned();
     let python = test_python().to_string_lossy().into_owned();

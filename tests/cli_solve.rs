@@ -4,13 +4,11 @@
 //! a reader that goes away early.
 
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn test_runtime() -> PathBuf {
-    PathBuf::from(std::env::var("SOLVERGATE_TEST_RUNTIME").unwrap_or_else(|_| "/usr".into()))
-}
+mod common;
+use common::{test_runtime, transcript};
 
 /// "2.6.4", "2.9.2": the runtime's version, naming the snapshot set.
 fn minizinc_version() -> String {
@@ -95,18 +93,6 @@ impl Home {
             .map(|entry| std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default())
             .collect()
     }
-}
-
-fn transcript(output: &Output) -> String {
-    format!(
-        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
-        output
-            .status
-            .code()
-            .map_or("signal".to_owned(), |code| code.to_string()),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 fn snapshot(name: &str, home: &Home, output: &Output) {

@@ -6,9 +6,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-fn test_runtime() -> PathBuf {
-    PathBuf::from(std::env::var("SOLVERGATE_TEST_RUNTIME").unwrap_or_else(|_| "/usr".into()))
-}
+mod common;
+use common::{test_runtime, transcript};
 
 struct Home {
     dir: tempfile::TempDir,
@@ -43,15 +42,6 @@ impl Home {
         drop(input);
         child.wait_with_output().unwrap()
     }
-}
-
-fn transcript(output: &Output) -> String {
-    format!(
-        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 fn snapshot(name: &str, output: &Output) {
