@@ -6,6 +6,11 @@ and adopts the real MiniZinc runtime into them once with
 launched with exactly that environment, plus a marker variable every child
 inherits so process scans only count processes this suite started.
 
+A server probes its runtimes in the background as it starts (the CP-SAT
+interpreter, MiniZinc's solver catalogue). `Harness.open` waits for those
+probes to end before it hands the session over, so a test that watches
+processes sees only the ones its own calls started.
+
 Environment knobs:
 - SOLVERGATE_BIN: the binary (default /work/main/target/debug/solvergate)
 - SOLVERGATE_TEST_RUNTIME: the runtime root to adopt (default /usr)
@@ -22,12 +27,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from helpers import all_procs, environ_has
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 DEFAULT_BIN = "/work/main/target/debug/solvergate"
 DEFAULT_RUNTIME = "/usr"
+
+#: How long `Harness.open` waits for a server's start-up probes.
+SETTLE_TIMEOUT = 20.0
+
+
+async def settle(session: ClientSession, tag: str) -> None:
+    """Waits until the server's start-up probes are over: asks for the solver
+    catalogue (which waits for the catalogue probe, by then the interpreter
+    probe has started too), then polls until no process but the server
+    carries `tag`. A probe that hangs is left to the test after the timeout."""
+    try:
+        await session.call_tool("list_available_solvers", {})
+    except Exception:  # noqa: BLE001 - a toolset without it, or no runtime
+        pass
+    deadline = anyio.current_time() + SETTLE_TIMEOUT
+    while anyio.current_time() < deadline:
+        probes = [
+            p
+            for p in all_procs()
+            if p.comm != "solvergate" and p.state not in ("Z", "X") and environ_has(p.pid, tag)
+        ]
+        if not probes:
+            return
+        await anyio.sleep(0.05)
 
 
 @pytest.fixture(scope="session")
@@ -98,16 +129,21 @@ class Harness:
         async def on_log(params: Any) -> None:
             logs.append(params)
 
+        tag = f"SGTEST_OPEN_TAG={uuid.uuid4().hex}"
+        server_env = dict(env if env is not None else self.server_env())
+        server_env["SGTEST_OPEN_TAG"] = tag.partition("=")[2]
         params = StdioServerParameters(
             command=self.binary,
             args=["stdio", "--toolset", toolset],
-            env=env if env is not None else self.server_env(),
+            env=server_env,
             cwd=str(cwd) if cwd is not None else None,
         )
         with open(stderr_path, "w") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write):
                 async with ClientSession(read, write, logging_callback=on_log) as session:
                     init = await session.initialize()
+                    await settle(session, tag)
+                    logs.clear()
                     yield Launched(session=session, init=init, stderr_path=stderr_path, logs=logs)
 
 

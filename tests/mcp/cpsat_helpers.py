@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from helpers import Proc, _environ_has, all_procs, call_ok, describe
+from helpers import Proc, environ_has, all_procs, call_ok, describe
 
 #: The interpreter the server under test runs scripts and checkers with.
 PYTHON = sys.executable
@@ -288,7 +288,7 @@ def marked_procs(marker: str) -> set[Proc]:
     for proc in all_procs():
         if proc.state in ("Z", "X") or proc.comm == "solvergate" or proc.pid == os.getpid():
             continue
-        if _environ_has(proc.pid, marker):
+        if environ_has(proc.pid, marker):
             found.add(proc)
     return found
 

@@ -159,7 +159,7 @@ def all_procs() -> list[Proc]:
     return procs
 
 
-def _environ_has(pid: int, marker: str) -> bool | None:
+def environ_has(pid: int, marker: str) -> bool | None:
     """True/False when the environment is readable, None when it is not."""
     try:
         data = Path(f"/proc/{pid}/environ").read_bytes()
@@ -183,7 +183,7 @@ def solver_procs(marker: str | None = None) -> set[Proc]:
     for proc in all_procs():
         if proc.comm not in SOLVER_COMMS or proc.state in ("Z", "X"):
             continue
-        if marker is not None and _environ_has(proc.pid, marker) is False:
+        if marker is not None and environ_has(proc.pid, marker) is False:
             continue
         found.add(proc)
     return found
