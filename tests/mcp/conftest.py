@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-from helpers import all_procs, environ_has
+from helpers import leftover_marked_async
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -49,16 +48,7 @@ async def settle(session: ClientSession, tag: str) -> None:
         await session.call_tool("list_available_solvers", {})
     except Exception:  # noqa: BLE001 - a toolset without it, or no runtime
         pass
-    deadline = anyio.current_time() + SETTLE_TIMEOUT
-    while anyio.current_time() < deadline:
-        probes = [
-            p
-            for p in all_procs()
-            if p.comm != "solvergate" and p.state not in ("Z", "X") and environ_has(p.pid, tag)
-        ]
-        if not probes:
-            return
-        await anyio.sleep(0.05)
+    await leftover_marked_async(tag, timeout=SETTLE_TIMEOUT)
 
 
 @pytest.fixture(scope="session")

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
 import textwrap
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -23,7 +21,16 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from helpers import Proc, environ_has, all_procs, call_ok, describe
+from helpers import (
+    Proc,
+    call_ok,
+    describe,
+    leftover_marked,
+    leftover_marked_async,
+    marked_procs,
+    wait_marked,
+    wait_marked_async,
+)
 
 #: The interpreter the server under test runs scripts and checkers with.
 PYTHON = sys.executable
@@ -280,47 +287,11 @@ def runs_logged(directory: Path) -> int:
 # --------------------------------------------------------------------------
 
 
-def marked_procs(marker: str) -> set[Proc]:
-    """Live (non-zombie) processes carrying `marker` in their environment,
-    except the solvergate server itself: the scripts, checkers and whatever
-    they started."""
-    found = set()
-    for proc in all_procs():
-        if proc.state in ("Z", "X") or proc.comm == "solvergate" or proc.pid == os.getpid():
-            continue
-        if environ_has(proc.pid, marker):
-            found.add(proc)
-    return found
-
-
 def cmdline(pid: int) -> list[str]:
     try:
         return [part.decode(errors="replace") for part in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if part]
     except OSError:
         return []
-
-
-def wait_marked(marker: str, predicate: Callable[[set[Proc]], bool], timeout: float = 15.0) -> set[Proc]:
-    """Polls until the marked processes satisfy `predicate`; returns them
-    (an empty set when they never did)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        procs = marked_procs(marker)
-        if predicate(procs):
-            return procs
-        time.sleep(0.05)
-    return set()
-
-
-def leftover_marked(marker: str, timeout: float = 2.0) -> set[Proc]:
-    """Polls until no marked process is left; returns what is still there
-    after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        left = marked_procs(marker)
-        if not left or time.monotonic() >= deadline:
-            return left
-        time.sleep(0.05)
 
 
 def has_script_and_sleep(procs: set[Proc]) -> bool:
@@ -330,14 +301,6 @@ def has_script_and_sleep(procs: set[Proc]) -> bool:
 
 def has_python(procs: set[Proc]) -> bool:
     return any(p.comm.startswith("python") for p in procs)
-
-
-async def wait_marked_async(marker: str, predicate: Callable[[set[Proc]], bool], timeout: float = 15.0) -> set[Proc]:
-    return await anyio.to_thread.run_sync(wait_marked, marker, predicate, timeout)
-
-
-async def leftover_marked_async(marker: str, timeout: float = 2.0) -> set[Proc]:
-    return await anyio.to_thread.run_sync(leftover_marked, marker, timeout)
 
 
 # --------------------------------------------------------------------------

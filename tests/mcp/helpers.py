@@ -14,9 +14,13 @@ import re
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import anyio
+import anyio.to_thread
 
 # --------------------------------------------------------------------------
 # Models
@@ -209,6 +213,50 @@ def leftover_solver_procs(before: set[Proc], marker: str, timeout: float = 5.0) 
         if not left or time.monotonic() >= deadline:
             return left
         time.sleep(0.05)
+
+
+def marked_procs(marker: str) -> set[Proc]:
+    """Live (non-zombie) processes carrying `marker` in their environment,
+    except the solvergate server itself: the scripts, checkers and whatever
+    they started."""
+    found = set()
+    for proc in all_procs():
+        if proc.state in ("Z", "X") or proc.comm == "solvergate" or proc.pid == os.getpid():
+            continue
+        if environ_has(proc.pid, marker):
+            found.add(proc)
+    return found
+
+
+def wait_marked(marker: str, predicate: Callable[[set[Proc]], bool], timeout: float = 15.0) -> set[Proc]:
+    """Polls until the marked processes satisfy `predicate`; returns them
+    (an empty set when they never did)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        procs = marked_procs(marker)
+        if predicate(procs):
+            return procs
+        time.sleep(0.05)
+    return set()
+
+
+def leftover_marked(marker: str, timeout: float = 2.0) -> set[Proc]:
+    """Polls until no marked process is left; returns what is still there
+    after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = marked_procs(marker)
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.05)
+
+
+async def wait_marked_async(marker: str, predicate: Callable[[set[Proc]], bool], timeout: float = 15.0) -> set[Proc]:
+    return await anyio.to_thread.run_sync(wait_marked, marker, predicate, timeout)
+
+
+async def leftover_marked_async(marker: str, timeout: float = 2.0) -> set[Proc]:
+    return await anyio.to_thread.run_sync(leftover_marked, marker, timeout)
 
 
 def zombie_children(pid: int) -> list[Proc]:
