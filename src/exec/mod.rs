@@ -334,13 +334,8 @@ pub async fn run_stoppable(
     };
     let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let leader = guard.leader;
-    let guard = match tokio::task::spawn_blocking(move || tree::kill_session(leader)).await {
-        Ok(empty) => {
-            if empty {
-                live::forget(leader);
-            }
-            Some(guard)
-        }
+    let guard = match tokio::task::spawn_blocking(move || sweep(leader)).await {
+        Ok(_) => Some(guard),
         // The blocking pool did not run the sweep (a runtime shutting down):
         // the guard does it here, synchronously.
         Err(_) => {
@@ -510,14 +505,18 @@ impl Watched {
 pub fn kill_all_sessions() -> usize {
     live::all()
         .into_iter()
-        .filter(|leader| {
-            let empty = tree::kill_session(*leader);
-            if empty {
-                live::forget(*leader);
-            }
-            !empty
-        })
+        .filter(|leader| !sweep(*leader))
         .count()
+}
+
+/// Kills `leader`'s session and waits for it to empty; once it is empty
+/// the session is no longer remembered. Returns whether it emptied.
+fn sweep(leader: Pid) -> bool {
+    let empty = tree::kill_session(leader);
+    if empty {
+        live::forget(leader);
+    }
+    empty
 }
 
 /// The sessions whose trees may still be alive: added at spawn, removed
@@ -570,9 +569,7 @@ struct TreeGuard {
 
 impl Drop for TreeGuard {
     fn drop(&mut self) {
-        if tree::kill_session(self.leader) {
-            live::forget(self.leader);
-        }
+        sweep(self.leader);
         // The tokio child handle is dropped too; tokio reaps orphaned
         // children in the background, so no zombie stays.
     }

@@ -93,7 +93,7 @@ impl CpsatJobs {
         mut request: CpsatJobRequest,
         cancel: &CancellationToken,
     ) -> Result<CpsatPythonJobStatus, ToolError> {
-        validate_budget(
+        let script_ms = validate_budget(
             "script_timeout_ms",
             request.script.timeout_ms,
             Some(DEFAULT_TIMEOUT_MS),
@@ -106,11 +106,7 @@ impl CpsatJobs {
             }
             (None, None) => None,
             (Some(_), Some(ms)) => Some(positive_ms("checker_timeout_ms", ms)?),
-            (Some(_), None) => Some(validate_budget(
-                "script_timeout_ms",
-                request.script.timeout_ms,
-                Some(DEFAULT_TIMEOUT_MS),
-            )?),
+            (Some(_), None) => Some(script_ms),
         };
         request.script.validate()?;
         let prepared = request.script.prepare_async().await?;
