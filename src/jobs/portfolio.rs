@@ -29,8 +29,6 @@ use std::sync::{Arc, OnceLock};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
-use sha2::{Digest, Sha256};
-use tempfile::TempDir;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -43,7 +41,8 @@ pub use super::winner::WinnerPolicy;
 use super::winner::pick_winner;
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{
-    DEFAULT_TIMEOUT_MS, SolveControls, SolveRequest, SolveResult, Sources, validate_budget,
+    DEFAULT_TIMEOUT_MS, SolveControls, SolveRequest, SolveResult, Sources, prepare_inline_models,
+    validate_budget,
 };
 use crate::settings::JobBounds;
 
@@ -163,62 +162,7 @@ pub struct Portfolios {
 }
 
 fn sha256(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
-}
-
-/// The race's sources, written once; every attempt reads these files.
-struct SharedSources {
-    /// Removed when the last attempt that holds it is done.
-    _dir: TempDir,
-    models: Vec<String>,
-    data: Option<String>,
-    checker: Option<String>,
-}
-
-impl SharedSources {
-    fn write(request: &PortfolioRequest) -> Result<SharedSources, ToolError> {
-        let dir = tempfile::Builder::new()
-            .prefix("solvergate-portfolio-")
-            .tempdir()
-            .map_err(|error| ToolError::invalid(format!("could not create a temp dir: {error}")))?;
-        let write = |name: String, text: &str| -> Result<String, ToolError> {
-            let path = dir.path().join(name);
-            std::fs::write(&path, text).map_err(|error| {
-                ToolError::invalid(format!("could not write {}: {error}", path.display()))
-            })?;
-            Ok(path.to_string_lossy().into_owned())
-        };
-        let models = request
-            .models
-            .iter()
-            .enumerate()
-            .map(|(index, model)| write(format!("model-{index}.mzn"), model))
-            .collect::<Result<Vec<_>, _>>()?;
-        let data = request
-            .data
-            .as_deref()
-            .map(|data| write("data.dzn".to_owned(), data))
-            .transpose()?;
-        let checker = request
-            .checker
-            .as_deref()
-            .map(|checker| write("checker.mzc.mzn".to_owned(), checker))
-            .transpose()?;
-        Ok(SharedSources {
-            _dir: dir,
-            models,
-            data,
-            checker,
-        })
-    }
-
-    fn sources(&self, model_index: usize) -> Sources {
-        Sources::Files {
-            model_path: self.models[model_index].clone(),
-            data_path: self.data.clone(),
-            checker_path: self.checker.clone(),
-        }
-    }
+    crate::sha256_hex(text.as_bytes())
 }
 
 impl Portfolios {
@@ -251,9 +195,14 @@ impl Portfolios {
             all_solutions: request.all_solutions,
             num_solutions: request.num_solutions,
         };
-        let shared = {
-            let request = request.clone();
-            Arc::new(crate::userfiles::off_thread(move || SharedSources::write(&request)).await?)
+        let written = {
+            let models = request.models.clone();
+            let data = request.data.clone();
+            let checker = request.checker.clone();
+            crate::userfiles::off_thread(move || {
+                prepare_inline_models(&models, data.as_deref(), checker.as_deref())
+            })
+            .await?
         };
         // Filled once the attempts are admitted: a decisive attempt drops its
         // queued siblings itself, before its slot can start one of them.
@@ -263,7 +212,7 @@ impl Portfolios {
             .enumerate()
             .map(|(index, attempt)| {
                 let solve = SolveRequest {
-                    sources: shared.sources(attempt.model_index),
+                    sources: Sources::Written(written[attempt.model_index].clone()),
                     solver: Some(attempt.solver.clone()),
                     timeout_ms: request.per_attempt_timeout_ms,
                     controls: SolveControls {
@@ -278,14 +227,13 @@ impl Portfolios {
                     timeout_ms: request.per_attempt_timeout_ms,
                 };
                 let work = self.solve_jobs.start(solve);
-                let work = keep_alive(work, shared.clone());
                 (
                     meta,
                     self.decisive_drops_siblings(work, index, policy, siblings.clone()),
                 )
             })
             .collect();
-        drop(shared);
+        drop(written);
         let admitted = self
             .solve_jobs
             .registry()
@@ -494,17 +442,6 @@ impl Portfolios {
             self.registry.bounds().max_retained_terminal,
         )
     }
-}
-
-/// Holds `keep` until the attempt's work is done (or dropped unstarted).
-fn keep_alive(work: Start<SolveResult>, keep: Arc<SharedSources>) -> Start<SolveResult> {
-    Box::new(move |token: CancellationToken| {
-        Box::pin(async move {
-            let outcome = work(token).await;
-            drop(keep);
-            outcome
-        })
-    })
 }
 
 /// The seeds of a race, counted before any is materialised.

@@ -17,6 +17,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tempfile::TempDir;
 
@@ -36,13 +37,18 @@ pub enum Sources {
         data_path: Option<String>,
         checker_path: Option<String>,
     },
+    /// Files the server already wrote from inline text (see
+    /// [`prepare_inline_models`]), shared by several runs: used as they are,
+    /// without the checks and the size limit for files a user names.
+    Written(Prepared),
 }
 
 /// Files ready for the command line, and the temp dir that holds them.
-#[derive(Debug)]
-pub(crate) struct Prepared {
-    /// Keeps inline files alive for the run; removed on drop.
-    _scratch: Option<TempDir>,
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// Keeps inline files alive for the run; removed when the last clone
+    /// is dropped.
+    _scratch: Option<Arc<TempDir>>,
     pub model: PathBuf,
     pub data: Option<PathBuf>,
     pub checker: Option<PathBuf>,
@@ -69,7 +75,7 @@ impl Sources {
             Sources::Files { model_path, .. } if model_path.trim().is_empty() => {
                 Err(ToolError::invalid("model_path must not be empty"))
             }
-            Sources::Files { .. } => Ok(()),
+            Sources::Files { .. } | Sources::Written(_) => Ok(()),
         }
     }
 
@@ -94,6 +100,7 @@ impl Sources {
                 data_path,
                 checker_path,
             } => prepare_files(model_path, data_path.as_deref(), checker_path.as_deref()),
+            Sources::Written(prepared) => Ok(prepared.clone()),
         }
     }
 }
@@ -103,6 +110,30 @@ fn prepare_inline(
     data: Option<&str>,
     checker: Option<&str>,
 ) -> Result<Prepared, ToolError> {
+    let mut prepared = write_inline(&[model], |_| "model.mzn".to_owned(), data, checker)?;
+    prepared
+        .pop()
+        .ok_or_else(|| ToolError::invalid("no model to write"))
+}
+
+/// Writes several inline models (`model-<i>.mzn`) and one data file and
+/// checker into one private temp dir, for runs that share them: one
+/// [`Prepared`] per model, the dir removed when the last is dropped.
+pub(crate) fn prepare_inline_models(
+    models: &[String],
+    data: Option<&str>,
+    checker: Option<&str>,
+) -> Result<Vec<Prepared>, ToolError> {
+    let models: Vec<&str> = models.iter().map(String::as_str).collect();
+    write_inline(&models, |index| format!("model-{index}.mzn"), data, checker)
+}
+
+fn write_inline(
+    models: &[&str],
+    model_file: impl Fn(usize) -> String,
+    data: Option<&str>,
+    checker: Option<&str>,
+) -> Result<Vec<Prepared>, ToolError> {
     let scratch = tempfile::Builder::new()
         .prefix("solvergate-")
         .tempdir()
@@ -114,19 +145,27 @@ fn prepare_inline(
         })?;
         Ok(path)
     };
-    let model = write("model.mzn", model)?;
     let data = data.map(|text| write("data.dzn", text)).transpose()?;
     let checker = checker
         .map(|text| write("checker.mzc.mzn", text))
         .transpose()?;
+    let models = models
+        .iter()
+        .enumerate()
+        .map(|(index, text)| write(&model_file(index), text))
+        .collect::<Result<Vec<_>, _>>()?;
     let cwd = scratch.path().to_path_buf();
-    Ok(Prepared {
-        _scratch: Some(scratch),
-        model,
-        data,
-        checker,
-        cwd,
-    })
+    let scratch = Arc::new(scratch);
+    Ok(models
+        .into_iter()
+        .map(|model| Prepared {
+            _scratch: Some(scratch.clone()),
+            model,
+            data: data.clone(),
+            checker: checker.clone(),
+            cwd: cwd.clone(),
+        })
+        .collect())
 }
 
 fn prepare_files(

@@ -24,7 +24,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use controls::{MAX_PARALLEL, SolveControls, validate_budget, validate_timeout};
-pub use inputs::Sources;
+pub(crate) use inputs::prepare_inline_models;
+pub use inputs::{Prepared, Sources};
 pub use results::{
     CheckResult, CheckerReport, InterfaceType, ModelInspectionResult, ModelInterface,
     SolutionCheck, SolveResult,
