@@ -24,3 +24,10 @@ pub mod progress;
 pub mod runtime;
 pub mod settings;
 pub mod userfiles;
+
+/// The lowercase hex SHA-256 of `bytes`: how every layer names content
+/// (manifests, stored plans, script and checker provenance).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(bytes))
+}

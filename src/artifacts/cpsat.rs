@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Artifacts;
 use super::manifest::{
-    ArtifactManifest, Backend, CpsatRecord, Expectation, SavedFile, VerificationRecord, sha256_hex,
+    ArtifactManifest, Backend, CpsatRecord, Expectation, SavedFile, VerificationRecord,
 };
 use super::minizinc::pretty;
 use super::target::{FileSet, Target, check_target, commit};
@@ -26,6 +26,7 @@ use crate::cpsat::{
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::{Progress, Stage};
+use crate::sha256_hex;
 use crate::userfiles::off_thread;
 
 /// A CP-SAT save as requested.

@@ -12,9 +12,9 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
-use sha2::{Digest, Sha256};
 
 use crate::minizinc::SolveControls;
+use crate::sha256_hex;
 
 /// The manifest's file name inside a saved directory.
 pub const MANIFEST_FILE: &str = ".solvergate-artifact.json";
@@ -216,8 +216,4 @@ impl ArtifactManifest {
     pub fn file(&self, role: &str) -> Option<&SavedFile> {
         self.files.iter().find(|file| file.role == role)
     }
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
 }

@@ -14,9 +14,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::Artifacts;
-use super::manifest::{
-    ArtifactManifest, Backend, MinizincRecord, SavedFile, VerificationRecord, sha256_hex,
-};
+use super::manifest::{ArtifactManifest, Backend, MinizincRecord, SavedFile, VerificationRecord};
 use super::target::{FileSet, StagedFile, Target, check_target, commit};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::jobs::PortfolioSolveResult;
@@ -25,6 +23,7 @@ use crate::minizinc::{
     validate_timeout,
 };
 use crate::progress::{Progress, Stage};
+use crate::sha256_hex;
 use crate::userfiles::off_thread;
 
 /// A save as requested.

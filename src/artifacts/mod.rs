@@ -63,11 +63,6 @@ impl Artifacts {
         self.pause_before_swap = (on && cfg!(debug_assertions)).then(|| Duration::from_millis(400));
         self
     }
-
-    /// Removes staging dirs of saves a killed process left behind; how many.
-    pub fn recover_interrupted(&self) -> usize {
-        target::recover_interrupted(&self.journal)
-    }
 }
 
 /// Now, RFC 3339 in UTC to the second.

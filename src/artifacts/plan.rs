@@ -13,12 +13,13 @@ use serde_json::Number;
 use tokio_util::sync::CancellationToken;
 
 use super::Artifacts;
-use super::manifest::{ArtifactManifest, Backend, SavedFile, VerificationRecord, sha256_hex};
+use super::manifest::{ArtifactManifest, Backend, SavedFile, VerificationRecord};
 use super::minizinc::pretty;
 use super::target::{FileSet, check_target, commit};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::planner::{LoadPlan, LoadProblem, model};
 use crate::progress::{Progress, Stage};
+use crate::sha256_hex;
 use crate::userfiles::off_thread;
 
 /// A plan to save.

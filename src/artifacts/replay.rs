@@ -19,12 +19,13 @@ use serde_json::{Map, Number, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::Artifacts;
-use super::manifest::{ArtifactManifest, Backend, MANIFEST_FILE, sha256_hex};
+use super::manifest::{ArtifactManifest, Backend, MANIFEST_FILE};
 use super::minizinc::solve_gate;
 use crate::cpsat::{CheckerReport, CheckerSource, CpsatPythonResult, ScriptRequest, ScriptSource};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{SolveRequest, SolveResult, Sources};
 use crate::progress::{Progress, Stage};
+use crate::sha256_hex;
 use crate::userfiles::off_thread;
 
 /// Status, objective and checker verdict of one run.

@@ -15,9 +15,10 @@ use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;
 
 use super::results::CheckerReport;
-use super::script::{parent_of, scratch_dir, sha256_hex, write};
+use super::script::{parent_of, scratch_dir, write};
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, ChildCommand, Ending, Limits};
+use crate::sha256_hex;
 use crate::userfiles::{off_thread, text_file};
 
 /// Where a checker comes from.

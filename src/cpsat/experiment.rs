@@ -18,10 +18,11 @@ use super::checker::{CheckerSource, Graded, PreparedChecker, run_checker};
 use super::probe::CHILD_OVERHEAD_MS;
 use super::results::{CheckerReport, CpsatPythonResult};
 use super::run::{Cpsat, positive_ms};
-use super::script::{ScriptRequest, ScriptSource, sha256_hex};
+use super::script::{ScriptRequest, ScriptSource};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::{Progress, Stage};
+use crate::sha256_hex;
 use crate::userfiles::off_thread;
 
 /// Longest projected wall clock of one experiment call.

@@ -12,6 +12,7 @@ use tempfile::TempDir;
 
 use crate::diagnostics::ToolError;
 use crate::exec::ChildCommand;
+use crate::sha256_hex;
 use crate::userfiles::{off_thread, text_file};
 
 /// Env var carrying the replay seed to a cooperating script.
@@ -188,11 +189,6 @@ pub(crate) fn parent_of(path: &Path) -> PathBuf {
     path.parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("/"))
-}
-
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    hex::encode(Sha256::digest(bytes))
 }
 
 #[cfg(test)]

@@ -26,7 +26,6 @@ use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::diagnostics::ToolError;
@@ -191,7 +190,7 @@ impl LoadPlan {
     }
 
     pub fn id(&self) -> String {
-        hex::encode(Sha256::digest(self.canonical()))
+        crate::sha256_hex(&self.canonical())
     }
 }
 
@@ -220,7 +219,7 @@ impl Planner {
         problem.validate()?;
         let plan = model::plan(&self.minizinc, problem, cancel).await?;
         let bytes = plan.canonical();
-        let id = hex::encode(Sha256::digest(&bytes));
+        let id = crate::sha256_hex(&bytes);
         let store = self.store.clone();
         let stored_id = id.clone();
         crate::userfiles::off_thread(move || store.put(&stored_id, &bytes)).await?;

@@ -7,10 +7,9 @@
 //! tampered, never served.
 
 use std::fs;
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::SystemTime;
-
-use sha2::{Digest, Sha256};
 
 use super::LoadPlan;
 use crate::diagnostics::{Category, ToolError};
@@ -55,9 +54,15 @@ impl ResultStore {
             ))
         };
         fs::create_dir_all(&self.dir).map_err(io)?;
-        let staging = self.dir.join(format!(".{id}.{}.tmp", std::process::id()));
-        fs::write(&staging, bytes).map_err(io)?;
-        fs::rename(&staging, &path).map_err(io)?;
+        // A staging file of its own per call: two calls storing the same
+        // cohort at once must not rename each other's file away.
+        let mut staged = tempfile::Builder::new()
+            .prefix(&format!(".{id}."))
+            .suffix(".tmp")
+            .tempfile_in(&self.dir)
+            .map_err(io)?;
+        staged.write_all(bytes).map_err(io)?;
+        staged.persist(&path).map_err(|error| io(error.error))?;
         self.evict();
         Ok(())
     }
@@ -71,7 +76,7 @@ impl ResultStore {
                 self.max_results
             ))
         })?;
-        let actual = hex::encode(Sha256::digest(&bytes));
+        let actual = crate::sha256_hex(&bytes);
         if actual != id {
             return Err(ToolError::new(
                 Category::NotVerified,

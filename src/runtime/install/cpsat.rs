@@ -10,7 +10,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::{
@@ -144,7 +143,7 @@ async fn install_cpsat_into(
         version: ortools_version.clone(),
         source_url: "https://pypi.org (hash-locked pins from runtime-manifest.toml)".to_owned(),
         source_archive: None,
-        sha256: hex::encode(Sha256::digest(requirements_text.as_bytes())),
+        sha256: crate::sha256_hex(requirements_text.as_bytes()),
         installed_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
     };
     write_marker(&venv, &marker)?;
@@ -240,11 +239,7 @@ async fn run_step(
                 .filter(|line| !line.trim().is_empty())
                 .collect();
             let tail = tail[tail.len().saturating_sub(8)..].join("\n");
-            let ended = match (output.timed_out(), output.return_code) {
-                (true, _) => "it ran out of time".to_owned(),
-                (false, Some(code)) => format!("it exited with code {code}"),
-                (false, None) => "it was stopped".to_owned(),
-            };
+            let ended = exec::ending_in_words(&output);
             Err(InstallError::Step(format!(
                 "could not {what}: {ended}:\n{tail}"
             )))
