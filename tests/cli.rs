@@ -81,7 +81,7 @@ fn configure_runtime_validates_then_persists() {
         "/nonexistent/minizinc",
     ]);
     assert_eq!(code(&missing), 1);
-    assert!(text(&missing.stderr).contains("Diagnostic: runtime_missing"));
+    assert!(text(&missing.stderr).contains("no MiniZinc runtime at /nonexistent/minizinc"));
     assert!(
         !home.config_file().exists(),
         "a failed configure must not write the config"
@@ -198,7 +198,7 @@ fn list_solvers_without_a_runtime_fails_clearly() {
     let home = Home::new();
     let output = home.run(&["list-solvers"]);
     assert_eq!(code(&output), 1);
-    assert!(text(&output.stderr).contains("runtime_missing"));
+    assert!(text(&output.stderr).contains("no MiniZinc runtime at"));
 }
 
 #[test]
@@ -240,11 +240,11 @@ fn solve_exit_codes() {
 
     let missing = home.run(&["solve", "/nonexistent/model.mzn"]);
     assert_eq!(code(&missing), 1);
-    assert!(text(&missing.stderr).contains("Diagnostic: invalid_request"));
+    assert!(text(&missing.stderr).contains("model file /nonexistent/model.mzn does not exist"));
 
     let zero = home.run(&["solve", &unsat, "--timeout-ms", "0"]);
     assert_eq!(code(&zero), 1);
-    assert!(text(&zero.stderr).contains("--timeout-ms must be a positive number"));
+    assert!(text(&zero.stderr).contains("--timeout-ms must be strictly positive"));
 
     let usage = home.run(&["solve"]);
     assert_eq!(code(&usage), 2);

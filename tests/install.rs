@@ -634,59 +634,127 @@ fn an_interrupted_download_leaves_nothing_behind() {
     }
 }
 
-/// Runs `args` on a pseudo-terminal (util-linux `script`), typing `input`.
-fn on_a_terminal(home: &Home, args: &[&str], input: &str) -> (Option<i32>, String) {
-    on_a_terminal_after(home, args, input, Duration::ZERO)
+/// A command on a pseudo-terminal (util-linux `script`), driven as a person
+/// would: wait until a prompt is on the screen, then type.
+struct Terminal {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
-/// [`on_a_terminal`], typing `input` only after `delay` (once the prompt is
-/// up), and keeping the terminal open a moment after it.
-fn on_a_terminal_after(
-    home: &Home,
-    args: &[&str],
-    input: &str,
-    delay: Duration,
-) -> (Option<i32>, String) {
-    let mut line = String::from(env!("CARGO_BIN_EXE_solvergate"));
-    for arg in args {
-        line.push(' ');
-        line.push_str(arg);
-    }
-    let mut child = Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
-        .env("XDG_CONFIG_HOME", home.path().join("config"))
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env("HOME", home.path())
-        .env_remove("SOLVERGATE_RUNTIME_DIR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("util-linux script must be installed");
-    if let Some(mut stdin) = child.stdin.take() {
-        std::thread::sleep(delay);
-        stdin.write_all(input.as_bytes()).unwrap();
-        if !delay.is_zero() {
-            std::thread::sleep(Duration::from_millis(500));
+impl Terminal {
+    fn start(home: &Home, args: &[&str]) -> Terminal {
+        let mut line = String::from(env!("CARGO_BIN_EXE_solvergate"));
+        for arg in args {
+            line.push(' ');
+            line.push_str(arg);
+        }
+        let mut child = Command::new("script")
+            .args(["-qec", &line, "/dev/null"])
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env("HOME", home.path())
+            .env("COLUMNS", "100")
+            .env_remove("SOLVERGATE_RUNTIME_DIR")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("util-linux script must be installed");
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut stdout = child.stdout.take().unwrap();
+        let sink = seen.clone();
+        let reader = std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(read) = stdout.read(&mut buffer) {
+                if read == 0 {
+                    break;
+                }
+                sink.lock().unwrap().extend_from_slice(&buffer[..read]);
+            }
+        });
+        Terminal {
+            stdin: child.stdin.take(),
+            child,
+            seen,
+            reader: Some(reader),
         }
     }
-    let output = child.wait_with_output().unwrap();
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
+
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.seen.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until `text` is on the screen. The minute is a guard against a
+    /// hang, not a measurement.
+    fn wait_for(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.screen().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "never saw {text:?}; the screen:\n{}",
+                self.screen()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn type_in(&mut self, input: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(input.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Waits for the command to end: its exit code and what the screen
+    /// shows, one line per line, each as last drawn.
+    fn finish(mut self) -> (Option<i32>, String) {
+        let status = self.child.wait().unwrap();
+        drop(self.stdin.take());
+        if let Some(reader) = self.reader.take() {
+            reader.join().unwrap();
+        }
+        (status.code(), as_drawn(&self.screen()))
+    }
+}
+
+/// A terminal's bytes as the lines it finally shows: `\r\n` ends a line, a
+/// bare `\r` (with or without an erase-line sequence) starts it over.
+fn as_drawn(raw: &str) -> String {
+    let mut text = String::new();
+    for line in raw.split("\r\n") {
+        let shown = line
+            .split('\r')
+            .map(|part| part.replace("\u{1b}[2K", ""))
+            .rfind(|part| !part.trim().is_empty())
+            .unwrap_or_default();
+        text.push_str(&shown);
+        text.push('\n');
+    }
+    text
+}
+
+/// Snapshots a terminal session with the paths and run-specific values
+/// filtered.
+fn snapshot_terminal(name: &str, home: &Home, code: Option<i32>, screen: &str) {
+    let home_path = home.path().to_string_lossy().into_owned();
+    let transcript = format!("exit code: {code:?}\n--- terminal\n{screen}");
+    insta::with_settings!({
+        filters => vec![
+            (home_path.as_str(), "[HOME]"),
+            (r"127\.0\.0\.1:\d+", "127.0.0.1:[PORT]"),
+            (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "[TIME]"),
+            (r"\b[0-9a-f]{64}\b", "[SHA256]"),
+        ],
+    }, {
+        insta::assert_snapshot!(name, transcript);
+    });
 }
 
 #[test]
 fn a_terminal_is_asked_where_and_whether_to_replace() {
     let home = Home::new();
-    let bundle = good_bundle();
-    let manifest = home.manifest(
-        &serve(Serve::Ok(bundle.clone())),
-        &sha256(&bundle),
-        &platform(),
-    );
-    let manifest = manifest.to_str().unwrap().to_owned();
+    let manifest = served_manifest(&home);
     let args = [
         "install-runtime",
         "--only",
@@ -697,34 +765,38 @@ fn a_terminal_is_asked_where_and_whether_to_replace() {
     let default_target = home.path().join("data/solvergate/minizinc");
 
     // Enter accepts the default location.
-    let (code, transcript) = on_a_terminal(&home, &args, "\n");
-    assert_eq!(code, Some(0), "{transcript}");
-    assert!(
-        transcript.contains("Install MiniZinc 2.9.7 into ["),
-        "{transcript}"
-    );
-    assert!(
-        transcript.contains(default_target.to_str().unwrap()),
-        "{transcript}"
-    );
+    let mut terminal = Terminal::start(&home, &args);
+    terminal.wait_for("]: ");
+    terminal.type_in("\n");
+    let (code, screen) = terminal.finish();
+    snapshot_terminal("prompt_accepts_the_default", &home, code, &screen);
+    assert_eq!(code, Some(0), "{screen}");
     assert!(default_target.join("bin/minizinc").is_file());
 
     // Over our own install, the terminal is asked to confirm; "n" keeps it.
     std::fs::write(default_target.join("keep-me"), "old install").unwrap();
-    let (code, transcript) = on_a_terminal(&home, &args, "\nn\n");
-    assert_eq!(code, Some(1), "{transcript}");
-    assert!(
-        transcript.contains("Replace the solvergate runtime at"),
-        "{transcript}"
-    );
+    let mut terminal = Terminal::start(&home, &args);
+    terminal.wait_for("]: ");
+    terminal.type_in("\n");
+    terminal.wait_for("[y/N] ");
+    terminal.type_in("n\n");
+    let (code, screen) = terminal.finish();
+    snapshot_terminal("prompt_keeps_the_old_install_on_no", &home, code, &screen);
+    assert_eq!(code, Some(1), "{screen}");
     assert!(
         default_target.join("keep-me").exists(),
         "a refused replace keeps the old tree"
     );
 
     // "y" replaces it.
-    let (code, transcript) = on_a_terminal(&home, &args, "\ny\n");
-    assert_eq!(code, Some(0), "{transcript}");
+    let mut terminal = Terminal::start(&home, &args);
+    terminal.wait_for("]: ");
+    terminal.type_in("\n");
+    terminal.wait_for("[y/N] ");
+    terminal.type_in("y\n");
+    let (code, screen) = terminal.finish();
+    snapshot_terminal("prompt_replaces_on_yes", &home, code, &screen);
+    assert_eq!(code, Some(0), "{screen}");
     assert!(!default_target.join("keep-me").exists());
 }
 
@@ -739,19 +811,18 @@ fn ctrl_c_at_the_prompt_aborts_at_once_and_changes_nothing() {
         "--manifest",
         &manifest,
     ];
-    let started = Instant::now();
-    let (code, transcript) =
-        on_a_terminal_after(&home, &args, "\u{3}", Duration::from_millis(1500));
-    assert_eq!(code, Some(130), "{transcript}");
-    assert!(
-        transcript.contains("interrupted; nothing was changed"),
-        "{transcript}"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "Ctrl-C did not end the prompt promptly"
-    );
+    let mut terminal = Terminal::start(&home, &args);
+    terminal.wait_for("]: ");
+    terminal.type_in("\u{3}");
+    let (code, screen) = terminal.finish();
+    snapshot_terminal("prompt_ctrl_c", &home, code, &screen);
+    assert_eq!(code, Some(130), "{screen}");
     assert!(!home.path().join("data/solvergate/minizinc").exists());
+    assert!(
+        !home.path().join("data").exists(),
+        "{:?}",
+        home.leftovers(&[])
+    );
     assert!(home.leftovers(&[]).is_empty());
 }
 
@@ -766,11 +837,15 @@ fn a_tilde_in_the_prompt_answer_is_the_home_directory() {
         "--manifest",
         &manifest,
     ];
-    let (code, transcript) = on_a_terminal(&home, &args, "~/runtimes/mzn\n");
-    assert_eq!(code, Some(0), "{transcript}");
+    let mut terminal = Terminal::start(&home, &args);
+    terminal.wait_for("]: ");
+    terminal.type_in("~/runtimes/mzn\n");
+    let (code, screen) = terminal.finish();
+    snapshot_terminal("prompt_tilde_answer", &home, code, &screen);
+    assert_eq!(code, Some(0), "{screen}");
     assert!(
         home.path().join("runtimes/mzn/bin/minizinc").is_file(),
-        "{transcript}"
+        "{screen}"
     );
     assert!(
         !home.path().join("~").exists(),

@@ -17,7 +17,7 @@ use super::manifest::{ArtifactManifest, Backend, SavedFile, VerificationRecord};
 use super::minizinc::pretty;
 use super::target::{FileSet, check_target, commit};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
-use crate::planner::{LoadPlan, LoadProblem, model};
+use crate::planner::{LoadPlan, LoadProblem, PlanResult, model};
 use crate::progress::{Progress, Stage};
 use crate::sha256_hex;
 use crate::userfiles::off_thread;
@@ -87,12 +87,32 @@ impl Artifacts {
     ) -> Result<SavePlanResult, ToolError> {
         progress.report(Stage::Validating, "checking the cohort and the target");
         request.problem.validate()?;
+        self.check_plan_target(request).await?;
+        progress.report(Stage::Running, "planning");
+        let planned = self.planner.plan(&request.problem, cancel).await?;
+        self.save_planned(request, &planned, progress, cancel).await
+    }
+
+    /// Refuses a target a save could not write, before any planning.
+    pub async fn check_plan_target(&self, request: &SavePlanRequest) -> Result<(), ToolError> {
+        let (dir, overwrite) = (request.target_dir.clone(), request.overwrite);
+        off_thread(move || check_target(&dir, overwrite)).await?;
+        Ok(())
+    }
+
+    /// Saves a plan already made for `request.problem` when it passes the
+    /// gate, so what is saved is exactly what the caller has shown.
+    pub async fn save_planned(
+        &self,
+        request: &SavePlanRequest,
+        planned: &PlanResult,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<SavePlanResult, ToolError> {
         let target = {
             let (dir, overwrite) = (request.target_dir.clone(), request.overwrite);
             off_thread(move || check_target(&dir, overwrite)).await?
         };
-        progress.report(Stage::Running, "planning");
-        let planned = self.planner.plan(&request.problem, cancel).await?;
         let plan = &planned.result;
         let outcome = plan_outcome(plan);
         let unconfirmed = plan
@@ -149,7 +169,7 @@ impl Artifacts {
                 target.dir.display()
             ),
             target_dir: target.dir.display().to_string(),
-            result_id: planned.result_id,
+            result_id: planned.result_id.clone(),
             recommended: plan.recommended.clone(),
             files,
             diagnostic: None,

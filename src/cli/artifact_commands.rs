@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
-
-use super::{ARTIFACT_JOURNAL, PLANNER_STORE, fail, out, refuse, render};
+use super::{
+    ARTIFACT_JOURNAL, PLANNER_STORE, cancel_on_interrupt, fail, interrupted, out, refuse, render,
+};
 use crate::artifacts::{self, Artifacts};
 use crate::cpsat::Cpsat;
 use crate::diagnostics::Category;
@@ -55,18 +55,13 @@ pub async fn replay(
         planner,
         dirs.data_dir.join(ARTIFACT_JOURNAL),
     );
-    let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
+    let cancel = cancel_on_interrupt();
     let outcome = service
         .replay(&dir.to_string_lossy(), &Progress::none(), &cancel)
         .await;
     let result = match outcome {
         Ok(result) => result,
+        Err(_) if cancel.is_cancelled() => return interrupted(),
         Err(error) if error.category() == Category::NotVerified => {
             fail(&error);
             return ExitCode::from(TAMPERED);

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
-use super::{RuntimeKind, refuse};
+use super::{RuntimeKind, refuse, render};
 use crate::runtime::cpsat;
 use crate::runtime::install::cpsat::CpsatInstallRequest;
 use crate::runtime::install::{self, ArchiveSource, InstallEvent, InstallRequest, TargetState};
@@ -64,7 +64,7 @@ pub async fn install_runtime(
         .await;
         reporter.finish();
         if let Err(message) = &outcome {
-            eprintln!("solvergate: MiniZinc: {message}");
+            eprintln!("{}", render::problem(&format!("MiniZinc: {message}")));
         }
         summary.push(("MiniZinc", outcome));
     }
@@ -73,7 +73,7 @@ pub async fn install_runtime(
             install_cpsat(&options, &manifest, dirs, interactive, &reporter, &cancel).await;
         reporter.finish();
         if let Err(message) = &outcome {
-            eprintln!("solvergate: CP-SAT: {message}");
+            eprintln!("{}", render::problem(&format!("CP-SAT: {message}")));
         }
         summary.push(("CP-SAT", outcome));
     }
@@ -187,11 +187,12 @@ async fn install_minizinc(
         .await
         .map_err(|error| error.to_string())?;
     println!(
-        "Installed MiniZinc {} into {} ({}; {} solvers).",
+        "Installed MiniZinc {} into {} ({}; {} solver{}).",
         outcome.marker.version,
         outcome.target.display(),
         outcome.minizinc_version,
-        outcome.solver_count
+        outcome.solver_count,
+        if outcome.solver_count == 1 { "" } else { "s" }
     );
     println!(
         "SHA256 {} verified; location saved in {}.",
@@ -342,7 +343,7 @@ async fn ask(question: &str, cancel: &CancellationToken) -> Answer {
 }
 
 /// The message for an interrupted prompt.
-const INTERRUPTED: &str = "interrupted; nothing was changed";
+const INTERRUPTED: &str = "interrupted — nothing was changed";
 
 /// A progress bar with bytes, rate and ETA on a terminal; a plain line per
 /// 10% otherwise.

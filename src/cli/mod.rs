@@ -25,7 +25,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::diagnostics::ToolError;
 use crate::mcp::{SolvergateServer, Toolset};
-use crate::minizinc::{DEFAULT_TIMEOUT_MS, MiniZinc, SolveControls, SolveRequest, Sources};
+use crate::minizinc::{
+    DEFAULT_TIMEOUT_MS, MiniZinc, SolveControls, SolveRequest, Sources, validate_budget,
+};
 use crate::progress::Progress;
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{self, Runtime, UserDirs};
@@ -317,10 +319,10 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
             seed,
             json,
         } => {
-            if timeout_ms <= 0 {
-                return refuse(format!(
-                    "--timeout-ms must be a positive number of milliseconds, got {timeout_ms}"
-                ));
+            if let Err(error) =
+                validate_budget("--timeout-ms", timeout_ms, Some(DEFAULT_TIMEOUT_MS))
+            {
+                return fail(&error);
             }
             let (_, cpsat) = resolve();
             cpsat_command::run_cpsat(cpsat, script, args, timeout_ms, seed, json).await
@@ -358,22 +360,21 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
     }
 }
 
-/// Prints a problem on stderr and returns exit code 1.
+/// Prints a problem on stderr (headline, then `help:`) and returns exit
+/// code 1.
 pub(crate) fn refuse(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("solvergate: {message}");
+    eprintln!("{}", render::problem(&message.to_string()));
     ExitCode::from(1)
 }
 
+/// A service's refusal: its message, without the MCP diagnostic prefix.
 pub(crate) fn fail(error: &ToolError) -> ExitCode {
-    refuse(error)
+    refuse(&error.0.message)
 }
 
 async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
-    if args.timeout_ms <= 0 {
-        return refuse(format!(
-            "--timeout-ms must be a positive number of milliseconds, got {} (0 does not mean \"no limit\"; omit the flag for {DEFAULT_TIMEOUT_MS})",
-            args.timeout_ms
-        ));
+    if let Err(error) = validate_budget("--timeout-ms", args.timeout_ms, Some(DEFAULT_TIMEOUT_MS)) {
+        return fail(&error);
     }
     let path = |p: PathBuf| p.to_string_lossy().into_owned();
     let request = SolveRequest {
@@ -493,6 +494,24 @@ fn solve_exit_code(result: &crate::minizinc::SolveResult) -> u8 {
         "error" => SOLVE_MODEL_ERROR,
         _ => SOLVE_NO_ANSWER_IN_TIME,
     }
+}
+
+/// A token cancelled by the first Ctrl-C, SIGTERM or SIGHUP, for commands
+/// that have nothing worth keeping from a cut-short run.
+pub(crate) fn cancel_on_interrupt() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let on_interrupt = cancel.clone();
+    tokio::spawn(async move {
+        interrupt_signal().await;
+        on_interrupt.cancel();
+    });
+    cancel
+}
+
+/// Says a command was interrupted and returns exit code 130.
+pub(crate) fn interrupted() -> ExitCode {
+    eprintln!("solvergate: interrupted; every process it started was stopped");
+    ExitCode::from(130)
 }
 
 /// Resolves on SIGINT, SIGTERM or SIGHUP.

@@ -6,14 +6,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use tokio_util::sync::CancellationToken;
-
-use super::{ARTIFACT_JOURNAL, PLANNER_STORE, fail, out, refuse, render};
+use super::{
+    ARTIFACT_JOURNAL, PLANNER_STORE, cancel_on_interrupt, fail, interrupted, out, refuse, render,
+};
 use crate::artifacts::{Artifacts, SavePlanRequest};
 use crate::cpsat::Cpsat;
 use crate::minizinc::MiniZinc;
 use crate::planner::problem::EXAMPLE;
 use crate::planner::{LoadProblem, Planner, ResultStore, explain};
+use crate::progress::Progress;
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{Runtime, UserDirs};
 use crate::settings::Settings;
@@ -59,15 +60,33 @@ pub async fn plan(
             settings.planner_max_results,
         ),
     );
-    let cancel = CancellationToken::new();
-    let on_interrupt = cancel.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_interrupt.cancel();
-        }
-    });
+    let artifacts = Artifacts::new(
+        minizinc,
+        Cpsat::new(cpsat),
+        planner.clone(),
+        dirs.data_dir.join(ARTIFACT_JOURNAL),
+    );
+    let save = match save {
+        None => None,
+        Some(save) => match std::path::absolute(&save.dir) {
+            Ok(dir) => Some(SavePlanRequest {
+                problem: problem.clone(),
+                target_dir: dir.to_string_lossy().into_owned(),
+                overwrite: save.overwrite,
+            }),
+            Err(error) => return refuse(format!("{}: {error}", save.dir.display())),
+        },
+    };
+    // A target the save could not write is refused before any planning.
+    if let Some(request) = &save
+        && let Err(error) = artifacts.check_plan_target(request).await
+    {
+        return fail(&error);
+    }
+    let cancel = cancel_on_interrupt();
     let result = match planner.plan(&problem, &cancel).await {
         Ok(result) => result,
+        Err(_) if cancel.is_cancelled() => return interrupted(),
         Err(error) => return fail(&error),
     };
     match output {
@@ -75,23 +94,10 @@ pub async fn plan(
         PlanOutput::Explain => out(&explain::narrate(&result.result)),
         PlanOutput::Table => out(&render::load_plan(&result)),
     }
-    if let Some(save) = save {
-        let artifacts = Artifacts::new(
-            minizinc,
-            Cpsat::new(cpsat),
-            planner,
-            dirs.data_dir.join(ARTIFACT_JOURNAL),
-        );
-        let request = SavePlanRequest {
-            problem,
-            target_dir: match std::path::absolute(&save.dir) {
-                Ok(dir) => dir.to_string_lossy().into_owned(),
-                Err(error) => return refuse(format!("{}: {error}", save.dir.display())),
-            },
-            overwrite: save.overwrite,
-        };
+    // The plan just printed is the one saved: it is not planned again.
+    if let Some(request) = save {
         match artifacts
-            .save_plan(&request, &crate::progress::Progress::none(), &cancel)
+            .save_planned(&request, &result, &Progress::none(), &cancel)
             .await
         {
             Ok(saved) if saved.status == "saved" => {

@@ -71,21 +71,7 @@ pub fn runtime_status(status: &RuntimeStatus, only: Option<RuntimeKind>) -> Stri
 }
 
 pub fn solver_table(list: &SolverList) -> String {
-    let width = |f: fn(&crate::runtime::SolverInfo) -> &str, title: &str| {
-        list.solvers
-            .iter()
-            .map(|s| f(s).chars().count())
-            .chain([title.len()])
-            .max()
-            .unwrap_or(0)
-    };
-    let id_w = width(|s| &s.id, "ID");
-    let name_w = width(|s| &s.name, "NAME");
-    let version_w = width(|s| &s.version, "VERSION");
-    let mut text = format!(
-        "{:id_w$}  {:name_w$}  {:version_w$}  FLAGS\n",
-        "ID", "NAME", "VERSION"
-    );
+    let mut rows = vec![["ID", "NAME", "VERSION", "FLAGS"].map(str::to_owned)];
     for solver in &list.solvers {
         let marker = if list.default_solver.as_deref() == Some(solver.id.as_str()) {
             "  (default)".to_owned()
@@ -100,16 +86,14 @@ pub fn solver_table(list: &SolverList) -> String {
         } else {
             String::new()
         };
-        let _ = writeln!(
-            text,
-            "{:id_w$}  {:name_w$}  {:version_w$}  {}{marker}",
-            solver.id,
-            solver.name,
-            solver.version,
-            solver.capabilities.std_flags.join(" ")
-        );
+        rows.push([
+            solver.id.clone(),
+            solver.name.clone(),
+            solver.version.clone(),
+            format!("{}{marker}", solver.capabilities.std_flags.join(" ")),
+        ]);
     }
-    text
+    table(&rows, "")
 }
 
 pub fn solve(result: &SolveResult) -> String {
@@ -180,45 +164,27 @@ pub fn replay(result: &ReplayResult) -> String {
     let objective = |value: &Option<serde_json::Number>| {
         value.as_ref().map_or("-".to_owned(), ToString::to_string)
     };
-    let rows = [
-        (
-            "",
-            "status",
-            "objective".to_owned(),
-            "checker",
-            "verified by",
-        ),
-        (
-            "recorded",
-            result.recorded.status.as_str(),
-            objective(&result.recorded.objective),
-            result.recorded.checker_status.as_deref().unwrap_or("-"),
-            result.recorded.level.as_str(),
-        ),
-        (
-            "replayed",
-            result.replayed.status.as_str(),
-            objective(&result.replayed.objective),
-            result.replayed.checker_status.as_deref().unwrap_or("-"),
-            result.replayed.level.as_str(),
-        ),
-    ];
-    let widths = [
-        rows.iter().map(|row| row.0.len()).max().unwrap_or(0),
-        rows.iter().map(|row| row.1.len()).max().unwrap_or(0),
-        rows.iter().map(|row| row.2.len()).max().unwrap_or(0),
-        rows.iter().map(|row| row.3.len()).max().unwrap_or(0),
-    ];
-    for (label, status, objective, checker, level) in &rows {
-        let line = format!(
-            "  {label:<w0$}  {status:<w1$}  {objective:<w2$}  {checker:<w3$}  {level}",
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3],
-        );
-        let _ = writeln!(text, "{}", line.trim_end());
-    }
+    let row = |label: &str, record: &crate::artifacts::ReplayOutcome| {
+        [
+            label.to_owned(),
+            record.status.clone(),
+            objective(&record.objective),
+            record
+                .checker_status
+                .clone()
+                .unwrap_or_else(|| "-".to_owned()),
+            record.level.clone(),
+        ]
+    };
+    let header = ["", "status", "objective", "checker", "verified by"].map(str::to_owned);
+    text.push_str(&table(
+        &[
+            header,
+            row("recorded", &result.recorded),
+            row("replayed", &result.replayed),
+        ],
+        "  ",
+    ));
     let runtime =
         |version: &Option<String>| version.clone().unwrap_or_else(|| "unknown".to_owned());
     let _ = writeln!(
@@ -263,18 +229,7 @@ pub fn artifact_list(list: &ArtifactList) -> String {
             artifact.verified_by.clone(),
         ]);
     }
-    let widths: Vec<usize> = (0..6)
-        .map(|column| rows.iter().map(|row| row[column].len()).max().unwrap_or(0))
-        .collect();
-    let mut text = String::new();
-    for row in &rows {
-        let mut line = String::new();
-        for (column, cell) in row.iter().enumerate() {
-            let _ = write!(line, "{cell:<width$}  ", width = widths[column]);
-        }
-        let _ = writeln!(text, "{}", line.trim_end());
-    }
-    text
+    table(&rows, "")
 }
 
 /// A load plan as a person reads it: one row per card, then the modes.
@@ -322,26 +277,11 @@ pub fn load_plan(result: &PlanResult) -> String {
             card.checker.clone().unwrap_or_else(|| "-".to_owned()),
         ]);
     }
-    let widths: Vec<usize> = (0..10)
-        .map(|column| {
-            rows.iter()
-                .map(|row| row[column].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
     let mut text = format!(
         "Load plan {} (solved by {})\n",
         result.result_id, plan.solver
     );
-    for row in &rows {
-        let mut line = String::new();
-        for (column, cell) in row.iter().enumerate() {
-            let pad = widths[column].saturating_sub(cell.chars().count());
-            let _ = write!(line, "{cell}{}  ", " ".repeat(pad));
-        }
-        let _ = writeln!(text, "{}", line.trim_end());
-    }
+    text.push_str(&table(&rows, ""));
     match &plan.recommended {
         Some(name) => {
             let _ = writeln!(text, "* recommended: {name}");
@@ -400,4 +340,184 @@ pub fn cpsat_run(result: &CpsatPythonResult) -> String {
         }
     }
     text
+}
+
+/// Problem messages on a terminal wrap at its width, but never wider.
+const MESSAGE_WIDTH: usize = 100;
+
+/// A problem as a person reads it on stderr: `solvergate: <headline>`, and
+/// when the first line goes on after a `; ` (our messages put the remedy
+/// there), the rest on a `help:` line. Lines after the first (a cause chain,
+/// help already laid out) are kept as they are. Field names of the MCP tools
+/// are spelled as this CLI's flags. On a terminal the text wraps at its
+/// width (at most 100 columns); on a pipe or in a log it does not.
+pub fn problem(message: &str) -> String {
+    use std::io::IsTerminal;
+    let width = std::io::stderr()
+        .is_terminal()
+        .then(|| textwrap::termwidth().min(MESSAGE_WIDTH));
+    problem_at(message, width)
+}
+
+/// [`problem`] wrapped at `width` columns, or not at all.
+fn problem_at(message: &str, width: Option<usize>) -> String {
+    let message = cli_words(message);
+    let (first, rest) = match message.split_once('\n') {
+        Some((first, rest)) => (first, Some(rest)),
+        None => (message.as_str(), None),
+    };
+    let (headline, help) = match first.split_once("; ") {
+        Some((headline, help)) if !help.trim().is_empty() => (headline, Some(help)),
+        _ => (first, None),
+    };
+    let wrap = |text: String, first_indent: &str, next_indent: &str| match width {
+        Some(width) => {
+            let options = textwrap::Options::new(width)
+                .initial_indent(first_indent)
+                .subsequent_indent(next_indent)
+                .break_words(false)
+                .word_splitter(textwrap::WordSplitter::NoHyphenation);
+            textwrap::fill(&text, options)
+        }
+        None => format!("{first_indent}{text}"),
+    };
+    let mut text = wrap(format!("solvergate: {headline}"), "", "  ");
+    if let Some(help) = help {
+        text.push('\n');
+        text.push_str(&wrap(format!("help: {help}"), "  ", "        "));
+    }
+    if let Some(rest) = rest {
+        text.push('\n');
+        text.push_str(rest);
+    }
+    text
+}
+
+/// The MCP tools' argument names, as the CLI spells them.
+const CLI_WORDS: &[(&str, &str)] = &[
+    ("model_path", "model file"),
+    ("data_path", "data file"),
+    ("checker_path", "--checker"),
+    ("script_path", "script"),
+    ("timeout_ms", "--timeout-ms"),
+    ("script_timeout_ms", "--timeout-ms"),
+    ("all_solutions", "--all-solutions"),
+    ("free_search", "--free-search"),
+    ("parallel", "--parallel"),
+    ("random_seed", "--random-seed"),
+    ("num_solutions", "--num-solutions"),
+    ("list_available_solvers", "`solvergate list-solvers`"),
+];
+
+/// Replaces each whole-word MCP argument name in `message` by its CLI
+/// spelling; words inside paths or longer names are left alone.
+fn cli_words(message: &str) -> String {
+    let is_word = |c: char| c.is_alphanumeric() || c == '_' || c == '-' || c == '/' || c == '.';
+    let mut text = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(start) = rest.find(|c: char| is_word(c)) {
+        text.push_str(&rest[..start]);
+        rest = &rest[start..];
+        let end = rest.find(|c: char| !is_word(c)).unwrap_or(rest.len());
+        let (word, after) = rest.split_at(end);
+        let name = word.trim_end_matches('.');
+        match CLI_WORDS.iter().find(|(known, _)| *known == name) {
+            Some((_, spelled)) => {
+                text.push_str(spelled);
+                text.push_str(&word[name.len()..]);
+            }
+            None => text.push_str(word),
+        }
+        rest = after;
+    }
+    text.push_str(rest);
+    text
+}
+
+/// Rows of cells laid out in columns two spaces apart, each line indented
+/// by `indent` and trimmed at the end. Widths count what a terminal shows,
+/// so a name with accents or wide characters does not push its row out.
+pub fn table<R: AsRef<[String]>>(rows: &[R], indent: &str) -> String {
+    use unicode_width::UnicodeWidthStr;
+    let columns = rows.iter().map(|row| row.as_ref().len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|column| {
+            rows.iter()
+                .filter_map(|row| row.as_ref().get(column))
+                .map(|cell| cell.width())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut text = String::new();
+    for row in rows {
+        let mut line = indent.to_owned();
+        for (column, cell) in row.as_ref().iter().enumerate() {
+            line.push_str(cell);
+            let pad = widths[column].saturating_sub(cell.width());
+            line.extend(std::iter::repeat_n(' ', pad + 2));
+        }
+        let _ = writeln!(text, "{}", line.trim_end());
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remedy_after_a_semicolon_becomes_help() {
+        assert_eq!(
+            problem_at(
+                "num_solutions must be at least 1, got 0; omit it for the solver's default",
+                None
+            ),
+            "solvergate: --num-solutions must be at least 1, got 0\n  help: omit it for the solver's default"
+        );
+    }
+
+    #[test]
+    fn names_inside_paths_are_left_alone() {
+        assert_eq!(
+            cli_words("model_path /tmp/model_path/x.mzn (timeout_ms); omit parallel."),
+            "model file /tmp/model_path/x.mzn (--timeout-ms); omit --parallel."
+        );
+    }
+
+    #[test]
+    fn long_lines_wrap_and_later_lines_stay() {
+        let message = format!(
+            "{}; {}\n  Caused by: x",
+            "word ".repeat(30),
+            "help ".repeat(30)
+        );
+        let text = problem_at(&message, Some(MESSAGE_WIDTH));
+        assert!(
+            text.lines().all(|line| line.len() <= MESSAGE_WIDTH),
+            "{text}"
+        );
+        let unwrapped = problem_at(&message, None);
+        assert_eq!(unwrapped.lines().count(), 3, "{unwrapped}");
+        assert!(
+            text.lines()
+                .nth(1)
+                .is_some_and(|line| line.starts_with("  word"))
+        );
+        assert!(text.ends_with("\n  Caused by: x"), "{text}");
+        assert_eq!(text.matches("help: ").count(), 1);
+    }
+
+    #[test]
+    fn table_pads_by_displayed_width() {
+        let rows = [
+            vec!["DIR".to_owned(), "X".to_owned()],
+            vec!["/tmp/café".to_owned(), "1".to_owned()],
+            vec!["/tmp/日本".to_owned(), "2".to_owned()],
+        ];
+        assert_eq!(
+            table(&rows, ""),
+            "DIR        X\n/tmp/café  1\n/tmp/日本  2\n"
+        );
+    }
 }

@@ -38,7 +38,7 @@ pub async fn configure(
             && let Some(parent) = dir.parent()
         {
             return refuse(format!(
-                "{} holds minizinc itself; the runtime dir is the directory above bin/\n  help: did you mean `solvergate configure-runtime --runtime-dir {}`?",
+                "{} holds minizinc itself, so it is not a runtime dir (the runtime dir is the one above bin/)\n  help: did you mean `solvergate configure-runtime --runtime-dir {}`?",
                 dir.display(),
                 parent.display()
             ));

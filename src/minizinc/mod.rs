@@ -273,21 +273,35 @@ impl MiniZinc {
             Some(name) => catalog.resolve(name),
             None => catalog.default_choice(),
         };
-        found.ok_or_else(|| {
-            let known: Vec<String> = catalog
-                .solvers
-                .iter()
+        if let Some(solver) = found {
+            return Ok(solver);
+        }
+        // Name only what can run here; the rest are listed apart.
+        let solvers = match self.runtime.solver_list(cancel).await {
+            Ok(list) => list.solvers,
+            Err(_) => catalog.solvers.clone(),
+        };
+        let (usable, unusable): (Vec<_>, Vec<_>) =
+            solvers.iter().partition(|solver| solver.available);
+        let named = |solvers: Vec<&SolverInfo>| {
+            solvers
+                .into_iter()
                 .map(|s| format!("{} ({})", s.id, s.short_name()))
-                .collect();
-            ToolError::new(
-                Category::SolverUnavailable,
-                format!(
-                    "the runtime has no solver called {:?}; available: {}",
-                    requested.unwrap_or("cp-sat"),
-                    known.join(", ")
-                ),
-            )
-        })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut message = format!(
+            "the runtime has no solver called {:?}; available: {}",
+            requested.unwrap_or("cp-sat"),
+            named(usable)
+        );
+        if !unusable.is_empty() {
+            message.push_str(&format!(
+                "; listed but unable to run here: {}",
+                named(unusable)
+            ));
+        }
+        Err(ToolError::new(Category::SolverUnavailable, message))
     }
 
     fn base_command(&self, prepared: &inputs::Prepared) -> Result<ChildCommand, ToolError> {
