@@ -21,7 +21,7 @@ use super::minizinc::pretty;
 use super::target::{FileSet, Target, check_target, commit};
 use crate::cpsat::{
     CheckerReport, CheckerSource, CpsatPythonExperimentResult, CpsatPythonResult, ScriptRequest,
-    ScriptSource, config_sha256, positive_ms,
+    ScriptSource, config_sha256, positive_ms, validate_seed,
 };
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
@@ -133,13 +133,7 @@ impl Artifacts {
         if let Some(expectation) = &request.expectation {
             check_expectation(expectation)?;
         }
-        if let Some(seed) = request.seed
-            && i32::try_from(seed).is_err()
-        {
-            return Err(ToolError::invalid(format!(
-                "seed must fit a signed 32-bit integer (CP-SAT's random_seed), got {seed}"
-            )));
-        }
+        validate_seed(request.seed)?;
         let script = ScriptRequest {
             source: ScriptSource::Inline(request.source.clone()),
             args: Vec::new(),

@@ -263,7 +263,7 @@ async fn choose_target(
     }
     let (location, warning) = runtime::resolve_location(None, settings, dirs);
     if let Some(warning) = warning {
-        eprintln!("solvergate: warning: {warning}");
+        eprintln!("{}", render::problem(&format!("warning: {warning}")));
     }
     if options.yes {
         return Ok(location.dir);

@@ -270,7 +270,7 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
     let resolve = || {
         let (location, warning) = runtime::resolve_location(flag.as_deref(), &settings, &dirs);
         if let Some(warning) = warning {
-            eprintln!("solvergate: warning: {warning}");
+            eprintln!("{}", render::problem(&format!("warning: {warning}")));
         }
         let cpsat = CpsatRuntime::resolve(&settings, &dirs);
         (Arc::new(Runtime::new(location)), Arc::new(cpsat))

@@ -18,7 +18,7 @@ use super::checker::{CheckerSource, Graded, PreparedChecker, run_checker};
 use super::probe::CHILD_OVERHEAD_MS;
 use super::results::{CheckerReport, CpsatPythonResult};
 use super::run::{Cpsat, positive_ms};
-use super::script::{ScriptRequest, ScriptSource};
+use super::script::{ScriptRequest, ScriptSource, validate_seed};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::{Progress, Stage};
@@ -343,11 +343,7 @@ fn plan(request: &ExperimentRequest) -> Result<Vec<Planned>, ToolError> {
             (None, Some(path)) => ScriptSource::File(path.clone()),
             _ => return Err(at("set exactly one of source or script_path")),
         };
-        if let Some(seed) = attempt.seed
-            && i32::try_from(seed).is_err()
-        {
-            return Err(at("seed must fit a signed 32-bit integer"));
-        }
+        validate_seed(attempt.seed).map_err(|error| at(&error.0.message))?;
         let timeout_ms = match attempt.script_timeout_ms {
             // Omitted, an attempt's budget is default_script_timeout_ms.
             Some(ms) => validate_budget("script_timeout_ms", ms, i64::try_from(default_ms).ok())

@@ -25,5 +25,5 @@ pub use results::{
     CheckerReport, CheckerTest, CpsatPythonCheckedResult, CpsatPythonResult, MutationRow,
 };
 pub use run::{CheckedRequest, Cpsat, positive_ms};
-pub use script::{ScriptRequest, ScriptSource, validate_args};
+pub use script::{ScriptRequest, ScriptSource, validate_args, validate_seed};
 pub use verdict::checked_diagnostic;

@@ -63,6 +63,7 @@ impl ScriptRequest {
                 "source must not be empty: pass the complete Python script",
             ));
         }
+        validate_seed(self.seed)?;
         validate_args(&self.args)
     }
 
@@ -158,6 +159,16 @@ impl PreparedScript {
 }
 
 /// `args` is a flag/path list: no NUL, at most 32 KiB in all.
+/// A replay seed must fit CP-SAT's signed 32-bit `random_seed`.
+pub fn validate_seed(seed: Option<i64>) -> Result<(), ToolError> {
+    match seed {
+        Some(value) if i32::try_from(value).is_err() => Err(ToolError::invalid(format!(
+            "seed must fit a signed 32-bit integer, as CP-SAT's random seed does, got {value}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 pub fn validate_args(args: &[String]) -> Result<(), ToolError> {
     if let Some(index) = args.iter().position(|arg| arg.contains('\0')) {
         return Err(ToolError::invalid(format!(

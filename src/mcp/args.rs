@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use crate::artifacts::{Expectation, SaveModelRequest, SavePlanRequest, SavePythonRequest};
 use crate::cpsat::{
     CheckedRequest, CheckerSource, CpsatPythonExperimentResult, ScriptRequest, ScriptSource,
-    canonical_problem,
+    canonical_problem, validate_seed,
 };
 use crate::diagnostics::ToolError;
 use crate::jobs::{
@@ -492,14 +492,9 @@ pub struct SubmitCpsatFileArgs {
     pub checker_timeout_ms: Option<i64>,
 }
 
-/// A replay seed must fit CP-SAT's signed 32-bit `random_seed`.
+/// The seed, once CP-SAT could take it.
 fn checked_seed(seed: Option<i64>) -> Result<Option<i64>, ToolError> {
-    match seed {
-        Some(value) if i32::try_from(value).is_err() => Err(ToolError::invalid(format!(
-            "seed must fit a signed 32-bit integer (CP-SAT's random_seed), got {value}"
-        ))),
-        other => Ok(other),
-    }
+    validate_seed(seed).map(|()| seed)
 }
 
 impl IntoRequest for RunCpsatArgs {

@@ -104,7 +104,11 @@ const FULL_ONLY: &[&str] = &[
     "save_load_plan",
 ];
 
-const INSTRUCTIONS: &str = "\
+/// What every toolset's instructions start with: what the server is for,
+/// and the two solving paths.
+macro_rules! instructions_common {
+    () => {
+        "\
 solvergate runs constraint models on local runtimes and reports the runtime's own answer. Route constraint \
 satisfaction and optimisation work here — scheduling, rostering, timetabling, assignment, routing, packing, \
 knapsack, resource allocation, production planning — instead of reasoning the answer out or running solver \
@@ -115,12 +119,33 @@ every solution. Models on disk: the *_files tools, absolute paths; relative incl
 directory.\n\
 OR-Tools CP-SAT: write a complete Python script whose last stdout line is one JSON object \
 {\"status\": \"optimal|feasible|infeasible|unknown|error\", \"objective\": number or null, \"solution\": {...}} \
-with every decision value in the solution; run it with run_cpsat_python (embed the instance; stdin is empty) or \
-run_cpsat_python_file. A separate checker script can grade the answer.\n\
-Branch on `status`; when something needs attention, `diagnostic.category` says what. Long runs: the \
-background job tools (full toolset). Rules for what you draft: modelling code only — no network access, no \
-file writes or deletes, no process spawning — unless the user asked for it. Report status, objective and \
-solution as returned; a passing check or checker is not a proof of optimality.";
+with every decision value in the solution (`import solvergate` and solvergate.report(...) writes it); run it \
+with run_cpsat_python (embed the instance; stdin is empty) or run_cpsat_python_file.\n\
+Branch on `status`; when something needs attention, `diagnostic.category` says what. Rules for what you \
+draft: modelling code only — no network access, no file writes or deletes, no process spawning — unless the \
+user asked for it. Report status, objective and solution as returned; a passing check or checker is not a \
+proof of optimality.\n"
+    };
+}
+
+const CORE_INSTRUCTIONS: &str = concat!(
+    instructions_common!(),
+    "This is the core toolset. Background jobs, races, unsat cores, spreadsheets, saves and the other tools \
+need the server started with `solvergate stdio --toolset full`."
+);
+
+const FULL_INSTRUCTIONS: &str = concat!(
+    instructions_common!(),
+    "\
+Also here: an unsatisfiable MiniZinc model → find_unsat_core (same model and data) names the conflicting \
+constraints. Solves that may outlast a request → submit_solve_job / get_solve_job; several solvers, seeds or \
+formulations raced → submit_portfolio_job; CP-SAT variants compared → run_cpsat_python_experiment; a CP-SAT \
+answer graded by a checker script → run_cpsat_python_file_checked or submit_cpsat_python_job. Spreadsheet \
+or CSV data → load_tabular_data to read, write_tabular_result to write (only when the user asks). Numbers \
+that must satisfy equations (an invoice, a budget) → validate_equations, evaluate_equations, correct_values, \
+optimize_expression. Shipping loads → plan_load. Save a verified result only when the user asks and names \
+an absolute directory (save_verified_*); replay_artifact re-runs a save."
+);
 
 /// The solvergate MCP server.
 #[derive(Clone)]
@@ -137,6 +162,7 @@ pub struct SolvergateServer {
     shutdown: CancellationToken,
     tool_router: ToolRouter<Self>,
     prompt_router: PromptRouter<Self>,
+    toolset: Toolset,
     log_level: Arc<Mutex<LoggingLevel>>,
 }
 
@@ -188,9 +214,13 @@ impl SolvergateServer {
             + Self::cpsat_router()
             + Self::artifact_router()
             + Self::planner_router();
+        let mut prompt_router = Self::prompt_router();
         if toolset == Toolset::Core {
             for name in FULL_ONLY {
                 tool_router.remove_route(name);
+            }
+            for name in prompts::FULL_ONLY_PROMPTS {
+                prompt_router.remove_route(name);
             }
         }
         let minizinc = MiniZinc::new(runtime).with_test_hooks(test_hooks);
@@ -217,7 +247,8 @@ impl SolvergateServer {
             cpsat,
             shutdown,
             tool_router,
-            prompt_router: Self::prompt_router(),
+            prompt_router,
+            toolset,
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
         }
     }
@@ -359,7 +390,10 @@ impl ServerHandler for SolvergateServer {
                 .build(),
         )
         .with_server_info(server_info)
-        .with_instructions(INSTRUCTIONS)
+        .with_instructions(match self.toolset {
+            Toolset::Core => CORE_INSTRUCTIONS,
+            Toolset::Full => FULL_INSTRUCTIONS,
+        })
     }
 
     async fn set_level(
