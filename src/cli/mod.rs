@@ -614,8 +614,13 @@ async fn serve_stdio(
     server.warm_up();
     let jobs = server.clone();
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
-    let stdin = crate::mcp::EofSignal::new(stdin, shutdown.clone());
-    let service = match server.serve((stdin, stdout)).await {
+    // The gate answers the lines rmcp would drop (oversized, not JSON) and
+    // stops running calls the moment stdin ends; rmcp's own cap sits above
+    // the gate's so it never drops a line the gate let through.
+    let (reader, writer) = crate::mcp::stdio_gate::open(stdin, stdout, shutdown.clone());
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(reader, writer)
+        .with_max_line_length(crate::mcp::stdio_gate::MAX_MESSAGE_BYTES + 1);
+    let service = match server.serve(transport).await {
         Ok(service) => service,
         Err(error) => {
             eprintln!("solvergate: MCP session did not start: {error}");

@@ -21,7 +21,7 @@ mod planner_tools;
 mod progress;
 mod prompts;
 mod render;
-mod shutdown;
+pub mod stdio_gate;
 
 use std::sync::{Arc, Mutex};
 
@@ -48,7 +48,6 @@ use crate::runtime::Runtime;
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::settings::JobBounds;
 use args::IntoRequest;
-pub use shutdown::EofSignal;
 
 /// Everything a server is built from.
 pub struct ServerSetup {
