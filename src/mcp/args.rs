@@ -272,7 +272,9 @@ pub struct JobIdArgs {
     pub job_id: String,
 }
 
-/// Arguments of the list job tools (none).
+/// Arguments of the tools that take none (the list tools, `check_runtime`,
+/// `list_available_solvers`): anything given is refused, as every other tool
+/// refuses arguments it does not know.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoArgs {}

@@ -6,8 +6,8 @@ use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
-use super::args::{self, FilesArgs, ModelArgs, SolveFilesArgs, SolveModelArgs};
-use super::{SolvergateServer, answer, render, reply};
+use super::args::{self, FilesArgs, ModelArgs, NoArgs, SolveFilesArgs, SolveModelArgs};
+use super::{SolvergateServer, answer, refuse, render, reply};
 use crate::minizinc::{CheckResult, ModelInspectionResult, SolveResult};
 use crate::runtime::{self, RuntimeStatus, SolverList};
 
@@ -15,12 +15,17 @@ use crate::runtime::{self, RuntimeStatus, SolverList};
 impl SolvergateServer {
     #[tool(
         description = "Report whether the runtimes are installed: MiniZinc (directory, binary, version, which rule chose it) and CP-SAT (the Python interpreter and its OR-Tools version). Call first when a tool fails with runtime_missing.",
+        input_schema = args::schema::<NoArgs>(),
         output_schema = schema_for_output::<RuntimeStatus>()
     )]
     async fn check_runtime(
         &self,
+        arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        if let Err(error) = args::parse::<NoArgs>(arguments) {
+            return refuse(&error);
+        }
         let (cancel, _link) = self.call_token(&context);
         let status = runtime::status(self.minizinc.runtime(), &self.cpsat, &cancel).await;
         let text = render::runtime_status(&status);
@@ -29,12 +34,17 @@ impl SolvergateServer {
 
     #[tool(
         description = "List the solvers the MiniZinc runtime offers (id, name, version, tags) with each one's capabilities (all_solutions, free_search, parallel, random_seed, num_solutions) read from its declared flags, whether it can run here (available, with the reason when not: a MIP solver without its library), and the solver used when none is named.",
+        input_schema = args::schema::<NoArgs>(),
         output_schema = schema_for_output::<SolverList>()
     )]
     async fn list_available_solvers(
         &self,
+        arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        if let Err(error) = args::parse::<NoArgs>(arguments) {
+            return refuse(&error);
+        }
         let (cancel, _link) = self.call_token(&context);
         let outcome = self.minizinc.runtime().solver_list(&cancel).await;
         answer(outcome, render::solver_list)

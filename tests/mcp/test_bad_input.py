@@ -259,3 +259,14 @@ async def test_listed_solver_that_cannot_run_is_solver_unavailable(full, solver)
     assert res["status"] == "error"
     assert res["solver"] == solver
     assert res["diagnostic"]["category"] == "solver_unavailable", res["diagnostic"]
+
+
+@pytest.mark.parametrize("tool", ["check_runtime", "list_available_solvers"])
+async def test_tools_without_arguments_refuse_unknown_ones_too(full, tool):
+    result = await full.session.call_tool(tool, {"verbose": True})
+    assert result.is_error
+    text = result_text(result)
+    assert text.startswith("Diagnostic: invalid_request"), text
+    assert "verbose" in text, text
+    tools = {t.name: t for t in (await full.session.list_tools()).tools}
+    assert tools[tool].input_schema.get("additionalProperties") is False
