@@ -5,5 +5,10 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // The watchdog is this binary too; it takes no part in the CLI.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(solvergate::exec::watchdog::WATCHDOG_ARG.as_ref()) {
+        return solvergate::exec::watchdog::serve(args.next().map(Into::into));
+    }
     solvergate::cli::run(solvergate::cli::Cli::parse())
 }

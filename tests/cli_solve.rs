@@ -237,6 +237,46 @@ fn sigterm_prints_the_incumbent_exits_130_and_leaves_nothing() {
 }
 
 #[test]
+fn sigkill_leaves_no_solver_behind() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let home = Home::new();
+    let hard = home.write("hard.mzn", HARD);
+    let mut child = home
+        .command(&[
+            "solve",
+            &hard,
+            "--solver",
+            "gecode",
+            "--timeout-ms",
+            "60000",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !home
+        .processes()
+        .iter()
+        .any(|comm| comm.trim() == "fzn-gecode")
+    {
+        assert!(Instant::now() < deadline, "the solver never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
+    child.wait().unwrap();
+    // The watchdog stops the tree once it sees solvergate gone; the wait
+    // bounds a hang, it does not measure anything.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !home.processes().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = home.processes();
+    assert!(left.is_empty(), "SIGKILL left {left:?}");
+}
+
+#[test]
 fn a_reader_that_goes_away_ends_the_output_quietly() {
     let home = Home::new();
     for args in [vec!["list-solvers", "--json"], vec!["plan", "--example"]] {

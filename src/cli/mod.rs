@@ -230,6 +230,8 @@ pub struct SolveArgs {
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
+    // Children this process starts die with it, even if it is killed.
+    crate::exec::watchdog::enable();
     let settings = match Settings::from_env() {
         Ok(settings) => settings,
         Err(error) => {

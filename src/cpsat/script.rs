@@ -185,10 +185,7 @@ pub fn validate_args(args: &[String]) -> Result<(), ToolError> {
 }
 
 pub(crate) fn scratch_dir() -> Result<TempDir, ToolError> {
-    tempfile::Builder::new()
-        .prefix("solvergate-cpsat-")
-        .tempdir()
-        .map_err(|error| ToolError::invalid(format!("could not create a temp dir: {error}")))
+    crate::exec::scratch_dir("solvergate-cpsat-")
 }
 
 pub(crate) fn write(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {

@@ -19,6 +19,9 @@
 //! decide what they mean.
 
 mod tree;
+pub mod watchdog;
+
+pub use watchdog::scratch_dir;
 
 use std::ffi::OsString;
 use std::fs::File;
@@ -535,10 +538,13 @@ mod live {
 
     pub(super) fn remember(leader: Pid) {
         lock().insert(leader.as_raw());
+        super::watchdog::started(leader);
     }
 
     pub(super) fn forget(leader: Pid) {
-        lock().remove(&leader.as_raw());
+        if lock().remove(&leader.as_raw()) {
+            super::watchdog::ended(leader);
+        }
     }
 
     pub(super) fn all() -> Vec<Pid> {

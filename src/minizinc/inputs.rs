@@ -134,10 +134,7 @@ fn write_inline(
     data: Option<&str>,
     checker: Option<&str>,
 ) -> Result<Vec<Prepared>, ToolError> {
-    let scratch = tempfile::Builder::new()
-        .prefix("solvergate-")
-        .tempdir()
-        .map_err(|error| ToolError::invalid(format!("could not create a temp dir: {error}")))?;
+    let scratch = crate::exec::scratch_dir("solvergate-")?;
     let write = |name: &str, text: &str| -> Result<PathBuf, ToolError> {
         let path = scratch.path().join(name);
         fs::write(&path, text).map_err(|error| {

@@ -81,10 +81,7 @@ pub async fn plan(
     let data = model_data(problem, &orders, &fcl)?;
     let solver = minizinc.select_solver(None, cancel).await?.id.clone();
 
-    let dir = tempfile::Builder::new()
-        .prefix("solvergate-planner-")
-        .tempdir()
-        .map_err(|error| ToolError::invalid(format!("could not create a temp dir: {error}")))?;
+    let dir = crate::exec::scratch_dir("solvergate-planner-")?;
     let model_path = dir.path().join("model.mzn");
     let checker_path = dir.path().join("load_planner.mzc.mzn");
     let write = |path: &std::path::Path, text: &str| {

@@ -305,10 +305,7 @@ impl Runtime {
         cancel: &CancellationToken,
     ) -> Result<std::collections::BTreeMap<String, String>, ToolError> {
         let binary = self.require_binary()?;
-        let dir = tempfile::Builder::new()
-            .prefix("solvergate-probe-")
-            .tempdir()
-            .map_err(|error| ToolError::invalid(format!("could not create a temp dir: {error}")))?;
+        let dir = crate::exec::scratch_dir("solvergate-probe-")?;
         let model = dir.path().join("probe.mzn");
         std::fs::write(&model, "var 0..1: x;\nsolve satisfy;\n").map_err(|error| {
             ToolError::invalid(format!("could not write {}: {error}", model.display()))

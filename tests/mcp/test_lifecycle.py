@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import signal
+import tempfile
 import time
+from pathlib import Path
 
 import anyio
 import anyio.to_thread
 import pytest
 
+from cpsat_helpers import cpsat_env
 from helpers import (
     HARD_MODEL,
     NEVER_CHECKER,
@@ -22,7 +25,9 @@ from helpers import (
     RawServer,
     all_procs,
     describe,
+    leftover_marked,
     leftover_solver_procs,
+    marked_procs,
     non_jsonrpc_lines,
     solver_procs,
     structured,
@@ -155,6 +160,55 @@ def test_shutdown_during_a_solve_leaves_nothing_running(harness, raw, how, argum
     assert non_jsonrpc_lines(server.lines) == []
 
 
+#: A CP-SAT job that starts a child of its own and then waits.
+SLEEPING_SCRIPT = (
+    "import subprocess, time\n"
+    "child = subprocess.Popen(['sleep', '300'])\n"
+    "time.sleep(300)\n"
+)
+
+
+def test_sigkill_of_the_server_leaves_no_child_and_no_scratch_dir(harness):
+    """SIGKILL gives the server no chance to clean up: its watchdog stops a
+    running solve (minizinc and its solver), a CP-SAT script and the script's
+    own child, and removes the server's scratch root."""
+    env, marker = cpsat_env(harness)
+    server = RawServer([harness.binary, "stdio", "--toolset", "full"], env, harness.scratch("sigkill") / "stderr.txt")
+    try:
+        sigkill_during_work(server, marker)
+    finally:
+        server.stop()
+
+
+def sigkill_during_work(server: RawServer, marker: str) -> None:
+    server.initialize()
+    solve = server.call("tools/call", {"name": "submit_solve_job", "arguments": {"model": HARD_MODEL, "timeout_ms": 60000}})
+    assert "result" in solve, solve
+    script = server.call(
+        "tools/call",
+        {"name": "submit_cpsat_python_job", "arguments": {"source": SLEEPING_SCRIPT, "script_timeout_ms": 60000}},
+    )
+    assert "result" in script, script
+    assert wait_for_solver_procs(marker, 10.0, "fzn-gecode"), "the solve did not start"
+    deadline = time.monotonic() + 15
+    while not any(p.comm == "sleep" for p in marked_procs(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    running = marked_procs(marker)
+    assert {"minizinc", "fzn-gecode", "sleep"} <= {p.comm for p in running}, describe(running)
+    roots = list(Path(tempfile.gettempdir()).glob(f"solvergate-run-{server.pid}-*"))
+    assert len(roots) == 1, roots
+    assert any(roots[0].iterdir()), "the runs' scratch dirs live under the root"
+
+    server.proc.kill()
+    assert server.wait(timeout=5) is not None
+    left = leftover_marked(marker, timeout=15.0)
+    assert not left, f"alive after the server was killed: {describe(left)}"
+    deadline = time.monotonic() + 10
+    while roots[0].exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not roots[0].exists(), "the scratch root outlived the server"
+
+
 def test_stdout_is_only_jsonrpc_and_no_zombies_remain(harness, raw):
     server = raw("full")
     server.initialize()
@@ -194,7 +248,8 @@ def test_stdout_is_only_jsonrpc_and_no_zombies_remain(harness, raw):
     assert server.proc.poll() is None, "the server is still serving"
     zombies = zombie_children(server.pid)
     assert not zombies, f"unreaped children: {describe(zombies)}"
-    children = [p for p in all_procs() if p.ppid == server.pid]
+    # The watchdog (see test_sigkill_...) is the one child that stays.
+    children = [p for p in all_procs() if p.ppid == server.pid and p.comm != "solvergate"]
     assert not children, f"children left after every call finished: {describe(children)}"
 
     bad = non_jsonrpc_lines(server.lines)
