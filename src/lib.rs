@@ -23,6 +23,7 @@ pub mod planner;
 pub mod progress;
 pub mod runtime;
 pub mod settings;
+pub mod unsat;
 pub mod userfiles;
 
 /// The lowercase hex SHA-256 of `bytes`: how every layer names content
