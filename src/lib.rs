@@ -3,7 +3,7 @@
 //!
 //! Layers, top to bottom (arrows point down only):
 //! - faces: [`cli`] (clap commands) and [`mcp`] (the rmcp server);
-//! - services: [`minizinc`], [`cpsat`], [`jobs`], [`artifacts`];
+//! - services: [`minizinc`], [`cpsat`], [`jobs`], [`artifacts`], [`unsat`];
 //! - foundation: [`exec`] (the only code that spawns processes),
 //!   [`runtime`] (where the runtime lives, what it offers),
 //!   [`diagnostics`] (the category vocabulary), [`settings`] and

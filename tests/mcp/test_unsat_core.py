@@ -6,9 +6,21 @@ deletion search; the tests pin that (`method == "deletion"`).
 
 from __future__ import annotations
 
+import anyio
+import anyio.to_thread
 import pytest
 
-from helpers import SAT_MODEL, SYNTAX_ERROR_MODEL, result_text, structured, tool_error
+from helpers import (
+    SAT_MODEL,
+    SYNTAX_ERROR_MODEL,
+    describe,
+    leftover_solver_procs,
+    result_text,
+    solver_procs,
+    structured,
+    tool_error,
+    wait_for_solver_procs,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -134,6 +146,40 @@ async def test_budget_too_small_for_the_shrink_times_out_not_minimal(full):
     assert "NOT minimal" in result_text(
         await full.session.call_tool("find_unsat_core", {"model": PIGEONS, "solver": "gecode", "timeout_ms": 3000})
     )
+
+
+async def test_cancelled_search_stops_its_solver(harness):
+    before = await anyio.to_thread.run_sync(solver_procs, harness.marker)
+    async with harness.open("full") as launched:
+        session = launched.session
+        shrinking = anyio.Event()
+        holder: dict[str, object] = {}
+
+        async def on_progress(progress, total, message):
+            if message and "checking candidate" in message:
+                shrinking.set()
+
+        async def search():
+            with anyio.CancelScope() as scope:
+                holder["scope"] = scope
+                holder["result"] = await session.call_tool(
+                    "find_unsat_core",
+                    {"model": PIGEONS, "solver": "gecode", "timeout_ms": 120000},
+                    progress_callback=on_progress,
+                )
+
+        with anyio.fail_after(40):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(search)
+                await shrinking.wait()
+                started = await anyio.to_thread.run_sync(wait_for_solver_procs, harness.marker, 10.0, "fzn-gecode")
+                assert started, "no fzn-gecode process appeared: the scan would prove nothing"
+                holder["scope"].cancel()
+        assert "result" not in holder, "the search finished instead of being cancelled"
+        left = await anyio.to_thread.run_sync(leftover_solver_procs, before, harness.marker, 5.0)
+        assert not left, f"still running after the cancel: {describe(left)}"
+        res = structured(await session.call_tool("find_unsat_core", {"model": SAT_MODEL}))
+        assert res["status"] == "no_core"
 
 
 OPT_UNSAT = """\
