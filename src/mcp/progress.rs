@@ -63,3 +63,31 @@ pub async fn finish(progress: Progress, task: JoinHandle<()>) {
     drop(progress);
     let _ = task.await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn update(stage: Stage, step: Option<(u32, u32)>) -> ProgressUpdate {
+        ProgressUpdate {
+            stage,
+            message: String::new(),
+            step,
+        }
+    }
+
+    #[test]
+    fn steps_rise_strictly_between_their_stage_and_the_next() {
+        let mut values = vec![progress_value(&update(Stage::Running, None))];
+        for done in 1..=12 {
+            values.push(progress_value(&update(Stage::Running, Some((done, 12)))));
+        }
+        values.push(progress_value(&update(Stage::Parsing, None)));
+        assert!(
+            values.windows(2).all(|pair| pair[0] < pair[1]),
+            "{values:?}"
+        );
+        assert_eq!(values[0], 2.0);
+        assert_eq!(values[13], 3.0);
+    }
+}

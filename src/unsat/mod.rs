@@ -251,11 +251,12 @@ impl UnsatCores {
             Stage::Running,
             format!("checking the whole model with {}", search.solver),
         );
+        let left = search.left();
         let whole = self
             .check(
                 &mut search,
                 Sources::Written(prepared.clone()),
-                timeout_ms,
+                left,
                 cancel,
             )
             .await?;
