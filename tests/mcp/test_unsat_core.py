@@ -94,6 +94,27 @@ async def test_timetable_core_is_exactly_the_two_conflicting_constraints(full):
     assert "finished: mus_found" in said[-1]
 
 
+async def test_crlf_model_keeps_its_spans(full):
+    model = TIMETABLE.replace("\n", "\r\n")
+    res = structured(await full.session.call_tool("find_unsat_core", {"model": model}))
+    assert res["status"] == "mus_found", res
+    conflict = [text.replace("\n", "\r\n") for text in CONFLICT]
+    assert res["core"] == [span_of(model, text) for text in conflict]
+    assert [(e["line"], e["end_line"]) for e in res["core"]] == [(7, 7), (9, 10)]
+
+
+async def test_conflict_outside_constraint_items_is_no_core(full):
+    # The empty domain makes the model unsatisfiable whatever the constraint
+    # items say: every item is dropped, and the answer says where to look.
+    model = "var 1..3: x;\nconstraint x > 1;\nconstraint x < 3;\nvar 1..0: y;\nsolve satisfy;\n"
+    res = structured(await full.session.call_tool("find_unsat_core", {"model": model}))
+    assert res["status"] == "no_core", res
+    assert res["core"] == []
+    assert res["diagnostic"]["category"] == "infeasible"
+    assert "declarations" in res["message"]
+    assert res["solver_calls"] == 3
+
+
 async def test_satisfiable_model_has_no_core(full):
     res = structured(await full.session.call_tool("find_unsat_core", {"model": SAT_MODEL}))
     assert res["status"] == "no_core"
