@@ -25,6 +25,9 @@ pub enum Stage {
 pub struct ProgressUpdate {
     pub stage: Stage,
     pub message: String,
+    /// Step `done` of `total` within the stage, for a stage that repeats
+    /// one kind of work (the unsat-core search's checks); `None` otherwise.
+    pub step: Option<(u32, u32)>,
 }
 
 /// A sender of stage reports; cloning shares the listener.
@@ -56,10 +59,20 @@ impl Progress {
     }
 
     pub fn report(&self, stage: Stage, message: impl Into<String>) {
+        self.send(stage, None, message.into());
+    }
+
+    /// Reports step `done` of `total` within `stage` (steps count from 1).
+    pub fn report_step(&self, stage: Stage, done: u32, total: u32, message: impl Into<String>) {
+        self.send(stage, Some((done, total)), message.into());
+    }
+
+    fn send(&self, stage: Stage, step: Option<(u32, u32)>, message: String) {
         if let Some(listener) = &self.listener {
             let _ = listener.send(ProgressUpdate {
                 stage,
-                message: message.into(),
+                message,
+                step,
             });
         }
     }

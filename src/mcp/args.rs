@@ -22,6 +22,7 @@ use crate::minizinc::{
     DEFAULT_TIMEOUT_MS, MAX_PARALLEL, PreflightRequest, SolveControls, SolveRequest, Sources,
 };
 use crate::planner::LoadProblem;
+use crate::unsat::UnsatCoreRequest;
 
 /// Reads a tool's arguments; a malformed one is an `invalid_request` that
 /// names the problem (rmcp's own extractor would answer without our
@@ -260,6 +261,79 @@ impl IntoRequest for SolveFilesArgs {
                 all_solutions: self.all_solutions,
                 num_solutions: self.num_solutions,
             },
+        })
+    }
+}
+
+/// Arguments of `find_unsat_core`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnsatModelArgs {
+    /// The complete MiniZinc model that proved unsatisfiable. Must not be
+    /// empty.
+    pub model: String,
+    /// Optional inline data (`.dzn` text): the same data the unsatisfiable
+    /// solve used.
+    #[serde(default)]
+    pub data: Option<String>,
+    /// Solver for solvergate's deletion search (id, short name or tag).
+    /// Omitted: findMUS when the runtime has it, else the solve tools'
+    /// default. Naming one always selects the deletion search.
+    #[serde(default)]
+    pub solver: Option<String>,
+    /// Budget of the whole search in milliseconds, shared by all its solver
+    /// runs; must be strictly positive.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: i64,
+}
+
+impl IntoRequest for UnsatModelArgs {
+    type Request = UnsatCoreRequest;
+
+    fn into_request(self) -> Result<UnsatCoreRequest, ToolError> {
+        Ok(UnsatCoreRequest {
+            sources: Sources::Inline {
+                model: self.model,
+                data: self.data,
+                checker: None,
+            },
+            solver: self.solver,
+            timeout_ms: self.timeout_ms,
+        })
+    }
+}
+
+/// Arguments of `find_unsat_core_files`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnsatFilesArgs {
+    /// Path of a local `.mzn` file; prefer an absolute path. Runs in the
+    /// model's directory so relative includes resolve.
+    pub model_path: String,
+    /// Optional path of a `.dzn` or `.json` data file.
+    #[serde(default)]
+    pub data_path: Option<String>,
+    /// Solver for the deletion search; omitted: findMUS when the runtime
+    /// has it, else the solve tools' default.
+    #[serde(default)]
+    pub solver: Option<String>,
+    /// Budget of the whole search in milliseconds; strictly positive.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: i64,
+}
+
+impl IntoRequest for UnsatFilesArgs {
+    type Request = UnsatCoreRequest;
+
+    fn into_request(self) -> Result<UnsatCoreRequest, ToolError> {
+        Ok(UnsatCoreRequest {
+            sources: Sources::Files {
+                model_path: self.model_path,
+                data_path: self.data_path,
+                checker_path: None,
+            },
+            solver: self.solver,
+            timeout_ms: self.timeout_ms,
         })
     }
 }

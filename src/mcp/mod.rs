@@ -22,6 +22,7 @@ mod progress;
 mod prompts;
 mod render;
 pub mod stdio_gate;
+mod unsat_tools;
 
 use std::sync::{Arc, Mutex};
 
@@ -47,6 +48,7 @@ use crate::progress::Progress;
 use crate::runtime::Runtime;
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::settings::JobBounds;
+use crate::unsat::UnsatCores;
 use args::IntoRequest;
 
 /// Everything a server is built from.
@@ -101,6 +103,8 @@ const FULL_ONLY: &[&str] = &[
     "explain_load_plan",
     "verify_narration",
     "save_load_plan",
+    "find_unsat_core",
+    "find_unsat_core_files",
 ];
 
 /// What every toolset's instructions start with: what the server is for,
@@ -152,6 +156,7 @@ pub struct SolvergateServer {
     minizinc: MiniZinc,
     artifacts: Artifacts,
     planner: Planner,
+    unsat: UnsatCores,
     cpsat_service: Cpsat,
     cpsat_jobs: CpsatJobs,
     solve_jobs: SolveJobs,
@@ -212,7 +217,8 @@ impl SolvergateServer {
             + Self::job_router()
             + Self::cpsat_router()
             + Self::artifact_router()
-            + Self::planner_router();
+            + Self::planner_router()
+            + Self::unsat_router();
         let mut prompt_router = Self::prompt_router();
         if toolset == Toolset::Core {
             for name in FULL_ONLY {
@@ -236,6 +242,7 @@ impl SolvergateServer {
         )
         .with_test_hooks(test_hooks);
         SolvergateServer {
+            unsat: UnsatCores::new(minizinc.clone()),
             minizinc,
             artifacts,
             planner,

@@ -16,6 +16,7 @@ use crate::minizinc::{CheckResult, ModelInspectionResult, SolveResult};
 use crate::planner::PlanResult;
 use crate::planner::explain::{Explanation, NarrationCheck};
 use crate::runtime::{RuntimeStatus, SolverList};
+use crate::unsat::UnsatCoreResult;
 
 fn diagnostic_line(text: &mut String, diagnostic: Option<&Diagnostic>) {
     if let Some(diagnostic) = diagnostic {
@@ -605,5 +606,48 @@ pub fn saved_plan(result: &SavePlanResult) -> String {
     diagnostic_line(&mut text, result.diagnostic.as_ref());
     let _ = writeln!(text, "Result id: {}", result.result_id);
     saved_files(&mut text, &result.files);
+    text
+}
+
+pub fn unsat_core(result: &UnsatCoreResult) -> String {
+    let mut text = format!(
+        "Unsat core: {} (method {}, solver {}, {} solver call(s), {} ms)\n{}\n",
+        result.status,
+        result.method,
+        result.solver,
+        result.solver_calls,
+        result.elapsed_ms,
+        result.message
+    );
+    if !result.core.is_empty() {
+        let minimal = if result.minimal {
+            "minimal"
+        } else {
+            "NOT minimal"
+        };
+        let _ = writeln!(text, "Core ({minimal}):");
+        for entry in &result.core {
+            let _ = writeln!(
+                text,
+                "- line {}:{}-{}:{}: {}",
+                entry.line,
+                entry.column,
+                entry.end_line,
+                entry.end_column,
+                entry
+                    .source
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+        }
+    }
+    diagnostic_line(&mut text, result.diagnostic.as_ref());
+    if result.method == "findmus" {
+        block(&mut text, "findMUS output (authoritative)", &result.stdout);
+    }
+    if result.status == "error" {
+        block(&mut text, "stderr", &result.stderr);
+    }
     text
 }

@@ -53,6 +53,32 @@ pub struct Prepared {
     pub data: Option<PathBuf>,
     pub checker: Option<PathBuf>,
     pub cwd: PathBuf,
+    /// Passed as `-I`: where a relative `include` of a model that was
+    /// copied out of its directory still finds its neighbours.
+    pub include_dir: Option<PathBuf>,
+}
+
+impl Prepared {
+    /// A model the server wrote into `scratch` (kept alive with it) that
+    /// stands for a user's model: it runs in `cwd` with `include_dir` on the
+    /// include path, so a relative `include` resolves as it would from the
+    /// original. Used for the unsat-core search's candidate models.
+    pub fn written(
+        scratch: Arc<TempDir>,
+        model: PathBuf,
+        data: Option<PathBuf>,
+        cwd: PathBuf,
+        include_dir: Option<PathBuf>,
+    ) -> Prepared {
+        Prepared {
+            _scratch: Some(scratch),
+            model,
+            data,
+            checker: None,
+            cwd,
+            include_dir,
+        }
+    }
 }
 
 impl Sources {
@@ -161,6 +187,7 @@ fn write_inline(
             data: data.clone(),
             checker: checker.clone(),
             cwd: cwd.clone(),
+            include_dir: None,
         })
         .collect())
 }
@@ -202,6 +229,7 @@ fn prepare_files(
         data,
         checker,
         cwd,
+        include_dir: None,
     })
 }
 

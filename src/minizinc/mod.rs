@@ -229,6 +229,25 @@ impl MiniZinc {
         Ok(result)
     }
 
+    /// Runs the runtime's findMUS (`solver_id`, e.g. `org.minizinc.findmus`)
+    /// on prepared files under `timeout_ms` and hands back the raw run: the
+    /// unsat-core search's findMUS method reads its output itself. The only
+    /// MiniZinc run here whose output is not `--json-stream`.
+    pub async fn run_findmus(
+        &self,
+        prepared: &Prepared,
+        solver_id: &str,
+        timeout_ms: u64,
+        cancel: &CancellationToken,
+    ) -> Result<RunOutput, ToolError> {
+        let command = self
+            .base_command(prepared)?
+            .args(["--solver", solver_id])
+            .args(["--time-limit", &timeout_ms.to_string()])
+            .args(model_and_data(prepared));
+        self.run(&command, timeout_ms, cancel).await
+    }
+
     /// Everything about a solve request that can be checked without running
     /// it: budget, controls, sources, solver, capability gate.
     async fn validate_solve(
@@ -306,7 +325,11 @@ impl MiniZinc {
 
     fn base_command(&self, prepared: &inputs::Prepared) -> Result<ChildCommand, ToolError> {
         let binary = self.runtime.require_binary()?;
-        Ok(ChildCommand::new(binary).cwd(&prepared.cwd))
+        let mut command = ChildCommand::new(binary).cwd(&prepared.cwd);
+        if let Some(dir) = &prepared.include_dir {
+            command = command.arg("-I").arg(dir);
+        }
+        Ok(command)
     }
 
     async fn run(

@@ -44,6 +44,8 @@ FULL_ONLY = {
     "explain_load_plan",
     "verify_narration",
     "save_load_plan",
+    "find_unsat_core",
+    "find_unsat_core_files",
 }
 
 

@@ -1,0 +1,54 @@
+//! The unsat-core tools: adapters that parse arguments, call the unsat-core
+//! service and wrap its result.
+
+use rmcp::handler::server::common::schema_for_output;
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, tool, tool_router};
+
+use super::args::{self, UnsatFilesArgs, UnsatModelArgs};
+use super::{SolvergateServer, render};
+use crate::unsat::UnsatCoreResult;
+
+#[tool_router(router = unsat_router, vis = "pub(super)")]
+impl SolvergateServer {
+    #[tool(
+        description = "Locate why a MiniZinc model is unsatisfiable: returns a set of its top-level constraint items that cannot hold together (status mus_found, core entries with line/column spans and source text), no_core (with the reason: e.g. the model is satisfiable), error or timeout. Uses the runtime's findMUS when present, else a deletion search that re-solves the model without each constraint in turn (solver_calls is its cost; minimal says whether the core is proven minimal). Pass the same data as the unsatisfiable solve. Constraints in data or included files are background, never listed.",
+        input_schema = args::schema::<UnsatModelArgs>(),
+        output_schema = schema_for_output::<UnsatCoreResult>()
+    )]
+    async fn find_unsat_core(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.long_call::<UnsatModelArgs, _>(
+            "find_unsat_core",
+            arguments,
+            &context,
+            async |request, progress, cancel| self.unsat.find(&request, progress, cancel).await,
+            render::unsat_core,
+        )
+        .await
+    }
+
+    #[tool(
+        description = "find_unsat_core for a model file (and optional .dzn/.json data file): same result. Runs in the model's directory so relative includes resolve; only the entry model's top-level constraint items can be in the core. Prefer absolute paths.",
+        input_schema = args::schema::<UnsatFilesArgs>(),
+        output_schema = schema_for_output::<UnsatCoreResult>()
+    )]
+    async fn find_unsat_core_files(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.long_call::<UnsatFilesArgs, _>(
+            "find_unsat_core_files",
+            arguments,
+            &context,
+            async |request, progress, cancel| self.unsat.find(&request, progress, cancel).await,
+            render::unsat_core,
+        )
+        .await
+    }
+}
