@@ -3,8 +3,15 @@
 //! Services say where they are (validating, running, parsing, complete);
 //! the MCP face turns that into progress and log notifications. Stages are
 //! status updates, not a completion percentage: no solver offers a
-//! reliable one. A [`Progress`] with no listener drops reports for free.
+//! reliable one. While a solver runs, [`LiveFigures`] say what it has found
+//! so far. A [`Progress`] with no listener drops reports for free; one made
+//! with [`Progress::into_slot`] keeps only the latest figures (a background
+//! job's status reads them).
 
+use std::sync::{Arc, Mutex};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 /// Where a call is. The number is the progress value clients see.
@@ -20,6 +27,20 @@ pub enum Stage {
     Incumbent = 5,
 }
 
+/// What a running solve has reported so far, read from its output as it
+/// arrives.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LiveFigures {
+    /// Solutions the solver has printed so far.
+    pub solutions: u64,
+    /// The objective of the latest one; `null` on a satisfaction model or
+    /// before the first solution.
+    pub objective: Option<serde_json::Value>,
+}
+
+/// Where the latest [`LiveFigures`] of a run are kept for readers.
+pub type LiveSlot = Arc<Mutex<Option<LiveFigures>>>;
+
 /// One stage report.
 #[derive(Debug, Clone)]
 pub struct ProgressUpdate {
@@ -28,12 +49,15 @@ pub struct ProgressUpdate {
     /// Step `done` of `total` within the stage, for a stage that repeats
     /// one kind of work (the unsat-core search's checks); `None` otherwise.
     pub step: Option<(u32, u32)>,
+    /// With [`Stage::Incumbent`]: the figures so far.
+    pub live: Option<LiveFigures>,
 }
 
 /// A sender of stage reports; cloning shares the listener.
 #[derive(Debug, Clone, Default)]
 pub struct Progress {
     listener: Option<UnboundedSender<ProgressUpdate>>,
+    slot: Option<LiveSlot>,
 }
 
 impl Progress {
@@ -48,14 +72,40 @@ impl Progress {
         (
             Progress {
                 listener: Some(sender),
+                slot: None,
             },
             receiver,
         )
     }
 
+    /// Keeps only the latest live figures, in `slot`.
+    pub fn into_slot(slot: LiveSlot) -> Self {
+        Progress {
+            listener: None,
+            slot: Some(slot),
+        }
+    }
+
     /// Whether anyone listens (so a service can skip work nobody reads).
     pub fn is_listening(&self) -> bool {
-        self.listener.is_some()
+        self.listener.is_some() || self.slot.is_some()
+    }
+
+    /// Reports what a running solve has found so far.
+    pub fn report_live(&self, live: LiveFigures, message: impl Into<String>) {
+        if let Some(slot) = &self.slot
+            && let Ok(mut kept) = slot.lock()
+        {
+            *kept = Some(live.clone());
+        }
+        if let Some(listener) = &self.listener {
+            let _ = listener.send(ProgressUpdate {
+                stage: Stage::Incumbent,
+                message: message.into(),
+                step: None,
+                live: Some(live),
+            });
+        }
     }
 
     pub fn report(&self, stage: Stage, message: impl Into<String>) {
@@ -73,6 +123,7 @@ impl Progress {
                 stage,
                 message,
                 step,
+                live: None,
             });
         }
     }

@@ -225,8 +225,9 @@ impl Portfolios {
                 };
                 let meta = SolveJobMeta {
                     timeout_ms: request.per_attempt_timeout_ms,
+                    live: Default::default(),
                 };
-                let work = self.solve_jobs.start(solve);
+                let work = self.solve_jobs.start(solve, meta.live.clone());
                 (
                     meta,
                     self.decisive_drops_siblings(work, index, policy, siblings.clone()),

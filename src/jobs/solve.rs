@@ -17,13 +17,15 @@ use super::status::{
 };
 use crate::diagnostics::{Diagnostic, ToolError};
 use crate::minizinc::{MiniZinc, SolveRequest, SolveResult};
-use crate::progress::Progress;
+use crate::progress::{LiveFigures, LiveSlot, Progress};
 use crate::settings::JobBounds;
 
 /// What a solve job carries besides its result.
 #[derive(Debug, Clone)]
 pub struct SolveJobMeta {
     pub timeout_ms: i64,
+    /// What the running solve has found so far.
+    pub live: LiveSlot,
 }
 
 /// One solve job as `get_solve_job` reports it.
@@ -41,6 +43,10 @@ pub struct SolveJobStatus {
     pub finished_at: Option<String>,
     /// Running time so far, or in all once finished; 0 while queued.
     pub elapsed_ms: u64,
+    /// While `running`: solutions the solver has printed so far and the
+    /// latest objective, read from its output as it arrives; `null` before
+    /// the first solution and once the job has ended (see `result`).
+    pub live: Option<LiveFigures>,
     /// The full result: present exactly when `state` is `succeeded` or `timeout`.
     pub result: Option<Arc<SolveResult>>,
     pub message: Option<String>,
@@ -80,20 +86,21 @@ impl SolveJobs {
         self.minizinc.admit(&request, cancel).await?;
         let meta = SolveJobMeta {
             timeout_ms: request.timeout_ms,
+            live: LiveSlot::default(),
         };
-        let admitted = self
-            .registry
-            .submit(meta, self.start(request))
-            .map_err(full)?;
+        let work = self.start(request, meta.live.clone());
+        let admitted = self.registry.submit(meta, work).map_err(full)?;
         Ok(status(admitted))
     }
 
-    /// The work of one solve job (also a portfolio attempt).
-    pub(crate) fn start(&self, request: SolveRequest) -> Start<SolveResult> {
+    /// The work of one solve job (also a portfolio attempt); its figures
+    /// so far go to `live`.
+    pub(crate) fn start(&self, request: SolveRequest, live: LiveSlot) -> Start<SolveResult> {
         let minizinc = self.minizinc.clone();
         Box::new(move |token: CancellationToken| {
             Box::pin(async move {
-                match minizinc.solve(&request, &Progress::none(), &token).await {
+                let progress = Progress::into_slot(live);
+                match minizinc.solve(&request, &progress, &token).await {
                     Ok(result) if result.status == "timeout" => Outcome::TimedOut(result),
                     Ok(result) => Outcome::Succeeded(result),
                     Err(_) if token.is_cancelled() => Outcome::Cancelled,
@@ -156,6 +163,10 @@ fn status(snapshot: JobSnapshot<SolveResult, SolveJobMeta>) -> SolveJobStatus {
         started_at: snapshot.started_at.map(timestamp),
         finished_at: snapshot.finished_at.map(timestamp),
         elapsed_ms: snapshot.elapsed_ms,
+        live: match snapshot.state {
+            JobState::Running => snapshot.meta.live.lock().ok().and_then(|live| live.clone()),
+            _ => None,
+        },
         result: snapshot.result,
         message: snapshot.message,
         diagnostic,

@@ -2,19 +2,37 @@
 //! notification when the request carried a progress token, and an info log
 //! notification unless the client raised the log level.
 //!
+//! While a call runs, the client hears from it at least every
+//! [`HEARTBEAT`]: the stage, the time so far and, for a solve, the solutions
+//! found and the latest objective (at most one such update a second). A
+//! client that resets its request timeout on progress (the TypeScript SDK
+//! does) then never gives up on a healthy long solve. Progress values rise
+//! strictly, as the protocol requires: each stage has the whole numbers from
+//! its own to the next, and updates within it creep toward the next.
+//!
 //! Reports are sent in order by one task per request; [`finish`] waits for
 //! it, so every notification goes out before the tool's response.
 
 // See mcp/mod.rs: log notifications stay for clients of older revisions.
 #![allow(deprecated)]
 
+use std::time::Duration;
+
 use rmcp::RoleServer;
 use rmcp::model::LoggingMessageNotificationParam;
 use rmcp::model::{LoggingLevel, ProgressNotificationParam};
 use rmcp::service::RequestContext;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
-use crate::progress::{Progress, ProgressUpdate, Stage};
+use crate::minizinc::live_text;
+use crate::progress::{LiveFigures, Progress, ProgressUpdate, Stage};
+
+/// The longest a running call stays silent.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// The shortest gap between two updates of a solve's figures.
+const LIVE_GAP: Duration = Duration::from_secs(1);
 
 /// Starts forwarding; returns the sender for the service and the task.
 pub fn start(
@@ -26,25 +44,74 @@ pub fn start(
     let token = context.meta.get_progress_token();
     let peer = context.peer.clone();
     let task = tokio::spawn(async move {
-        while let Some(update) = updates.recv().await {
-            if update.stage == Stage::Incumbent {
-                continue;
-            }
+        let started = Instant::now();
+        let mut value = 0.0;
+        let mut last_sent = started;
+        let mut stage_message = String::from("starting");
+        let mut live: Option<LiveFigures> = None;
+        let mut heartbeat = tokio::time::interval_at(started + HEARTBEAT, HEARTBEAT);
+        loop {
+            let (message, log_it) = tokio::select! {
+                update = updates.recv() => {
+                    let Some(update) = update else { break };
+                    if update.stage == Stage::Incumbent {
+                        live = update.live;
+                        if last_sent.elapsed() < LIVE_GAP {
+                            continue;
+                        }
+                        value = creep(value);
+                        (running_message(&stage_message, started, live.as_ref()), false)
+                    } else {
+                        value = progress_value(&update).max(creep(value));
+                        stage_message = update.message.clone();
+                        (update.message, true)
+                    }
+                }
+                _ = heartbeat.tick() => {
+                    if last_sent.elapsed() < HEARTBEAT - Duration::from_millis(500) {
+                        continue;
+                    }
+                    value = creep(value);
+                    (running_message(&stage_message, started, live.as_ref()), false)
+                }
+            };
+            last_sent = Instant::now();
             if let Some(token) = &token {
-                let param = ProgressNotificationParam::new(token.clone(), progress_value(&update))
-                    .with_message(update.message.clone());
+                let param = ProgressNotificationParam::new(token.clone(), value)
+                    .with_message(message.clone());
                 let _ = peer.notify_progress(param).await;
             }
-            if log {
+            if log && log_it {
                 let param = LoggingMessageNotificationParam::new(
                     LoggingLevel::Info,
-                    serde_json::Value::String(format!("{tool}: {}", update.message)),
+                    serde_json::Value::String(format!("{tool}: {message}")),
                 );
                 let _ = peer.notify_logging_message(param).await;
             }
         }
     });
     (progress, task)
+}
+
+/// `solving with org.gecode.gecode — 15 s, 3 solution(s), objective 42`.
+fn running_message(stage: &str, started: Instant, live: Option<&LiveFigures>) -> String {
+    let seconds = started.elapsed().as_secs();
+    match live {
+        Some(live) => format!("{stage} — {seconds} s, {}", live_text(live)),
+        None => format!("{stage} — {seconds} s"),
+    }
+}
+
+/// The next value above `value` and below the next whole number: within a
+/// stage the fractions run 1/2, 2/3, 3/4, … so a stage never runs out of
+/// room (a day of 5 s heartbeats is 17,280 steps; f64 tells k/(k+1) apart
+/// for k far beyond that).
+fn creep(value: f64) -> f64 {
+    let base = value.floor();
+    let fraction = value - base;
+    // The k with k/(k+1) just above the fraction.
+    let k = (fraction / (1.0 - fraction)).round() + 1.0;
+    base + k / (k + 1.0)
 }
 
 /// The progress value of a report: the stage number, plus the fraction
@@ -73,7 +140,22 @@ mod tests {
             stage,
             message: String::new(),
             step,
+            live: None,
         }
+    }
+
+    #[test]
+    fn creeping_rises_and_stays_in_its_stage() {
+        let mut values = vec![2.0];
+        for _ in 0..20_000 {
+            values.push(creep(*values.last().unwrap()));
+        }
+        assert!(values.windows(2).all(|pair| pair[0] < pair[1]));
+        assert!(values.iter().all(|value| *value < 3.0));
+        assert!(progress_value(&update(Stage::Parsing, None)) > values[20_000]);
+        // From a step's value too.
+        let step = progress_value(&update(Stage::Running, Some((7, 12))));
+        assert!(creep(step) > step && creep(step) < 3.0);
     }
 
     #[test]

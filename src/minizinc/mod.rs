@@ -33,7 +33,7 @@ pub use results::{
 
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, ChildCommand, Ending, Limits, RunOutput};
-use crate::progress::{Progress, Stage};
+use crate::progress::{LiveFigures, Progress, Stage};
 use crate::runtime::{Runtime, SolverInfo};
 
 /// Added to a request's `timeout_ms` for the hard wall-clock cap, so that
@@ -401,12 +401,21 @@ impl<'a> SolutionWatch<'a> {
             .is_none_or(|last| last.elapsed() >= Duration::from_millis(250));
         if due {
             state.2 = Some(std::time::Instant::now());
-            let text = match &state.1 {
-                Some(objective) => format!("{} solution(s), objective {objective}", state.0),
-                None => format!("{} solution(s)", state.0),
+            let live = LiveFigures {
+                solutions: state.0 as u64,
+                objective: state.1.clone(),
             };
-            self.progress.report(Stage::Incumbent, text);
+            let text = live_text(&live);
+            self.progress.report_live(live, text);
         }
+    }
+}
+
+/// `3 solution(s), objective 42`.
+pub fn live_text(live: &LiveFigures) -> String {
+    match &live.objective {
+        Some(objective) => format!("{} solution(s), objective {objective}", live.solutions),
+        None => format!("{} solution(s)", live.solutions),
     }
 }
 

@@ -484,6 +484,11 @@ def check_solve_job(job: dict[str, Any]) -> None:
     if state in ("running", "succeeded", "timeout", "failed"):
         assert job["started_at"] is not None, job
     assert (job["finished_at"] is not None) == (state in TERMINAL_STATES), job
+    # Live figures only while running.
+    if state != "running":
+        assert job["live"] is None, job
+    elif job["live"] is not None:
+        assert job["live"]["solutions"] >= 1, job
     if job["started_at"] is not None:
         started = rfc3339(job["started_at"])
         assert submitted <= started, job

@@ -47,7 +47,9 @@ pytestmark = pytest.mark.anyio
 
 #: A solve that runs until it is stopped (the server's wall clock would end
 #: it after a minute).
-LONG_JOB = {"model": HARD_MODEL, "timeout_ms": 60000}
+#: all_solutions, so MiniZinc prints each improving solution as it comes
+#: (without it, only the last one) and the running job has live figures.
+LONG_JOB = {"model": HARD_MODEL, "timeout_ms": 60000, "all_solutions": True}
 
 #: The fields of a SolveResult a background solve must reproduce.
 SAME_FIELDS = ("status", "solution", "objective", "solutions", "solver")
@@ -235,6 +237,13 @@ async def test_cancel_a_running_job_kills_its_processes(harness):
         running = await call_ok(session, "get_solve_job", {"job_id": submitted["job_id"]})
         check_solve_job(running)
         assert running["state"] == "running" and running["result"] is None
+        # The running job shows what the solver has found so far.
+        with anyio.fail_after(20):
+            while (running["live"] or {}).get("solutions", 0) < 2:
+                await anyio.sleep(0.2)
+                running = await call_ok(session, "get_solve_job", {"job_id": submitted["job_id"]})
+        check_solve_job(running)
+        assert running["live"]["objective"] is not None, running
 
         with anyio.fail_after(10):
             cancelled = await call_ok(session, "cancel_solve_job", {"job_id": submitted["job_id"]})

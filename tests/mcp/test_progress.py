@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
 
-from helpers import OPT_MODEL, SYNTAX_ERROR_MODEL, structured
+from helpers import HARD_MODEL, OPT_MODEL, SYNTAX_ERROR_MODEL, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -68,3 +71,40 @@ async def test_log_notifications_carry_the_milestones(harness):
         messages = [str(log.data) for log in launched.logs if str(log.level) .endswith("info")]
         assert any("solve_minizinc_model" in m and "solving" in m for m in messages), launched.logs
         assert any("finished" in m for m in messages), launched.logs
+
+
+async def test_a_long_solve_is_never_silent_and_its_figures_rise(full):
+    """A solve of about 13 s: progress at least every 5 s (a client that
+    resets its timeout on progress never gives up on it), values rising
+    strictly, and the running updates carry the solution count and the
+    objective read from the solver's output as it arrives (all_solutions:
+    without it MiniZinc prints only the last solution, and the updates carry
+    the time alone)."""
+    seen: list[tuple[float, float, str]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((time.monotonic(), progress, message or ""))
+
+    started = time.monotonic()
+    result = structured(
+        await full.session.call_tool(
+            "solve_minizinc_model", {"model": HARD_MODEL, "timeout_ms": 13000, "all_solutions": True},
+            progress_callback=on_progress,
+        )
+    )
+    ended = time.monotonic()
+    assert result["status"] in ("satisfied", "optimal"), result["status"]
+    values = [value for _, value, _ in seen]
+    assert all(a < b for a, b in zip(values, values[1:])), values
+    assert values[0] == 1 and values[-1] == 4, values
+    times = [started] + [at for at, _, _ in seen] + [ended]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    # The server promises 5 s; the slack is for a loaded machine.
+    assert max(gaps) <= 7.5, f"silent for {max(gaps):.1f} s: {seen}"
+    running = [message for _, value, message in seen if 2 < value < 3]
+    assert len(running) >= 2, seen
+    counts = [int(match.group(1)) for message in running if (match := re.search(r"(\d+) solution", message))]
+    assert counts, running
+    assert counts == sorted(counts) and counts[-1] >= 1, counts
+    assert any("objective" in message for message in running), running
+    assert all(re.search(r"— \d+ s", message) for message in running), running
