@@ -22,6 +22,7 @@ mod progress;
 mod prompts;
 mod render;
 mod shutdown;
+mod tabular_tools;
 
 use std::sync::{Arc, Mutex};
 
@@ -102,6 +103,8 @@ const FULL_ONLY: &[&str] = &[
     "explain_load_plan",
     "verify_narration",
     "save_load_plan",
+    "load_tabular_data",
+    "write_tabular_result",
 ];
 
 const INSTRUCTIONS: &str = "\
@@ -187,7 +190,8 @@ impl SolvergateServer {
             + Self::job_router()
             + Self::cpsat_router()
             + Self::artifact_router()
-            + Self::planner_router();
+            + Self::planner_router()
+            + Self::tabular_router();
         if toolset == Toolset::Core {
             for name in FULL_ONLY {
                 tool_router.remove_route(name);

@@ -163,18 +163,23 @@ fn formula_message() -> String {
 /// nulls, or a last column with a blank header and only nulls, would not
 /// read back.
 fn trailing_blanks(headers: &[String], rows: &[Vec<Value>]) -> Result<(), ToolError> {
-    if let Some((index, _)) = rows
-        .iter()
-        .enumerate()
+    if rows
         .last()
-        .filter(|(_, row)| row.iter().all(Value::is_null))
+        .is_some_and(|row| row.iter().all(Value::is_null))
     {
+        let index = rows.len() - 1;
         return Err(ToolError::invalid(format!(
             "rows[{index}] is the last row and has only null cells: XLSX keeps no trace of an empty row at the end of a sheet, so it would not read back; drop it, or write .csv"
         )));
     }
-    let last = headers.len() - 1;
-    if headers[last].is_empty() && rows.iter().all(|row| row[last].is_null()) {
+    let Some(last) = headers.len().checked_sub(1) else {
+        return Ok(());
+    };
+    if headers[last].is_empty()
+        && rows
+            .iter()
+            .all(|row| row.get(last).is_none_or(Value::is_null))
+    {
         return Err(ToolError::invalid(format!(
             "column {last} (the last) has an empty header and only null cells: XLSX keeps no trace of it, so the table would read back one column narrower; name it, drop it, or write .csv"
         )));

@@ -44,6 +44,8 @@ FULL_ONLY = {
     "explain_load_plan",
     "verify_narration",
     "save_load_plan",
+    "load_tabular_data",
+    "write_tabular_result",
 }
 
 
