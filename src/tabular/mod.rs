@@ -12,12 +12,13 @@
 //!   returned;
 //! - a write either publishes exactly the named file or leaves the
 //!   filesystem as it was, and never emits a spreadsheet formula;
-//! - reads are bounded ([`MAX_FILE_BYTES`], [`MAX_UNPACKED_BYTES`]) before
-//!   a parser sees the file.
+//! - reads are bounded ([`MAX_FILE_BYTES`], [`MAX_UNPACKED_BYTES`],
+//!   [`MAX_GRID_CELLS`]) before a parser sees the file.
 //!
 //! All of it is blocking file I/O: callers run it off the async workers.
 
 mod cell;
+mod guard;
 mod page;
 mod read;
 mod write;
@@ -28,6 +29,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use cell::Cell;
+pub use guard::MAX_GRID_CELLS;
 pub use page::PAGE_CEILING_BYTES;
 pub use read::{MAX_FILE_BYTES, MAX_UNPACKED_BYTES};
 
@@ -416,5 +418,125 @@ mod tests {
             .map(|entry| entry.unwrap().file_name())
             .collect();
         assert_eq!(names, ["out.csv"]);
+    }
+
+    /// A BIFF8 record: type, length, body.
+    fn record(kind: u16, body: &[u8]) -> Vec<u8> {
+        let mut bytes = kind.to_le_bytes().to_vec();
+        bytes.extend((body.len() as u16).to_le_bytes());
+        bytes.extend(body);
+        bytes
+    }
+
+    /// The smallest `.xls` calamine (and Excel) read: a BIFF8 Workbook
+    /// stream in an OLE2 compound file, its strings in the SST, XF 1 a date.
+    fn make_xls(path: &Path, sheet_cells: &[Vec<u8>]) {
+        let bof = |kind: u8| {
+            record(
+                0x0809,
+                &[0x00, 0x06, kind, 0x00, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            )
+        };
+        let xf = |format: u16| {
+            let mut body = vec![0, 0];
+            body.extend(format.to_le_bytes());
+            body.extend([0; 16]);
+            record(0x00E0, &body)
+        };
+        let mut sst = 2u32.to_le_bytes().to_vec();
+        sst.extend(2u32.to_le_bytes());
+        for text in ["item", "due"] {
+            sst.extend((text.len() as u16).to_le_bytes());
+            sst.push(0);
+            sst.extend(text.as_bytes());
+        }
+        let mut globals = bof(0x05);
+        globals.extend(xf(0));
+        globals.extend(xf(14));
+        globals.extend(record(0x00FC, &sst));
+        let sheet_name = b"Stock";
+        let boundsheet_len = 4 + 8 + sheet_name.len();
+        let end_record_len = 4;
+        let sheet_at = (globals.len() + boundsheet_len + end_record_len) as u32;
+        let mut boundsheet = sheet_at.to_le_bytes().to_vec();
+        boundsheet.extend([0, 0, sheet_name.len() as u8, 0]);
+        boundsheet.extend(sheet_name);
+        globals.extend(record(0x0085, &boundsheet));
+        globals.extend(record(0x000A, &[]));
+        assert_eq!(globals.len() as u32, sheet_at);
+        globals.extend(bof(0x10));
+        for cell in sheet_cells {
+            globals.extend(cell);
+        }
+        globals.extend(record(0x000A, &[]));
+        let mut container = cfb::CompoundFile::create(std::io::Cursor::new(Vec::new())).unwrap();
+        {
+            use std::io::Write as _;
+            let mut stream = container.create_stream("/Workbook").unwrap();
+            stream.write_all(&globals).unwrap();
+        }
+        container.flush().unwrap();
+        std::fs::write(path, container.into_inner().into_inner()).unwrap();
+    }
+
+    fn cell_head(kind: u16, row: u16, col: u16, xf: u16, rest: &[u8]) -> Vec<u8> {
+        let mut body = row.to_le_bytes().to_vec();
+        body.extend(col.to_le_bytes());
+        body.extend(xf.to_le_bytes());
+        body.extend(rest);
+        record(kind, &body)
+    }
+
+    #[test]
+    fn xls_is_read_and_a_sparse_xls_is_refused_before_calamine() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stock.xls");
+        make_xls(
+            &path,
+            &[
+                cell_head(0x00FD, 0, 0, 0, &0u32.to_le_bytes()),
+                cell_head(0x00FD, 0, 1, 0, &1u32.to_le_bytes()),
+                cell_head(0x0203, 1, 0, 0, &3.5f64.to_le_bytes()),
+                cell_head(0x0203, 1, 1, 1, &45_306.0f64.to_le_bytes()),
+                cell_head(0x0205, 2, 0, 0, &[1, 0]),
+            ],
+        );
+        let page = load_all(&path, true);
+        assert_eq!(page.sheet_name.as_deref(), Some("Stock"));
+        assert_eq!(page.headers, ["item", "due"]);
+        assert_eq!(
+            serde_json::to_value(&page.rows).unwrap(),
+            json!([[3.5, "2024-01-15T00:00:00"], [true, null]])
+        );
+        let sparse = dir.path().join("sparse.xls");
+        make_xls(
+            &sparse,
+            &[
+                cell_head(0x0203, 0, 0, 0, &1f64.to_le_bytes()),
+                cell_head(0x0203, 65_535, 255, 0, &1f64.to_le_bytes()),
+            ],
+        );
+        let error = load(&LoadRequest {
+            path: sparse.display().to_string(),
+            sheet: None,
+            has_header: true,
+            row_offset: 0,
+            max_rows: 10,
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("spans 16777216 cells"), "{error}");
+        let named = dir.path().join("text.xls");
+        std::fs::write(&named, "a,b\n1,2\n").unwrap();
+        let error = load(&LoadRequest {
+            path: named.display().to_string(),
+            sheet: None,
+            has_header: true,
+            row_offset: 0,
+            max_rows: 10,
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("not an OLE2 compound file"), "{error}");
     }
 }

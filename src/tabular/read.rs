@@ -11,6 +11,8 @@
 //! [`MAX_FILE_BYTES`]; a zip container (`.xlsx`, `.ods`) declares at most
 //! [`MAX_UNPACKED_BYTES`] unpacked, and the zip reader refuses an entry
 //! that inflates past its declared size, so a zip bomb ends in an error.
+//! `.xls` and `.ods` files, which calamine lays out whole as dense grids,
+//! are first measured by `guard` and refused above [`MAX_GRID_CELLS`].
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -20,6 +22,7 @@ use std::path::Path;
 use calamine::{Data, Ods, Range, Reader, Xls, Xlsx};
 
 use super::cell::{Cell, positional_name};
+use super::guard::{self, MAX_GRID_CELLS};
 use super::page::{self, PAGE_CEILING_BYTES, PageError};
 use super::{Format, LoadRequest, TabularData, TruncationReason, absolute_path};
 use crate::diagnostics::ToolError;
@@ -165,8 +168,10 @@ fn open(
         }
         return Ok((Source::Csv(file), Vec::new(), None));
     }
-    if matches!(format, Format::Xlsx | Format::Ods) {
-        check_zip(format, path, &mut file)?;
+    match format {
+        Format::Xlsx | Format::Ods => check_zip(format, path, &mut file)?,
+        Format::Xls => check_xls(path, &mut file)?,
+        Format::Csv => {}
     }
     let reader = BufReader::new(file);
     let (source, sheets, chosen) = match format {
@@ -247,9 +252,54 @@ fn check_zip(format: Format, path: &Path, file: &mut File) -> Result<(), ToolErr
             path.display()
         )));
     }
+    if format == Format::Ods {
+        let content = archive
+            .by_name("content.xml")
+            .map_err(|error| unreadable(path, format, format!("content.xml: {error}")))?;
+        let cells = guard::ods_grid_cells(BufReader::new(content))
+            .map_err(|error| unreadable(path, format, format!("content.xml: {error}")))?;
+        within_grid(path, cells)?;
+    }
     file.seek(SeekFrom::Start(0))
         .map_err(|error| cannot_read(path, &error))?;
     Ok(())
+}
+
+/// Checks the grid an `.xls` workbook would make calamine allocate, then
+/// rewinds `file`.
+fn check_xls(path: &Path, file: &mut File) -> Result<(), ToolError> {
+    let handle = file
+        .try_clone()
+        .map_err(|error| cannot_read(path, &error))?;
+    let not_xls = |error: &dyn std::fmt::Display| unreadable(path, Format::Xls, error);
+    let mut container = cfb::CompoundFile::open(BufReader::new(handle)).map_err(|error| {
+        ToolError::invalid(format!(
+            "path {} is not an OLE2 compound file, as every .xls file is ({error}); if it is a CSV, an .xlsx or another format, give it that extension",
+            path.display()
+        ))
+    })?;
+    let name = ["/Workbook", "/Book"]
+        .into_iter()
+        .find(|name| container.is_stream(name))
+        .ok_or_else(|| not_xls(&"it has no Workbook stream"))?;
+    let stream = container
+        .open_stream(name)
+        .map_err(|error| not_xls(&error))?;
+    let cells = guard::xls_grid_cells(BufReader::new(stream)).map_err(|error| not_xls(&error))?;
+    within_grid(path, cells)?;
+    file.seek(SeekFrom::Start(0))
+        .map_err(|error| cannot_read(path, &error))?;
+    Ok(())
+}
+
+fn within_grid(path: &Path, cells: u64) -> Result<(), ToolError> {
+    if cells <= MAX_GRID_CELLS {
+        return Ok(());
+    }
+    Err(ToolError::invalid(format!(
+        "path {} spans {cells} cells (the box from its first to its last used cell, all sheets together), over the {MAX_GRID_CELLS}-cell limit for .xls and .ods files, which are read whole; save it as .xlsx (read as a stream) or .csv, or split it",
+        path.display()
+    )))
 }
 
 /// Walks every non-empty cell of the source: `(row, column, cell)`.

@@ -619,3 +619,31 @@ async def test_the_text_part_is_a_summary(server, out):
         "write_tabular_result", {"headers": ["a"], "rows": [[1]], "target_path": str(out / "s.xlsx")}
     )
     assert str(out / "s.xlsx") in result_text(written)
+
+
+async def test_an_ods_repeat_bomb_is_refused_before_it_is_laid_out(server, out):
+    bomb = make_ods(
+        out / "bomb.ods",
+        "Bomb",
+        [
+            ods_cell("string", text="x"),
+            '<table:table-cell table:number-columns-repeated="1000" office:value-type="float" office:value="1"/>',
+        ],
+    )
+    # The second row, repeated: a 300-byte file asking for a billion cells.
+    content = zipfile.ZipFile(bomb).read("content.xml").decode()
+    content = content.replace(
+        "<table:table-row><table:table-cell table:number-columns-repeated",
+        '<table:table-row table:number-rows-repeated="1000000"><table:table-cell table:number-columns-repeated',
+    )
+    with zipfile.ZipFile(bomb, "w") as book:
+        book.writestr("mimetype", "application/vnd.oasis.opendocument.spreadsheet", zipfile.ZIP_STORED)
+        book.writestr("content.xml", content, zipfile.ZIP_DEFLATED)
+    assert bomb.stat().st_size < 2000
+    error = await call_error(server.session, "load_tabular_data", {"path": str(bomb)})
+    assert error.category == "invalid_request"
+    assert "spans 1000001000 cells" in error.message, error.message
+    assert "4000000-cell limit" in error.message
+    # The server is still there.
+    small = make_ods(out / "small.ods", "S", [ods_cell("string", text="a"), ods_cell("float", "1", "1")])
+    assert (await load(server.session, small, has_header=False))["rows"] == [["a"], [1]]
