@@ -539,4 +539,23 @@ mod tests {
         .to_string();
         assert!(error.contains("not an OLE2 compound file"), "{error}");
     }
+
+    #[test]
+    fn a_table_wider_than_excel_is_refused_before_rows_are_built() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("wide.csv");
+        std::fs::write(&path, format!("a{}\n", ",".repeat(16_384))).unwrap();
+        let error = load(&LoadRequest {
+            path: path.display().to_string(),
+            sheet: None,
+            has_header: true,
+            row_offset: 0,
+            max_rows: 10,
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("is 16385 columns wide"), "{error}");
+        std::fs::write(&path, format!("a{}\n", ",".repeat(16_383))).unwrap();
+        assert_eq!(load_all(&path, true).headers.len(), 16_384);
+    }
 }

@@ -35,6 +35,9 @@ pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// together: 128 MiB.
 pub const MAX_UNPACKED_BYTES: u64 = 128 * 1024 * 1024;
 
+/// The widest table read: Excel's 16,384 columns.
+const MAX_COLUMNS: usize = 16_384;
+
 /// The used area of a sheet: from A1 (as spreadsheet programs count) to
 /// the last row and column holding a non-empty cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +96,15 @@ pub fn load(request: &LoadRequest) -> Result<TabularData, ToolError> {
     let file = open_bounded(path)?;
     let (mut source, sheets, sheet) = open(format, path, file, request.sheet.as_deref())?;
     let area = used_area(&mut source, path, sheet.as_deref())?;
+    if let Some(area) = area
+        && area.width() > MAX_COLUMNS
+    {
+        return Err(ToolError::invalid(format!(
+            "{} is {} columns wide, over the {MAX_COLUMNS} columns (Excel's limit) a page carries",
+            path.display(),
+            area.width()
+        )));
+    }
     let kept = collect(
         &mut source,
         path,
