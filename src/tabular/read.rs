@@ -171,49 +171,56 @@ fn open(
     mut file: File,
     sheet: Option<&str>,
 ) -> Result<(Source, Vec<String>, Option<String>), ToolError> {
-    if format == Format::Csv {
-        if let Some(sheet) = sheet {
-            return Err(ToolError::invalid(format!(
-                "sheet {sheet:?} was given but {} is a CSV file, which has no sheets; leave sheet out",
-                path.display()
-            )));
-        }
-        return Ok((Source::Csv(file), Vec::new(), None));
-    }
-    match format {
-        Format::Xlsx | Format::Ods => check_zip(format, path, &mut file)?,
-        Format::Xls => check_xls(path, &mut file)?,
-        Format::Csv => {}
-    }
-    let reader = BufReader::new(file);
     let (source, sheets, chosen) = match format {
+        Format::Csv => {
+            if let Some(sheet) = sheet {
+                return Err(ToolError::invalid(format!(
+                    "sheet {sheet:?} was given but {} is a CSV file, which has no sheets; leave sheet out",
+                    path.display()
+                )));
+            }
+            return Ok((Source::Csv(file), Vec::new(), None));
+        }
         Format::Xlsx => {
-            let workbook = Xlsx::new(reader).map_err(|error| unreadable(path, format, error))?;
+            check_zip(format, path, &mut file)?;
+            let workbook =
+                Xlsx::new(BufReader::new(file)).map_err(|error| unreadable(path, format, error))?;
             let sheets = workbook.sheet_names();
             let chosen = choose_sheet(path, &sheets, sheet)?;
             (Source::Xlsx(Box::new(workbook)), sheets, chosen)
         }
         Format::Xls => {
-            let mut workbook = Xls::new(reader).map_err(|error| unreadable(path, format, error))?;
-            let sheets = workbook.sheet_names();
-            let chosen = choose_sheet(path, &sheets, sheet)?;
-            let range = workbook
-                .worksheet_range(&chosen)
-                .map_err(|error| unreadable(path, format, error))?;
-            (Source::Grid(range), sheets, chosen)
+            check_xls(path, &mut file)?;
+            let workbook =
+                Xls::new(BufReader::new(file)).map_err(|error| unreadable(path, format, error))?;
+            whole_sheet(workbook, path, format, sheet)?
         }
-        // CSV returned above.
-        Format::Ods | Format::Csv => {
-            let mut workbook = Ods::new(reader).map_err(|error| unreadable(path, format, error))?;
-            let sheets = workbook.sheet_names();
-            let chosen = choose_sheet(path, &sheets, sheet)?;
-            let range = workbook
-                .worksheet_range(&chosen)
-                .map_err(|error| unreadable(path, format, error))?;
-            (Source::Grid(range), sheets, chosen)
+        Format::Ods => {
+            check_zip(format, path, &mut file)?;
+            let workbook =
+                Ods::new(BufReader::new(file)).map_err(|error| unreadable(path, format, error))?;
+            whole_sheet(workbook, path, format, sheet)?
         }
     };
     Ok((source, sheets, Some(chosen)))
+}
+
+/// The chosen sheet of a workbook calamine reads whole.
+fn whole_sheet<W: Reader<BufReader<File>>>(
+    mut workbook: W,
+    path: &Path,
+    format: Format,
+    sheet: Option<&str>,
+) -> Result<(Source, Vec<String>, String), ToolError>
+where
+    W::Error: std::fmt::Display,
+{
+    let sheets = workbook.sheet_names();
+    let chosen = choose_sheet(path, &sheets, sheet)?;
+    let range = workbook
+        .worksheet_range(&chosen)
+        .map_err(|error| unreadable(path, format, error))?;
+    Ok((Source::Grid(range), sheets, chosen))
 }
 
 fn choose_sheet(path: &Path, sheets: &[String], wanted: Option<&str>) -> Result<String, ToolError> {
