@@ -430,4 +430,26 @@ mod tests {
             "name,note\n\"a,b\",\"say \"\"hi\"\"\"\n1.5,\ntrue,\"x\ny\"\n"
         );
     }
+
+    #[test]
+    fn the_link_refuses_a_target_that_appeared_after_the_checks() {
+        // check_target passed earlier; the file appears before publishing.
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("late.csv");
+        check_target(&target, false).unwrap();
+        fs::write(&target, "arrived first").unwrap();
+        let error = publish(&target, dir.path(), b"a\n1\n", false).unwrap_err();
+        assert_eq!(error.category(), Category::InvalidSaveTarget);
+        assert!(error.to_string().contains("already exists"), "{error}");
+        assert_eq!(fs::read_to_string(&target).unwrap(), "arrived first");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["late.csv"], "the staged file stayed behind");
+        publish(&target, dir.path(), b"a\n1\n", true).unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "a\n1\n");
+        let mode = fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644);
+    }
 }
