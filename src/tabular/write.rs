@@ -108,7 +108,7 @@ fn validate(format: Format, headers: &[String], rows: &[Vec<Value>]) -> Result<(
         }
     } else if headers.is_empty() && !rows.is_empty() {
         return Err(ToolError::invalid(
-            "headers is empty but rows are not: a CSV record with no field is a blank line, which no reader keeps; give at least one column",
+            "headers is empty but rows are not: a CSV record with no field is a blank line, which the CSV reader (load_tabular_data included) skips, so the rows would not read back; give at least one column",
         ));
     }
     for (col, header) in headers.iter().enumerate() {
