@@ -3,7 +3,8 @@
 //!
 //! Layers, top to bottom (arrows point down only):
 //! - faces: [`cli`] (clap commands) and [`mcp`] (the rmcp server);
-//! - services: [`minizinc`], [`cpsat`], [`jobs`], [`artifacts`], [`unsat`];
+//! - services: [`minizinc`], [`cpsat`], [`jobs`], [`artifacts`], [`unsat`],
+//!   [`tabular`];
 //! - foundation: [`exec`] (the only code that spawns processes),
 //!   [`runtime`] (where the runtime lives, what it offers),
 //!   [`diagnostics`] (the category vocabulary), [`settings`] and
@@ -23,6 +24,7 @@ pub mod planner;
 pub mod progress;
 pub mod runtime;
 pub mod settings;
+pub mod tabular;
 pub mod unsat;
 pub mod userfiles;
 

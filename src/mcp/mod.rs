@@ -22,6 +22,7 @@ mod progress;
 mod prompts;
 mod render;
 pub mod stdio_gate;
+mod tabular_tools;
 mod unsat_tools;
 
 use std::sync::{Arc, Mutex};
@@ -105,6 +106,8 @@ const FULL_ONLY: &[&str] = &[
     "save_load_plan",
     "find_unsat_core",
     "find_unsat_core_files",
+    "load_tabular_data",
+    "write_tabular_result",
 ];
 
 /// What every toolset's instructions start with: what the server is for,
@@ -218,7 +221,8 @@ impl SolvergateServer {
             + Self::cpsat_router()
             + Self::artifact_router()
             + Self::planner_router()
-            + Self::unsat_router();
+            + Self::unsat_router()
+            + Self::tabular_router();
         let mut prompt_router = Self::prompt_router();
         if toolset == Toolset::Core {
             for name in FULL_ONLY {

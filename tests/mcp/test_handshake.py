@@ -46,6 +46,8 @@ FULL_ONLY = {
     "save_load_plan",
     "find_unsat_core",
     "find_unsat_core_files",
+    "load_tabular_data",
+    "write_tabular_result",
 }
 
 
