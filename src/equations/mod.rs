@@ -22,6 +22,7 @@ pub mod compile;
 pub mod evaluate;
 pub mod model;
 pub mod parse;
+pub mod report;
 pub mod request;
 
 use std::collections::BTreeMap;
@@ -79,8 +80,9 @@ pub struct CorrectionResult {
     /// Every free (not fixed) variable, in real units; empty unless
     /// OPTIMAL or FEASIBLE.
     pub corrected: BTreeMap<String, f64>,
-    /// Free variables whose corrected value differs from `obs`.
-    pub changed: Vec<String>,
+    /// The free variables whose corrected value differs from `obs`, each
+    /// with its observed value.
+    pub changed: BTreeMap<String, f64>,
     /// The minimised total (equation penalties plus observation pulls, in
     /// scaled units); 0 means every equation holds and nothing moved.
     pub penalty: Option<i64>,
@@ -149,7 +151,7 @@ impl Equations {
                 return Ok(CorrectionResult {
                     status: EquationStatus::InvalidEquation,
                     corrected: BTreeMap::new(),
-                    changed: Vec::new(),
+                    changed: BTreeMap::new(),
                     penalty: None,
                     diagnostic: Some(invalid_diagnostic(&errors)),
                     errors,
@@ -164,13 +166,11 @@ impl Equations {
         let changed = outcome
             .values
             .iter()
-            .filter(|(name, value)| {
-                request
-                    .variables
-                    .get(*name)
-                    .is_some_and(|v| (v.obs - **value).abs() > 0.5 / v.mult_factor as f64)
+            .filter_map(|(name, value)| {
+                let variable = request.variables.get(name)?;
+                let moved = (variable.obs - value).abs() > 0.5 / variable.mult_factor as f64;
+                moved.then(|| (name.clone(), variable.obs))
             })
-            .map(|(name, _)| name.clone())
             .collect();
         Ok(CorrectionResult {
             status: outcome.status,

@@ -24,9 +24,10 @@
 //! steps of its own scale, minus (plus) `weight × violation` of each soft
 //! constraint; hard constraints hold within their tolerance.
 //!
-//! Both searches branch on the decision variables by halving their domains
-//! (`indomain_split`), which reaches a value among billions in a few dozen
-//! steps.
+//! Both searches first branch on each soft equation's excess, trying 0
+//! first (the equation holds exactly, which propagates through it), then
+//! on the decision variables; both by halving domains (`indomain_split`),
+//! which reaches a value among billions in a few dozen steps.
 
 use std::collections::BTreeMap;
 
@@ -70,8 +71,14 @@ fn parse_all(path: &str, equations: &[Equation], invalid: &mut Invalid) -> Vec<(
     parsed
 }
 
-/// Declares the soft penalty of one equation; `None` when its weight is 0.
-fn penalty(text: &mut ModelText, equation: &Equation, residual: &Residual) -> Option<String> {
+/// Declares the soft penalty of one equation: the variable holding its
+/// excess over the tolerance and the weighted term; `None` when its
+/// weight is 0.
+fn penalty(
+    text: &mut ModelText,
+    equation: &Equation,
+    residual: &Residual,
+) -> Option<(String, String)> {
     if equation.weight == 0 {
         return None;
     }
@@ -83,7 +90,8 @@ fn penalty(text: &mut ModelText, equation: &Equation, residual: &Residual) -> Op
         Relation::AtLeast => format!("max(0, (-{r}) - {tolerance})"),
     };
     let name = text.define(0, &excess);
-    Some(format!("{} * {name}", equation.weight))
+    let term = format!("{} * {name}", equation.weight);
+    Some((name, term))
 }
 
 /// Adds one equation's compilation, or its error, with its comment.
@@ -113,14 +121,24 @@ fn compile_equation(
     }
 }
 
-fn search(vars: &[String]) -> String {
-    if vars.is_empty() {
+/// The search: first the soft excesses, each tried at 0 first (the
+/// equation holds, which propagates through it), then the decision
+/// variables; both by halving domains.
+fn search(excesses: &[String], vars: &[String]) -> String {
+    let phases: Vec<String> = [excesses, vars]
+        .into_iter()
+        .filter(|group| !group.is_empty())
+        .map(|group| {
+            format!(
+                "int_search([{}], input_order, indomain_split, complete)",
+                group.join(", ")
+            )
+        })
+        .collect();
+    if phases.is_empty() {
         String::new()
     } else {
-        format!(
-            ":: int_search([{}], input_order, indomain_split, complete) ",
-            vars.join(", ")
-        )
+        format!(":: seq_search([{}]) ", phases.join(", "))
     }
 }
 
@@ -175,6 +193,7 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
     }
     let lookup = |name: &str| vars.get(name).cloned();
     let mut terms = Vec::new();
+    let mut excesses = Vec::new();
     for (index, (equation, sides)) in request.equations.iter().zip(&parsed).enumerate() {
         let residual = compile_equation(
             &mut text,
@@ -186,8 +205,9 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
             &mut invalid,
         );
         if let Some(residual) = residual
-            && let Some(term) = penalty(&mut text, equation, &residual)
+            && let Some((excess, term)) = penalty(&mut text, equation, &residual)
         {
+            excesses.push(excess);
             terms.push(term);
         }
     }
@@ -203,7 +223,10 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
         "var 0..{INT_LIMIT}: total_penalty = {};",
         terms.join(" + ")
     ));
-    text.line(format!("solve {}minimize total_penalty;", search(&free)));
+    text.line(format!(
+        "solve {}minimize total_penalty;",
+        search(&excesses, &free)
+    ));
     Ok(Built {
         text: text.finish(),
         outputs,
@@ -269,6 +292,7 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
         }
     }
     let mut penalties = Vec::new();
+    let mut excesses = Vec::new();
     for (index, (equation, sides)) in request.soft_constraints.iter().zip(&soft).enumerate() {
         let residual = compile_equation(
             &mut text,
@@ -280,8 +304,9 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
             &mut invalid,
         );
         if let Some(residual) = residual
-            && let Some(term) = penalty(&mut text, equation, &residual)
+            && let Some((excess, term)) = penalty(&mut text, equation, &residual)
         {
+            excesses.push(excess);
             penalties.push(term);
         }
     }
@@ -320,7 +345,7 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
     let decisions: Vec<String> = vars.values().map(|v| v.ident.clone()).collect();
     text.line(format!(
         "solve {}{direction} objective;",
-        search(&decisions)
+        search(&excesses, &decisions)
     ));
     Ok(Built {
         text: text.finish(),

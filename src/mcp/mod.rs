@@ -15,6 +15,7 @@
 mod args;
 mod artifact_tools;
 mod cpsat_tools;
+mod equation_tools;
 mod job_tools;
 mod minizinc_tools;
 mod planner_tools;
@@ -40,6 +41,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::artifacts::Artifacts;
 use crate::cpsat::Cpsat;
 use crate::diagnostics::{Category, ToolError};
+use crate::equations::Equations;
 use crate::jobs::{CpsatJobs, Portfolios, SolveJobs};
 use crate::minizinc::MiniZinc;
 use crate::planner::{Planner, ResultStore};
@@ -102,6 +104,10 @@ const FULL_ONLY: &[&str] = &[
     "explain_load_plan",
     "verify_narration",
     "save_load_plan",
+    "correct_values",
+    "validate_equations",
+    "evaluate_equations",
+    "optimize_expression",
 ];
 
 const INSTRUCTIONS: &str = "\
@@ -128,6 +134,7 @@ pub struct SolvergateServer {
     minizinc: MiniZinc,
     artifacts: Artifacts,
     planner: Planner,
+    equations: Equations,
     cpsat_service: Cpsat,
     cpsat_jobs: CpsatJobs,
     solve_jobs: SolveJobs,
@@ -187,7 +194,8 @@ impl SolvergateServer {
             + Self::job_router()
             + Self::cpsat_router()
             + Self::artifact_router()
-            + Self::planner_router();
+            + Self::planner_router()
+            + Self::equation_router();
         if toolset == Toolset::Core {
             for name in FULL_ONLY {
                 tool_router.remove_route(name);
@@ -199,6 +207,7 @@ impl SolvergateServer {
         let cpsat_service = Cpsat::new(cpsat.clone());
         let cpsat_jobs = CpsatJobs::new(cpsat_service.clone(), cpsat_jobs, shutdown.clone());
         let planner = Planner::new(minizinc.clone(), planner_store);
+        let equations = Equations::new(minizinc.clone());
         let artifacts = Artifacts::new(
             minizinc.clone(),
             cpsat_service.clone(),
@@ -210,6 +219,7 @@ impl SolvergateServer {
             minizinc,
             artifacts,
             planner,
+            equations,
             cpsat_service,
             cpsat_jobs,
             solve_jobs,
