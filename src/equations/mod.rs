@@ -294,6 +294,12 @@ fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> O
             }
         }
     }
+    if status == EquationStatus::Infeasible {
+        diagnostic = Some(Diagnostic::new(
+            Category::Infeasible,
+            "no values satisfy the hard constraints together with the bounds, the fixed values and the non-zero divisors",
+        ));
+    }
     if status == EquationStatus::Unknown && diagnostic.is_none() {
         diagnostic = Some(Diagnostic::new(
             Category::Unknown,
