@@ -44,6 +44,10 @@ FULL_ONLY = {
     "explain_load_plan",
     "verify_narration",
     "save_load_plan",
+    "correct_values",
+    "validate_equations",
+    "evaluate_equations",
+    "optimize_expression",
 }
 
 
