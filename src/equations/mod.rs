@@ -297,7 +297,10 @@ fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> O
     if status == EquationStatus::Infeasible {
         diagnostic = Some(Diagnostic::new(
             Category::Infeasible,
-            "no values satisfy the hard constraints together with the bounds, the fixed values and the non-zero divisors",
+            format!(
+                "no values satisfy the hard constraints together with the bounds, the fixed values and the non-zero divisors (or every answer needs a scaled value or penalty total beyond ±{})",
+                request::INT_LIMIT
+            ),
         ));
     }
     if status == EquationStatus::Unknown && diagnostic.is_none() {
