@@ -729,6 +729,38 @@ mod tests {
     }
 
     #[test]
+    fn random_input_never_panics_and_errors_point_inside_it() {
+        // A fixed-seed generator over the characters that matter (and a few
+        // that do not belong), so failures reproduce.
+        const ALPHABET: &[char] = &[
+            'a', 'b', '_', '0', '1', '9', '.', 'e', 'E', '+', '-', '*', '/', '%', '(', ')', ' ',
+            '\t', '\n', '^', '=', ',', 'é', '×', '\u{0}', '\u{200b}',
+        ];
+        let mut state: u64 = 0x5eed_1234_abcd_0001;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as usize
+        };
+        for _ in 0..20_000 {
+            let length = next() % 40;
+            let source: String = (0..length)
+                .map(|_| ALPHABET[next() % ALPHABET.len()])
+                .collect();
+            if let Err(error) = parse(&source) {
+                let chars = source.chars().count();
+                assert!(
+                    (1..=chars + 1).contains(&error.column),
+                    "{source:?}: column {} of {chars}",
+                    error.column
+                );
+                assert!(!error.found.is_empty() && !error.message.is_empty());
+            }
+        }
+    }
+
+    #[test]
     fn errors_render_with_column_and_text() {
         assert_eq!(
             err("-x").to_string(),
