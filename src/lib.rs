@@ -3,8 +3,8 @@
 //!
 //! Layers, top to bottom (arrows point down only):
 //! - faces: [`cli`] (clap commands) and [`mcp`] (the rmcp server);
-//! - services: [`minizinc`], [`cpsat`], [`jobs`], [`artifacts`], [`unsat`],
-//!   [`tabular`];
+//! - services: [`minizinc`], [`cpsat`], [`jobs`], [`artifacts`], [`planner`],
+//!   [`unsat`], [`tabular`], [`equations`];
 //! - foundation: [`exec`] (the only code that spawns processes),
 //!   [`runtime`] (where the runtime lives, what it offers),
 //!   [`diagnostics`] (the category vocabulary), [`settings`] and
@@ -16,6 +16,7 @@ pub mod artifacts;
 pub mod cli;
 pub mod cpsat;
 pub mod diagnostics;
+pub mod equations;
 pub mod exec;
 pub mod jobs;
 pub mod mcp;

@@ -10,6 +10,7 @@
 
 mod artifact_commands;
 mod cpsat_command;
+mod equations_command;
 mod install;
 mod plan_command;
 mod render;
@@ -161,6 +162,9 @@ pub enum Command {
         #[arg(long, requires = "save")]
         overwrite: bool,
     },
+    /// Check, evaluate, correct and optimise systems of equations (JSON
+    /// requests as for the MCP equation tools).
+    Equations(equations_command::EquationsArgs),
     /// Saved artifacts.
     Artifacts {
         #[command(subcommand)]
@@ -336,6 +340,7 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
         Command::Artifacts {
             command: ArtifactsCommand::Ls { dirs, json },
         } => artifact_commands::list(dirs, json),
+        Command::Equations(args) => equations_command::run(resolve().0, args).await,
         Command::Plan { example: true, .. } => plan_command::example(),
         Command::Plan {
             minizinc_data: true,

@@ -15,6 +15,7 @@
 mod args;
 mod artifact_tools;
 mod cpsat_tools;
+mod equation_tools;
 mod job_tools;
 mod minizinc_tools;
 mod planner_tools;
@@ -42,6 +43,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use crate::artifacts::Artifacts;
 use crate::cpsat::Cpsat;
 use crate::diagnostics::{Category, ToolError};
+use crate::equations::Equations;
 use crate::jobs::{CpsatJobs, Portfolios, SolveJobs};
 use crate::minizinc::MiniZinc;
 use crate::planner::{Planner, ResultStore};
@@ -108,6 +110,10 @@ const FULL_ONLY: &[&str] = &[
     "find_unsat_core_files",
     "load_tabular_data",
     "write_tabular_result",
+    "correct_values",
+    "validate_equations",
+    "evaluate_equations",
+    "optimize_expression",
 ];
 
 /// What every toolset's instructions start with: what the server is for,
@@ -160,6 +166,7 @@ pub struct SolvergateServer {
     artifacts: Artifacts,
     planner: Planner,
     unsat: UnsatCores,
+    equations: Equations,
     cpsat_service: Cpsat,
     cpsat_jobs: CpsatJobs,
     solve_jobs: SolveJobs,
@@ -222,7 +229,8 @@ impl SolvergateServer {
             + Self::artifact_router()
             + Self::planner_router()
             + Self::unsat_router()
-            + Self::tabular_router();
+            + Self::tabular_router()
+            + Self::equation_router();
         let mut prompt_router = Self::prompt_router();
         if toolset == Toolset::Core {
             for name in FULL_ONLY {
@@ -238,6 +246,7 @@ impl SolvergateServer {
         let cpsat_service = Cpsat::new(cpsat.clone());
         let cpsat_jobs = CpsatJobs::new(cpsat_service.clone(), cpsat_jobs, shutdown.clone());
         let planner = Planner::new(minizinc.clone(), planner_store);
+        let equations = Equations::new(minizinc.clone());
         let artifacts = Artifacts::new(
             minizinc.clone(),
             cpsat_service.clone(),
@@ -250,6 +259,7 @@ impl SolvergateServer {
             minizinc,
             artifacts,
             planner,
+            equations,
             cpsat_service,
             cpsat_jobs,
             solve_jobs,

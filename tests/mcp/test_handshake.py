@@ -48,6 +48,10 @@ FULL_ONLY = {
     "find_unsat_core_files",
     "load_tabular_data",
     "write_tabular_result",
+    "correct_values",
+    "validate_equations",
+    "evaluate_equations",
+    "optimize_expression",
 }
 
 

@@ -1,0 +1,366 @@
+//! The two tools that need no solver: `validate_equations` (parse each
+//! side, list what is wrong and where) and `evaluate_equations` (compute
+//! both sides from given values in real units and judge the relation).
+//!
+//! Evaluation is plain `f64` arithmetic on the parsed tree — never `eval`
+//! of text. `%` is the remainder with the sign of the dividend (as in
+//! MiniZinc's `mod`, which `correct_values` compiles it to), so the two
+//! tools agree.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::parse::{self, Expr, Op, ParseError};
+use super::request::{EvaluateRequest, EvaluatedEquation, ExpressionPair, Relation};
+
+/// Which side of an equation a problem is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Lhs,
+    Rhs,
+}
+
+/// One problem in one side of an equation, with its position.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExpressionError {
+    pub side: Side,
+    /// 1-based character column in that side's text.
+    pub column: usize,
+    /// The offending text (`end of expression` when it ended too early).
+    pub found: String,
+    pub message: String,
+}
+
+impl ExpressionError {
+    fn new(side: Side, error: ParseError) -> Self {
+        ExpressionError {
+            side,
+            column: error.column,
+            found: error.found,
+            message: error.message,
+        }
+    }
+
+    /// One line: `rhs column 1, at '-': …`.
+    pub fn line(&self) -> String {
+        let side = match self.side {
+            Side::Lhs => "lhs",
+            Side::Rhs => "rhs",
+        };
+        let error = ParseError {
+            column: self.column,
+            found: self.found.clone(),
+            message: self.message.clone(),
+        };
+        format!("{side} {error}")
+    }
+}
+
+/// `validate_equations`' verdict on one equation.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct EquationCheck {
+    pub lhs: String,
+    pub rhs: String,
+    /// Empty when the equation is valid; else one line per problem.
+    pub errors: Vec<String>,
+    /// The same problems with side, column and offending text apart.
+    pub details: Vec<ExpressionError>,
+}
+
+/// Outcome of `validate_equations`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct ValidationResult {
+    /// Every equation parsed.
+    pub valid: bool,
+    /// One entry per equation, in order.
+    pub equations: Vec<EquationCheck>,
+}
+
+/// Both sides of an equation, parsed, or every problem found in them.
+pub fn parse_sides(lhs: &str, rhs: &str) -> Result<(Expr, Expr), Vec<ExpressionError>> {
+    match (parse::parse(lhs), parse::parse(rhs)) {
+        (Ok(lhs), Ok(rhs)) => Ok((lhs, rhs)),
+        (left, right) => Err([
+            left.err().map(|e| ExpressionError::new(Side::Lhs, e)),
+            right.err().map(|e| ExpressionError::new(Side::Rhs, e)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()),
+    }
+}
+
+/// Parses every equation and reports what is wrong with each.
+pub fn validate(equations: &[ExpressionPair]) -> ValidationResult {
+    let equations: Vec<EquationCheck> = equations
+        .iter()
+        .map(|equation| {
+            let details = parse_sides(&equation.lhs, &equation.rhs)
+                .err()
+                .unwrap_or_default();
+            EquationCheck {
+                lhs: equation.lhs.clone(),
+                rhs: equation.rhs.clone(),
+                errors: details.iter().map(ExpressionError::line).collect(),
+                details,
+            }
+        })
+        .collect();
+    ValidationResult {
+        valid: equations.iter().all(|e| e.errors.is_empty()),
+        equations,
+    }
+}
+
+/// How one equation fared against the values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EvaluationStatus {
+    Passed,
+    Failed,
+    /// A variable it mentions has no value.
+    MissingValues,
+    /// It does not parse, or cannot be computed (division by zero).
+    Error,
+}
+
+/// `evaluate_equations`' verdict on one equation.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct EquationEvaluation {
+    pub lhs: String,
+    pub rhs: String,
+    pub relation: Relation,
+    /// Real units.
+    pub tolerance: f64,
+    pub status: EvaluationStatus,
+    /// The left-hand side's value.
+    pub actual: Option<f64>,
+    /// The right-hand side's value.
+    pub computed: Option<f64>,
+    /// `==`: |actual − computed|; `<=`: how far actual is above computed;
+    /// `>=`: how far it is below (0 when the relation holds exactly).
+    pub error: Option<f64>,
+    /// Variables without a value (status `missing_values`).
+    pub missing: Vec<String>,
+    /// Why the status is `error`.
+    pub message: Option<String>,
+}
+
+/// Outcome of `evaluate_equations`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct EvaluationResult {
+    /// Every equation passed.
+    pub all_passed: bool,
+    /// One entry per equation, in order.
+    pub results: Vec<EquationEvaluation>,
+}
+
+/// Slack for floating-point noise on top of the tolerance: relative to the
+/// size of the values compared (so 0.1 + 0.2 == 0.3 passes).
+const FLOAT_SLACK: f64 = 1e-9;
+
+/// Evaluates every equation with the given values.
+pub fn evaluate(request: &EvaluateRequest) -> EvaluationResult {
+    let results: Vec<EquationEvaluation> = request
+        .equations
+        .iter()
+        .map(|equation| evaluate_one(equation, &request.values))
+        .collect();
+    EvaluationResult {
+        all_passed: results.iter().all(|r| r.status == EvaluationStatus::Passed),
+        results,
+    }
+}
+
+fn evaluate_one(
+    equation: &EvaluatedEquation,
+    values: &BTreeMap<String, f64>,
+) -> EquationEvaluation {
+    let mut result = EquationEvaluation {
+        lhs: equation.lhs.clone(),
+        rhs: equation.rhs.clone(),
+        relation: equation.relation,
+        tolerance: equation.tolerance,
+        status: EvaluationStatus::Error,
+        actual: None,
+        computed: None,
+        error: None,
+        missing: Vec::new(),
+        message: None,
+    };
+    let (lhs, rhs) = match parse_sides(&equation.lhs, &equation.rhs) {
+        Ok(sides) => sides,
+        Err(errors) => {
+            let lines: Vec<String> = errors.iter().map(ExpressionError::line).collect();
+            result.message = Some(lines.join("; "));
+            return result;
+        }
+    };
+    let mut missing: Vec<String> = lhs
+        .names()
+        .union(&rhs.names())
+        .filter(|name| !values.contains_key(**name))
+        .map(|name| (*name).to_owned())
+        .collect();
+    missing.sort();
+    if !missing.is_empty() {
+        result.status = EvaluationStatus::MissingValues;
+        result.missing = missing;
+        return result;
+    }
+    let lookup = |name: &str| values.get(name).copied();
+    let (actual, computed) = match (value(&lhs, &lookup), value(&rhs, &lookup)) {
+        (Ok(actual), Ok(computed)) => (actual, computed),
+        (Err(message), _) => {
+            result.message = Some(format!("lhs: {message}"));
+            return result;
+        }
+        (_, Err(message)) => {
+            result.message = Some(format!("rhs: {message}"));
+            return result;
+        }
+    };
+    let error = match equation.relation {
+        Relation::Equal => (actual - computed).abs(),
+        Relation::AtMost => (actual - computed).max(0.0),
+        Relation::AtLeast => (computed - actual).max(0.0),
+    };
+    let slack = FLOAT_SLACK * actual.abs().max(computed.abs()).max(1.0);
+    result.actual = Some(actual);
+    result.computed = Some(computed);
+    result.error = Some(error);
+    result.status = if error <= equation.tolerance + slack {
+        EvaluationStatus::Passed
+    } else {
+        EvaluationStatus::Failed
+    };
+    result
+}
+
+/// The value of an expression, or why it has none.
+pub fn value(expr: &Expr, lookup: &dyn Fn(&str) -> Option<f64>) -> Result<f64, String> {
+    let result = match expr {
+        Expr::Number(decimal) => decimal.to_f64(),
+        Expr::Name(name) => lookup(name).ok_or_else(|| format!("{name} has no value"))?,
+        Expr::Power { base, exponent } => value(base, lookup)?.powi(*exponent as i32),
+        Expr::Binary { op, left, right } => {
+            let (a, b) = (value(left, lookup)?, value(right, lookup)?);
+            match op {
+                Op::Add => a + b,
+                Op::Sub => a - b,
+                Op::Mul => a * b,
+                Op::Div | Op::Mod if b == 0.0 => {
+                    return Err(format!(
+                        "'{}' by zero (its right operand is 0)",
+                        op.symbol()
+                    ));
+                }
+                Op::Div => a / b,
+                Op::Mod => a % b,
+            }
+        }
+    };
+    if result.is_finite() {
+        Ok(result)
+    } else {
+        Err("the value is too large to compute".to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn eq(lhs: &str, rhs: &str, relation: Relation, tolerance: f64) -> EvaluatedEquation {
+        EvaluatedEquation {
+            lhs: lhs.to_owned(),
+            rhs: rhs.to_owned(),
+            relation,
+            tolerance,
+            weight: None,
+        }
+    }
+
+    #[test]
+    fn evaluation_judges_each_relation() {
+        let values: BTreeMap<String, f64> = [("a", 520.0), ("q", 10.0), ("r", 52.0), ("x", 0.0)]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        let request = EvaluateRequest {
+            equations: vec![
+                eq("a", "q * r", Relation::Equal, 0.0),
+                eq("a", "q * r + 1", Relation::Equal, 0.5),
+                eq("a", "q * r + 1", Relation::AtMost, 0.0),
+                eq("a + 3", "q * r", Relation::AtMost, 2.0),
+                eq("a", "q / x", Relation::Equal, 0.0),
+                eq("a", "b * c", Relation::Equal, 0.0),
+                eq("0.1 + 0.2", "0.3", Relation::Equal, 0.0),
+                eq("-a", "1", Relation::Equal, 0.0),
+                eq("7 % 3", "1", Relation::Equal, 0.0),
+            ],
+            values,
+        };
+        let result = evaluate(&request);
+        let statuses: Vec<_> = result.results.iter().map(|r| r.status).collect();
+        use EvaluationStatus::*;
+        assert_eq!(
+            statuses,
+            [
+                Passed,
+                Failed,
+                Passed,
+                Failed,
+                Error,
+                MissingValues,
+                Passed,
+                Error,
+                Passed
+            ]
+        );
+        assert!(!result.all_passed);
+        assert_eq!(result.results[1].error, Some(1.0));
+        assert_eq!(result.results[3].error, Some(3.0));
+        assert_eq!(result.results[5].missing, ["b", "c"]);
+        assert!(
+            result.results[4]
+                .message
+                .as_deref()
+                .unwrap()
+                .contains("by zero")
+        );
+        assert!(
+            result.results[7]
+                .message
+                .as_deref()
+                .unwrap()
+                .contains("lhs column 1")
+        );
+    }
+
+    #[test]
+    fn validation_lists_problems_per_side() {
+        let result = validate(&[
+            ExpressionPair {
+                lhs: "total".into(),
+                rhs: "taxable + tax".into(),
+                relation: None,
+            },
+            ExpressionPair {
+                lhs: "x ** y".into(),
+                rhs: "-base * 0.1".into(),
+                relation: None,
+            },
+        ]);
+        assert!(!result.valid);
+        assert!(result.equations[0].errors.is_empty());
+        let details = &result.equations[1].details;
+        assert_eq!(details.len(), 2);
+        assert_eq!((details[0].side, details[0].column), (Side::Lhs, 6));
+        assert_eq!((details[1].side, details[1].column), (Side::Rhs, 1));
+        assert!(result.equations[1].errors[1].starts_with("rhs column 1, at '-'"));
+    }
+}

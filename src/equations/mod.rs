@@ -1,0 +1,327 @@
+//! The equation tools: check, evaluate, correct and optimise systems of
+//! arithmetic equations over named values.
+//!
+//! - [`validate`] parses each side of each equation ([`parse`]) and says
+//!   what is wrong and where.
+//! - [`evaluate`] computes both sides from given values in real units.
+//! - [`Equations::correct`] compiles the equations and observed values to a
+//!   MiniZinc model over scaled integers ([`compile`], [`model`]: the
+//!   trade-off between confidence and weight is documented there), solves
+//!   it on the managed runtime through [`MiniZinc::solve`] and returns the
+//!   corrected free values in real units.
+//! - [`Equations::optimize`] does the same for an objective with hard and
+//!   soft constraints.
+//!
+//! A malformed or uncompilable equation is a result with status
+//! `INVALID_EQUATION` and the positions, never an error; argument problems
+//! (a bound out of range, a bad timeout) are [`ToolError`]s raised before
+//! anything runs. No process is started here except through the MiniZinc
+//! service.
+
+pub mod compile;
+pub mod evaluate;
+pub mod model;
+pub mod parse;
+pub mod report;
+pub mod request;
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+pub use evaluate::{
+    EquationCheck, EquationEvaluation, EvaluationResult, EvaluationStatus, ValidationResult,
+    evaluate, validate,
+};
+pub use request::{CorrectRequest, EvaluateRequest, OptimizeRequest, ValidateRequest};
+
+use crate::diagnostics::{Category, Diagnostic, ToolError};
+use crate::minizinc::{MiniZinc, SolveControls, SolveRequest, SolveResult, Sources};
+use crate::progress::{Progress, Stage};
+use compile::ModelVar;
+use request::SolverSettings;
+
+/// The outcome of a correction or an optimisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum EquationStatus {
+    /// The best values, proven best.
+    Optimal,
+    /// Values that satisfy the hard constraints, not proven best (the time
+    /// ran out).
+    Feasible,
+    /// The hard constraints (bounds, pinned values, divisors) contradict.
+    Infeasible,
+    /// No answer: the time ran out first, or the solver failed (see
+    /// `diagnostic`).
+    Unknown,
+    /// An expression does not parse or cannot be compiled (see `errors`).
+    InvalidEquation,
+}
+
+impl EquationStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EquationStatus::Optimal => "OPTIMAL",
+            EquationStatus::Feasible => "FEASIBLE",
+            EquationStatus::Infeasible => "INFEASIBLE",
+            EquationStatus::Unknown => "UNKNOWN",
+            EquationStatus::InvalidEquation => "INVALID_EQUATION",
+        }
+    }
+}
+
+/// Outcome of `correct_values`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct CorrectionResult {
+    pub status: EquationStatus,
+    /// Every free (not fixed) variable, in real units; empty unless
+    /// OPTIMAL or FEASIBLE.
+    pub corrected: BTreeMap<String, f64>,
+    /// The free variables whose corrected value differs from `obs`, each
+    /// with its observed value.
+    pub changed: BTreeMap<String, f64>,
+    /// The minimised total (equation penalties plus observation pulls, in
+    /// scaled units); 0 means every equation holds and nothing moved.
+    pub penalty: Option<i64>,
+    /// With INVALID_EQUATION: one line per problem, with its place
+    /// (`equations[1] rhs column 1, at '-': …`).
+    pub errors: Vec<String>,
+    /// The MiniZinc solver that ran.
+    pub solver: Option<String>,
+    /// The generated MiniZinc model (run it with plain `minizinc`).
+    pub model: Option<String>,
+    /// `null` on OPTIMAL; otherwise what to act on.
+    pub diagnostic: Option<Diagnostic>,
+}
+
+/// Outcome of `optimize_expression`.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct OptimizationResult {
+    pub status: EquationStatus,
+    /// Every variable, in real units; empty unless OPTIMAL or FEASIBLE.
+    pub values: BTreeMap<String, f64>,
+    /// The objective computed from `values` in real units (soft-constraint
+    /// penalties not included).
+    pub objective_value: Option<f64>,
+    /// The solver's objective: the objective in steps of its scale, minus
+    /// (maximize) or plus (minimize) the soft penalties.
+    pub solver_objective: Option<i64>,
+    /// With INVALID_EQUATION: one line per problem, with its place.
+    pub errors: Vec<String>,
+    pub solver: Option<String>,
+    pub model: Option<String>,
+    pub diagnostic: Option<Diagnostic>,
+}
+
+/// Corrects and optimises on one MiniZinc runtime.
+#[derive(Debug, Clone)]
+pub struct Equations {
+    minizinc: MiniZinc,
+}
+
+/// What a finished solve produced, read back.
+struct Outcome {
+    status: EquationStatus,
+    values: BTreeMap<String, f64>,
+    objective: Option<i64>,
+    solver: String,
+    diagnostic: Option<Diagnostic>,
+}
+
+impl Equations {
+    pub fn new(minizinc: MiniZinc) -> Self {
+        Equations { minizinc }
+    }
+
+    /// `correct_values`.
+    pub async fn correct(
+        &self,
+        request: &CorrectRequest,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<CorrectionResult, ToolError> {
+        progress.report(Stage::Validating, "checking the variables and equations");
+        request.validate()?;
+        let built = match model::correction(request) {
+            Ok(built) => built,
+            Err(errors) => {
+                return Ok(CorrectionResult {
+                    status: EquationStatus::InvalidEquation,
+                    corrected: BTreeMap::new(),
+                    changed: BTreeMap::new(),
+                    penalty: None,
+                    diagnostic: Some(invalid_diagnostic(&errors)),
+                    errors,
+                    solver: None,
+                    model: None,
+                });
+            }
+        };
+        let outcome = self
+            .run(&built, &request.settings(), progress, cancel)
+            .await?;
+        let changed = outcome
+            .values
+            .iter()
+            .filter_map(|(name, value)| {
+                let variable = request.variables.get(name)?;
+                let moved = (variable.obs - value).abs() > 0.5 / variable.mult_factor as f64;
+                moved.then(|| (name.clone(), variable.obs))
+            })
+            .collect();
+        Ok(CorrectionResult {
+            status: outcome.status,
+            corrected: outcome.values,
+            changed,
+            penalty: outcome.objective,
+            errors: Vec::new(),
+            solver: Some(outcome.solver),
+            model: Some(built.text),
+            diagnostic: outcome.diagnostic,
+        })
+    }
+
+    /// `optimize_expression`.
+    pub async fn optimize(
+        &self,
+        request: &OptimizeRequest,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<OptimizationResult, ToolError> {
+        progress.report(Stage::Validating, "checking the variables and constraints");
+        request.validate()?;
+        let built = match model::optimisation(request) {
+            Ok(built) => built,
+            Err(errors) => {
+                return Ok(OptimizationResult {
+                    status: EquationStatus::InvalidEquation,
+                    values: BTreeMap::new(),
+                    objective_value: None,
+                    solver_objective: None,
+                    diagnostic: Some(invalid_diagnostic(&errors)),
+                    errors,
+                    solver: None,
+                    model: None,
+                });
+            }
+        };
+        let outcome = self
+            .run(&built, &request.settings(), progress, cancel)
+            .await?;
+        let objective_value = if outcome.values.is_empty() {
+            None
+        } else {
+            parse::parse(&request.objective.expr).ok().and_then(|expr| {
+                evaluate::value(&expr, &|name| outcome.values.get(name).copied()).ok()
+            })
+        };
+        Ok(OptimizationResult {
+            status: outcome.status,
+            values: outcome.values,
+            objective_value,
+            solver_objective: outcome.objective,
+            errors: Vec::new(),
+            solver: Some(outcome.solver),
+            model: Some(built.text),
+            diagnostic: outcome.diagnostic,
+        })
+    }
+
+    async fn run(
+        &self,
+        built: &model::Built,
+        settings: &SolverSettings<'_>,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<Outcome, ToolError> {
+        let timeout_ms = settings.validate()?;
+        let request = SolveRequest {
+            sources: Sources::Inline {
+                model: built.text.clone(),
+                data: None,
+                checker: None,
+            },
+            solver: settings.solver.map(str::to_owned),
+            timeout_ms,
+            controls: SolveControls {
+                parallel: settings.num_workers,
+                ..SolveControls::default()
+            },
+        };
+        let result = self.minizinc.solve(&request, progress, cancel).await?;
+        Ok(read_outcome(&result, &built.outputs))
+    }
+}
+
+fn invalid_diagnostic(errors: &[String]) -> Diagnostic {
+    Diagnostic::new(
+        Category::InvalidRequest,
+        format!(
+            "{} problem(s) in the expressions; nothing was solved: {}",
+            errors.len(),
+            errors.first().map(String::as_str).unwrap_or("")
+        ),
+    )
+}
+
+fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> Outcome {
+    let has_solution = result.solution.is_some();
+    let status = match result.status.as_str() {
+        "optimal" => EquationStatus::Optimal,
+        "satisfied" => EquationStatus::Feasible,
+        "timeout" if has_solution => EquationStatus::Feasible,
+        "unsatisfiable" => EquationStatus::Infeasible,
+        _ => EquationStatus::Unknown,
+    };
+    let mut values = BTreeMap::new();
+    let mut diagnostic = result.diagnostic.clone();
+    if matches!(status, EquationStatus::Optimal | EquationStatus::Feasible) {
+        let solution = result.solution.clone().unwrap_or_default();
+        for (name, var) in outputs {
+            match solution.get(&var.ident).and_then(serde_json::Value::as_i64) {
+                Some(scaled) => {
+                    values.insert(name.clone(), scaled as f64 / var.mult as f64);
+                }
+                None => {
+                    diagnostic = Some(Diagnostic::new(
+                        Category::Unknown,
+                        format!("the solver's answer has no value for {name}; see the model"),
+                    ));
+                }
+            }
+        }
+    }
+    if status == EquationStatus::Infeasible {
+        diagnostic = Some(Diagnostic::new(
+            Category::Infeasible,
+            format!(
+                "no values satisfy the hard constraints together with the bounds, the fixed values and the non-zero divisors (or every answer needs a scaled value or penalty total beyond ±{})",
+                request::INT_LIMIT
+            ),
+        ));
+    }
+    if status == EquationStatus::Unknown && diagnostic.is_none() {
+        diagnostic = Some(Diagnostic::new(
+            Category::Unknown,
+            format!(
+                "the solver ended with status {}: {}",
+                result.status,
+                result.stderr.trim()
+            ),
+        ));
+    }
+    let objective = result
+        .objective
+        .as_ref()
+        .and_then(serde_json::Number::as_i64);
+    Outcome {
+        status,
+        values,
+        objective,
+        solver: result.solver.clone(),
+        diagnostic,
+    }
+}

@@ -1,0 +1,420 @@
+//! The two MiniZinc models the equation tools generate: value correction
+//! (`correct_values`) and expression optimisation (`optimize_expression`).
+//!
+//! **How confidence and weight trade off** (`correct_values`). The model
+//! minimises, in scaled integers,
+//!
+//! ```text
+//!   Σ over equations   weight × max(0, |residual| − tolerance)      (== ; <= and >= count only
+//!                                                                   the side that breaks them)
+//! + Σ over free vars   round(100 × confidence) × |x × mult − obs × mult|
+//! ```
+//!
+//! where an equation's residual counts steps of its finest scale (see
+//! [`super::compile`]). So moving a variable by one scaled unit (one cent
+//! at `mult_factor` 100) costs `round(100 × confidence)`, at most 100,
+//! and leaving an equation off by one scaled unit costs its `weight`
+//! (default 1000). With the defaults an equation always outweighs one
+//! fully trusted observation, unit for unit; when the equations cannot all
+//! hold, the values with the lowest confidence move first. A variable with
+//! confidence 0 is not pulled at all: it takes whatever value the equations
+//! prefer (any one of them when several are equally good).
+//!
+//! `optimize_expression` maximises (minimises) the objective counted in
+//! steps of its own scale, minus (plus) `weight × violation` of each soft
+//! constraint; hard constraints hold within their tolerance.
+//!
+//! Both searches first branch on each soft equation's excess, trying 0
+//! first (the equation holds exactly, which propagates through it), then
+//! on the decision variables; both by halving domains (`indomain_split`),
+//! which reaches a value among billions in a few dozen steps.
+
+use std::collections::BTreeMap;
+
+use super::compile::{CompileError, ModelText, ModelVar, Residual, Term, comment, ident};
+use super::evaluate::parse_sides;
+use super::parse::{self, Expr};
+use super::request::{
+    CorrectRequest, Direction, Equation, INT_LIMIT, OptimizeRequest, Relation, Scaled, scale_value,
+    scaled_domain,
+};
+
+/// A generated model and what is needed to read its solution.
+#[derive(Debug)]
+pub struct Built {
+    pub text: String,
+    /// The variables to read back, by user name.
+    pub outputs: BTreeMap<String, ModelVar>,
+}
+
+/// Every problem that makes the equations unusable, one line each
+/// (`equations[1] rhs column 1, at '-': …`).
+pub type Invalid = Vec<String>;
+
+/// How much one scaled unit of distance from an observation costs.
+pub fn pull(confidence: f64) -> i64 {
+    (confidence * 100.0).round() as i64
+}
+
+fn parse_all(path: &str, equations: &[Equation], invalid: &mut Invalid) -> Vec<(Expr, Expr)> {
+    let mut parsed = Vec::new();
+    for (index, equation) in equations.iter().enumerate() {
+        match parse_sides(&equation.lhs, &equation.rhs) {
+            Ok(sides) => parsed.push(sides),
+            Err(errors) => invalid.extend(
+                errors
+                    .iter()
+                    .map(|error| format!("{path}[{index}] {}", error.line())),
+            ),
+        }
+    }
+    parsed
+}
+
+/// Declares the soft penalty of one equation: the variable holding its
+/// excess over the tolerance and the weighted term; `None` when its
+/// weight is 0.
+fn penalty(
+    text: &mut ModelText,
+    equation: &Equation,
+    residual: &Residual,
+) -> Option<(String, String)> {
+    if equation.weight == 0 {
+        return None;
+    }
+    let r = &residual.term;
+    let tolerance = equation.tolerance;
+    let excess = match equation.relation {
+        Relation::Equal => format!("max(0, abs({r}) - {tolerance})"),
+        Relation::AtMost => format!("max(0, {r} - {tolerance})"),
+        Relation::AtLeast => format!("max(0, (-{r}) - {tolerance})"),
+    };
+    let name = text.define(0, &excess);
+    let term = format!("{} * {name}", equation.weight);
+    Some((name, term))
+}
+
+/// Adds one equation's compilation, or its error, with its comment.
+fn compile_equation(
+    text: &mut ModelText,
+    path: &str,
+    index: usize,
+    equation: &Equation,
+    sides: &(Expr, Expr),
+    lookup: &dyn Fn(&str) -> Option<ModelVar>,
+    invalid: &mut Invalid,
+) -> Option<Residual> {
+    text.line(format!(
+        "% {path}[{index}]: {} {} {} (weight {}, tolerance {})",
+        comment(&equation.lhs),
+        equation.relation.symbol(),
+        comment(&equation.rhs),
+        equation.weight,
+        equation.tolerance
+    ));
+    match text.relation(&sides.0, equation.relation, &sides.1, lookup) {
+        Ok(residual) => Some(residual),
+        Err(CompileError(message)) => {
+            invalid.push(format!("{path}[{index}]: {message}"));
+            None
+        }
+    }
+}
+
+/// The search: first the soft excesses, each tried at 0 first (the
+/// equation holds, which propagates through it), then the decision
+/// variables; both by halving domains.
+fn search(excesses: &[String], vars: &[String]) -> String {
+    let phases: Vec<String> = [excesses, vars]
+        .into_iter()
+        .filter(|group| !group.is_empty())
+        .map(|group| {
+            format!(
+                "int_search([{}], input_order, indomain_split, complete)",
+                group.join(", ")
+            )
+        })
+        .collect();
+    if phases.is_empty() {
+        String::new()
+    } else {
+        format!(":: seq_search([{}]) ", phases.join(", "))
+    }
+}
+
+/// The value-correction model.
+pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
+    let mut invalid = Invalid::new();
+    let parsed = parse_all("equations", &request.equations, &mut invalid);
+    if !invalid.is_empty() {
+        return Err(invalid);
+    }
+    let mut text = ModelText::default();
+    text.line("% generated by solvergate correct_values: every value is scaled by its mult_factor");
+    let mut vars = BTreeMap::new();
+    let mut outputs = BTreeMap::new();
+    let mut pulls = Vec::new();
+    let mut free = Vec::new();
+    for (name, variable) in &request.variables {
+        let (Ok(Scaled { mult, low, high }), Ok(obs)) = (
+            scaled_domain(name, variable.mult_factor, variable.min, variable.max),
+            scale_value(name, "obs", variable.obs, variable.mult_factor),
+        ) else {
+            // The request was validated; keep going defensively.
+            invalid.push(format!("variables.{name}: out of range"));
+            continue;
+        };
+        let var = ModelVar {
+            ident: ident(name),
+            mult,
+        };
+        if variable.fixed {
+            text.line(format!(
+                "int: {} = {obs};  % fixed: {name} = {}",
+                var.ident, variable.obs
+            ));
+        } else {
+            text.line(format!(
+                "var {low}..{high}: {};  % {name}, observed {} (confidence {})",
+                var.ident, variable.obs, variable.confidence
+            ));
+            let weight = pull(variable.confidence);
+            if weight > 0 {
+                pulls.push(format!(
+                    "{weight} * abs({} - {})",
+                    var.ident,
+                    Term::Lit(obs)
+                ));
+            }
+            free.push(var.ident.clone());
+            outputs.insert(name.clone(), var.clone());
+        }
+        vars.insert(name.clone(), var);
+    }
+    let lookup = |name: &str| vars.get(name).cloned();
+    let mut terms = Vec::new();
+    let mut excesses = Vec::new();
+    for (index, (equation, sides)) in request.equations.iter().zip(&parsed).enumerate() {
+        let residual = compile_equation(
+            &mut text,
+            "equations",
+            index,
+            equation,
+            sides,
+            &lookup,
+            &mut invalid,
+        );
+        if let Some(residual) = residual
+            && let Some((excess, term)) = penalty(&mut text, equation, &residual)
+        {
+            excesses.push(excess);
+            terms.push(term);
+        }
+    }
+    if !invalid.is_empty() {
+        return Err(invalid);
+    }
+    terms.extend(pulls);
+    if terms.is_empty() {
+        terms.push("0".to_owned());
+    }
+    text.line("% equation penalties, then the pull of each observation");
+    text.line(format!(
+        "var 0..{INT_LIMIT}: total_penalty = {};",
+        terms.join(" + ")
+    ));
+    text.line(format!(
+        "solve {}minimize total_penalty;",
+        search(&excesses, &free)
+    ));
+    Ok(Built {
+        text: text.finish(),
+        outputs,
+    })
+}
+
+/// The optimisation model; also returns the objective's scale.
+pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
+    let mut invalid = Invalid::new();
+    let objective = match parse::parse(&request.objective.expr) {
+        Ok(expr) => Some(expr),
+        Err(error) => {
+            invalid.push(format!("objective.expr {error}"));
+            None
+        }
+    };
+    let hard = parse_all("hard_constraints", &request.hard_constraints, &mut invalid);
+    let soft = parse_all("soft_constraints", &request.soft_constraints, &mut invalid);
+    let Some(objective) = objective else {
+        return Err(invalid);
+    };
+    if !invalid.is_empty() {
+        return Err(invalid);
+    }
+    let mut text = ModelText::default();
+    text.line(
+        "% generated by solvergate optimize_expression: every value is scaled by its mult_factor",
+    );
+    let mut vars = BTreeMap::new();
+    for (name, variable) in &request.variables {
+        let Ok(Scaled { mult, low, high }) =
+            scaled_domain(name, variable.mult_factor, variable.min, variable.max)
+        else {
+            invalid.push(format!("variables.{name}: out of range"));
+            continue;
+        };
+        let var = ModelVar {
+            ident: ident(name),
+            mult,
+        };
+        text.line(format!("var {low}..{high}: {};  % {name}", var.ident));
+        vars.insert(name.clone(), var);
+    }
+    let lookup = |name: &str| vars.get(name).cloned();
+    for (index, (equation, sides)) in request.hard_constraints.iter().zip(&hard).enumerate() {
+        let residual = compile_equation(
+            &mut text,
+            "hard_constraints",
+            index,
+            equation,
+            sides,
+            &lookup,
+            &mut invalid,
+        );
+        if let Some(Residual { term, .. }) = residual {
+            let tolerance = equation.tolerance;
+            text.line(match (equation.relation, tolerance) {
+                (Relation::Equal, 0) => format!("constraint {term} = 0;"),
+                (Relation::Equal, _) => format!("constraint abs({term}) <= {tolerance};"),
+                (Relation::AtMost, _) => format!("constraint {term} <= {tolerance};"),
+                (Relation::AtLeast, _) => format!("constraint {term} >= -{tolerance};"),
+            });
+        }
+    }
+    let mut penalties = Vec::new();
+    let mut excesses = Vec::new();
+    for (index, (equation, sides)) in request.soft_constraints.iter().zip(&soft).enumerate() {
+        let residual = compile_equation(
+            &mut text,
+            "soft_constraints",
+            index,
+            equation,
+            sides,
+            &lookup,
+            &mut invalid,
+        );
+        if let Some(residual) = residual
+            && let Some((excess, term)) = penalty(&mut text, equation, &residual)
+        {
+            excesses.push(excess);
+            penalties.push(term);
+        }
+    }
+    text.line(format!(
+        "% objective: {} {}",
+        match request.objective.direction {
+            Direction::Maximize => "maximize",
+            Direction::Minimize => "minimize",
+        },
+        comment(&request.objective.expr)
+    ));
+    let objective = match text.objective(&objective, &lookup) {
+        Ok(compiled) => Some(compiled),
+        Err(CompileError(message)) => {
+            invalid.push(format!("objective.expr: {message}"));
+            None
+        }
+    };
+    let Some((objective, scale)) = objective else {
+        return Err(invalid);
+    };
+    if !invalid.is_empty() {
+        return Err(invalid);
+    }
+    let (sign, direction) = match request.objective.direction {
+        Direction::Maximize => ("-", "maximize"),
+        Direction::Minimize => ("+", "minimize"),
+    };
+    let mut total = objective.to_string();
+    for term in &penalties {
+        total.push_str(&format!(" {sign} {term}"));
+    }
+    text.line(format!(
+        "var -{INT_LIMIT}..{INT_LIMIT}: objective = {total};  % in steps of 1/{scale}"
+    ));
+    let decisions: Vec<String> = vars.values().map(|v| v.ident.clone()).collect();
+    text.line(format!(
+        "solve {}{direction} objective;",
+        search(&excesses, &decisions)
+    ));
+    Ok(Built {
+        text: text.finish(),
+        outputs: vars,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confidence_pulls_at_most_as_hard_as_a_tenth_of_a_default_weight() {
+        assert_eq!(pull(0.0), 0);
+        assert_eq!(pull(0.3), 30);
+        assert_eq!(pull(1.0), 100);
+        assert!(pull(1.0) * 10 == 1000);
+    }
+
+    #[test]
+    fn the_seed_model_pins_fixed_values_and_pulls_free_ones() {
+        let request: CorrectRequest = serde_json::from_value(serde_json::json!({
+            "variables": {
+                "gross_amount": {"obs": 500, "confidence": 0.3, "mult_factor": 100, "min": 0, "max": 100000},
+                "quantity": {"obs": 10, "fixed": true},
+                "rate_per_pc": {"obs": 52, "mult_factor": 100, "fixed": true}
+            },
+            "equations": [{"lhs": "gross_amount", "rhs": "quantity * rate_per_pc", "relation": "==", "weight": 1000}]
+        }))
+        .unwrap();
+        let built = correction(&request).unwrap();
+        assert!(
+            built.text.contains("int: v_quantity = 10;"),
+            "{}",
+            built.text
+        );
+        assert!(built.text.contains("int: v_rate_per_pc = 5200;"));
+        assert!(built.text.contains("var 0..10000000: v_gross_amount;"));
+        assert!(built.text.contains("30 * abs(v_gross_amount - 50000)"));
+        assert_eq!(built.outputs.keys().collect::<Vec<_>>(), ["gross_amount"]);
+    }
+
+    #[test]
+    fn every_bad_equation_is_reported_with_its_place() {
+        let request: CorrectRequest = serde_json::from_value(serde_json::json!({
+            "variables": {"a": {"obs": 1}},
+            "equations": [
+                {"lhs": "a", "rhs": "-a"},
+                {"lhs": "a ** b", "rhs": "(a"},
+                {"lhs": "a", "rhs": "zz"}
+            ]
+        }))
+        .unwrap();
+        let invalid = correction(&request).unwrap_err();
+        assert_eq!(invalid.len(), 3, "{invalid:?}");
+        assert!(invalid[0].starts_with("equations[0] rhs column 1, at '-'"));
+        assert!(invalid[1].starts_with("equations[1] lhs column 6"));
+        assert!(invalid[2].starts_with("equations[1] rhs column 3, at the end"));
+        let request: CorrectRequest = serde_json::from_value(serde_json::json!({
+            "variables": {"a": {"obs": 1}},
+            "equations": [{"lhs": "a", "rhs": "zz"}]
+        }))
+        .unwrap();
+        let invalid = correction(&request).unwrap_err();
+        assert_eq!(
+            invalid,
+            [
+                "equations[0]: unknown variable 'zz': add it to variables (with its mult_factor and bounds)"
+            ]
+        );
+    }
+}

@@ -1,0 +1,137 @@
+//! The four equation tools: check and evaluate equations without a solver,
+//! correct observed values and optimise an expression on the MiniZinc
+//! runtime. Adapters only: the shapes, checks and models live in
+//! [`crate::equations`].
+
+use rmcp::handler::server::common::schema_for_output;
+use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, tool, tool_router};
+
+use super::SolvergateServer;
+use super::args::{self, IntoRequest};
+use crate::diagnostics::ToolError;
+use crate::equations::{
+    self, CorrectRequest, CorrectionResult, EvaluateRequest, EvaluationResult, OptimizationResult,
+    OptimizeRequest, ValidateRequest, ValidationResult, report,
+};
+
+impl IntoRequest for ValidateRequest {
+    type Request = ValidateRequest;
+
+    fn into_request(self) -> Result<ValidateRequest, ToolError> {
+        Ok(self)
+    }
+}
+
+impl IntoRequest for EvaluateRequest {
+    type Request = EvaluateRequest;
+
+    fn into_request(self) -> Result<EvaluateRequest, ToolError> {
+        self.validate()?;
+        Ok(self)
+    }
+}
+
+impl IntoRequest for CorrectRequest {
+    type Request = CorrectRequest;
+
+    fn into_request(self) -> Result<CorrectRequest, ToolError> {
+        self.validate()?;
+        Ok(self)
+    }
+}
+
+impl IntoRequest for OptimizeRequest {
+    type Request = OptimizeRequest;
+
+    fn into_request(self) -> Result<OptimizeRequest, ToolError> {
+        self.validate()?;
+        Ok(self)
+    }
+}
+
+#[tool_router(router = equation_router, vis = "pub(super)")]
+impl SolvergateServer {
+    #[tool(
+        description = "Correct values read from a document (OCR, forms) so they satisfy known equations, e.g. gross = quantity * rate. Each variable has its observed value obs, a confidence 0-1 (how hard it resists change), a mult_factor that scales it to integers (100 for amounts with cents, 1 for counts), optional min/max and fixed (pinned, not returned). Each equation has lhs, rhs (+ - * / % ** with constant integer exponents, parentheses; no unary minus: write (0 - x)), relation ==/<=/>=, weight (default 1000, cost per scaled unit of violation) and tolerance (scaled units). Moving a value one scaled unit costs round(100 x confidence). Solved exactly on the MiniZinc runtime; returns status (OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN, INVALID_EQUATION) and corrected values of the free variables in real units.",
+        input_schema = args::schema::<CorrectRequest>(),
+        output_schema = schema_for_output::<CorrectionResult>()
+    )]
+    async fn correct_values(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.long_call::<CorrectRequest, _>(
+            "correct_values",
+            arguments,
+            &context,
+            async |request, progress, cancel| {
+                self.equations.correct(&request, progress, cancel).await
+            },
+            report::correction,
+        )
+        .await
+    }
+
+    #[tool(
+        description = "Check the syntax of equations (lhs, rhs) without solving: each gets an errors list (empty when valid) naming the side, the column and the offending text. Catches unary minus/plus (write (0 - x)), non-constant or non-positive exponents of **, and syntax errors. Call before correct_values or optimize_expression.",
+        input_schema = args::schema::<ValidateRequest>(),
+        output_schema = schema_for_output::<ValidationResult>()
+    )]
+    async fn validate_equations(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.quick_call::<ValidateRequest, _>(
+            arguments,
+            &context,
+            async |request, _cancel| Ok(equations::validate(&request.equations)),
+            report::validation,
+        )
+        .await
+    }
+
+    #[tool(
+        description = "Evaluate equations with given values (real units) and say per equation whether it holds: status passed, failed, missing_values (a variable has no value) or error (does not parse, division by zero), with actual (lhs value), computed (rhs value), error (the difference beyond the relation) and the tolerance (real units). No solver runs; use it to decide whether correct_values is needed.",
+        input_schema = args::schema::<EvaluateRequest>(),
+        output_schema = schema_for_output::<EvaluationResult>()
+    )]
+    async fn evaluate_equations(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.quick_call::<EvaluateRequest, _>(
+            arguments,
+            &context,
+            async |request, _cancel| Ok(equations::evaluate(&request)),
+            report::evaluation,
+        )
+        .await
+    }
+
+    #[tool(
+        description = "Maximise or minimise an arithmetic expression over bounded variables (min, max, mult_factor) subject to hard constraints (must hold; contradictory ones give INFEASIBLE) and soft constraints (weight per scaled unit of violation, subtracted from a maximised objective or added to a minimised one). Same expression syntax as correct_values. Returns status, every variable in real units and objective_value recomputed from them.",
+        input_schema = args::schema::<OptimizeRequest>(),
+        output_schema = schema_for_output::<OptimizationResult>()
+    )]
+    async fn optimize_expression(
+        &self,
+        arguments: JsonObject,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.long_call::<OptimizeRequest, _>(
+            "optimize_expression",
+            arguments,
+            &context,
+            async |request, progress, cancel| {
+                self.equations.optimize(&request, progress, cancel).await
+            },
+            report::optimisation,
+        )
+        .await
+    }
+}

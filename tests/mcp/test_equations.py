@@ -1,0 +1,320 @@
+"""The four equation tools through the real client on the real runtime:
+the reference's value correction (520.0), a misread invoice with two wrong
+fields, an optimisation whose answer is checked by hand, contradictory
+hard constraints, malformed expressions with their positions, a solve out
+of time, validation, evaluation, argument errors and the toolsets.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from helpers import call_error, call_ok, result_text
+
+pytestmark = pytest.mark.anyio
+
+EQUATION_TOOLS = {"correct_values", "validate_equations", "evaluate_equations", "optimize_expression"}
+
+SEED = {
+    "variables": {
+        "gross_amount": {"obs": 500, "confidence": 0.3, "mult_factor": 100, "min": 0, "max": 100000, "fixed": False},
+        "quantity": {"obs": 10, "mult_factor": 1, "fixed": True},
+        "rate_per_pc": {"obs": 52, "mult_factor": 100, "fixed": True},
+    },
+    "equations": [
+        {"lhs": "gross_amount", "rhs": "quantity * rate_per_pc", "relation": "==", "weight": 1000, "tolerance": 0}
+    ],
+    "timeout_seconds": 5,
+    "num_workers": 2,
+}
+
+#: net (564.00 for 546.00) and gross (694.74 for 649.74) misread; the line
+#: item and the tax rate are pinned, so the equations determine the rest.
+INVOICE = {
+    "variables": {
+        "quantity": {"obs": 12, "fixed": True},
+        "unit_price": {"obs": 45.5, "mult_factor": 100, "fixed": True},
+        "tax_rate": {"obs": 0.19, "mult_factor": 100, "fixed": True},
+        "net": {"obs": 564.0, "confidence": 0.4, "mult_factor": 100, "max": 100000},
+        "tax": {"obs": 103.74, "confidence": 0.8, "mult_factor": 100, "max": 100000},
+        "gross": {"obs": 694.74, "confidence": 0.4, "mult_factor": 100, "max": 100000},
+    },
+    "equations": [
+        {"lhs": "net", "rhs": "quantity * unit_price"},
+        {"lhs": "tax", "rhs": "net * tax_rate"},
+        {"lhs": "gross", "rhs": "net + tax"},
+    ],
+}
+
+#: Maximise units × price with units + price <= 120 and a soft cap price <= 50
+#: (500 per cent above it). units is whole, price in cents; by hand: with
+#: price <= 50 the best is units 70, price 50 (3500); raising price above 50
+#: gains at most 69 per cent and costs 500, so 3500 is optimal.
+OPTIMISATION = {
+    "variables": {
+        "units": {"min": 0, "max": 1000, "mult_factor": 1},
+        "price": {"min": 0, "max": 500, "mult_factor": 100},
+    },
+    "objective": {"expr": "units * price", "direction": "maximize"},
+    "hard_constraints": [{"lhs": "units + price", "rhs": "120", "relation": "<="}],
+    "soft_constraints": [{"lhs": "price", "rhs": "50", "relation": "<=", "weight": 500, "tolerance": 0}],
+    "timeout_seconds": 10,
+}
+
+
+async def test_equation_tools_are_full_only(harness, full):
+    names = {tool.name for tool in (await full.session.list_tools()).tools}
+    assert EQUATION_TOOLS <= names
+    async with harness.open("core") as core:
+        core_names = {tool.name for tool in (await core.session.list_tools()).tools}
+    assert not (EQUATION_TOOLS & core_names)
+
+
+async def test_schemas_name_the_reference_fields(full):
+    tools = {t.name: t for t in (await full.session.list_tools()).tools}
+    correct = tools["correct_values"]
+    assert set(correct.input_schema["required"]) == {"variables", "equations"}
+    assert {"timeout_seconds", "num_workers"} <= set(correct.input_schema["properties"])
+    assert {"status", "corrected"} <= set(correct.output_schema["properties"])
+    optimize = tools["optimize_expression"]
+    assert {"hard_constraints", "soft_constraints", "objective"} <= set(optimize.input_schema["properties"])
+    assert {"status", "values", "objective_value"} <= set(optimize.output_schema["properties"])
+
+
+async def test_correct_values_gives_the_reference_answer(full):
+    result = await full.session.call_tool("correct_values", SEED)
+    data = call_result(result)
+    assert data["status"] == "OPTIMAL"
+    assert data["corrected"] == {"gross_amount": 520.0}
+    assert data["changed"] == {"gross_amount": 500.0}
+    assert data["diagnostic"] is None
+    text = result_text(result)
+    assert text.startswith("OPTIMAL") and "gross_amount  520" in text
+
+
+def call_result(result):
+    assert not result.is_error, result_text(result)
+    return result.structured_content
+
+
+async def test_correct_values_fixes_two_misread_invoice_fields(full):
+    data = await call_ok(full.session, "correct_values", INVOICE)
+    assert data["status"] == "OPTIMAL"
+    assert data["corrected"] == {"net": 546.0, "tax": 103.74, "gross": 649.74}
+    assert set(data["changed"]) == {"net", "gross"}
+    # The corrected values satisfy every equation.
+    values = {name: spec["obs"] for name, spec in INVOICE["variables"].items()} | data["corrected"]
+    check = await call_ok(
+        full.session, "evaluate_equations", {"equations": INVOICE["equations"], "values": values}
+    )
+    assert check["all_passed"], check
+
+
+async def test_confidence_decides_which_value_moves(full):
+    """Two observations that contradict a hard-weighted equation: the less
+    trusted one moves, whichever of the two it is."""
+    for trusted, doubted in (("a", "b"), ("b", "a")):
+        request = {
+            "variables": {
+                trusted: {"obs": 10, "confidence": 0.9},
+                doubted: {"obs": 13, "confidence": 0.1},
+            },
+            "equations": [{"lhs": "a", "rhs": "b"}],
+        }
+        data = await call_ok(full.session, "correct_values", request)
+        assert data["status"] == "OPTIMAL"
+        assert data["corrected"] == {"a": 10.0, "b": 10.0}, (trusted, data)
+        assert list(data["changed"]) == [doubted]
+
+
+async def test_tolerance_counts_scaled_units(full):
+    request = {
+        "variables": {
+            "gross": {"obs": 521.5, "confidence": 1, "mult_factor": 100},
+            "qty": {"obs": 10, "fixed": True},
+            "rate": {"obs": 52, "mult_factor": 100, "fixed": True},
+        },
+        # 200 cents of slack: 521.50 is within 2.00 of 520 and stays.
+        "equations": [{"lhs": "gross", "rhs": "qty * rate", "tolerance": 200}],
+    }
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["corrected"] == {"gross": 521.5} and data["changed"] == {}
+    request["equations"][0]["tolerance"] = 100
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["corrected"] == {"gross": 521.0}
+
+
+async def test_malformed_expressions_give_invalid_equation_with_positions(full):
+    request = copy.deepcopy(SEED)
+    request["equations"] = [
+        {"lhs": "gross_amount", "rhs": "-quantity * rate_per_pc"},
+        {"lhs": "gross_amount ** quantity", "rhs": "(quantity"},
+        {"lhs": "gross_amount", "rhs": "unknown_thing"},
+    ]
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "INVALID_EQUATION"
+    assert data["corrected"] == {}
+    assert data["errors"][0].startswith("equations[0] rhs column 1, at '-'"), data["errors"]
+    assert "(0 - x)" in data["errors"][0]
+    assert data["errors"][1].startswith("equations[1] lhs column 17, at 'quantity'"), data["errors"]
+    assert data["errors"][2].startswith("equations[1] rhs column 10, at the end"), data["errors"]
+    assert data["diagnostic"]["category"] == "invalid_request"
+    # An unknown variable is found once the syntax is right.
+    request["equations"] = [{"lhs": "gross_amount", "rhs": "unknown_thing"}]
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "INVALID_EQUATION"
+    assert "unknown variable 'unknown_thing'" in data["errors"][0]
+
+
+async def test_a_zero_fixed_divisor_is_infeasible(full):
+    request = {
+        "variables": {
+            "rate": {"obs": 5, "confidence": 0.5},
+            "total": {"obs": 100, "fixed": True},
+            "qty": {"obs": 0, "fixed": True},
+        },
+        "equations": [{"lhs": "rate", "rhs": "total / qty"}],
+    }
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "INFEASIBLE"
+    assert data["diagnostic"]["category"] == "infeasible"
+
+
+async def test_correct_values_out_of_time_is_unknown(full):
+    request = copy.deepcopy(SEED)
+    request["timeout_seconds"] = 0.001
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "UNKNOWN"
+    assert data["corrected"] == {}
+    assert data["diagnostic"]["category"] == "timeout_no_incumbent"
+
+
+async def test_optimize_expression_finds_the_optimum(full):
+    result = await full.session.call_tool("optimize_expression", OPTIMISATION)
+    data = call_result(result)
+    assert data["status"] == "OPTIMAL"
+    assert data["values"] == {"units": 70.0, "price": 50.0}
+    assert data["objective_value"] == 3500.0
+    assert result_text(result).startswith("OPTIMAL: objective 3500")
+    minimise = copy.deepcopy(OPTIMISATION)
+    minimise["objective"] = {"expr": "units + price", "direction": "minimize"}
+    minimise["hard_constraints"] = [{"lhs": "units * price", "rhs": "600", "relation": ">="}]
+    minimise["soft_constraints"] = []
+    data = await call_ok(full.session, "optimize_expression", minimise)
+    # units × price >= 600 with units whole: 24 × 25 (sum 49) is the least.
+    assert data["status"] == "OPTIMAL"
+    assert data["objective_value"] == 49.0
+    assert data["values"]["units"] * data["values"]["price"] >= 600
+
+
+async def test_contradictory_hard_constraints_are_infeasible(full):
+    request = {
+        "variables": {"x": {"max": 100}, "y": {"max": 100}},
+        "objective": {"expr": "x + y", "direction": "minimize"},
+        "hard_constraints": [
+            {"lhs": "x + y", "rhs": "10", "relation": "<="},
+            {"lhs": "x + y", "rhs": "20", "relation": ">="},
+        ],
+    }
+    data = await call_ok(full.session, "optimize_expression", request)
+    assert data["status"] == "INFEASIBLE"
+    assert data["values"] == {} and data["objective_value"] is None
+
+
+async def test_optimize_expression_statuses_for_bad_and_slow_input(full):
+    request = copy.deepcopy(OPTIMISATION)
+    request["objective"]["expr"] = "units * +price"
+    data = await call_ok(full.session, "optimize_expression", request)
+    assert data["status"] == "INVALID_EQUATION"
+    assert data["errors"][0].startswith("objective.expr column 9, at '+'"), data["errors"]
+    request = copy.deepcopy(OPTIMISATION)
+    request["objective"]["expr"] = "units / price"
+    data = await call_ok(full.session, "optimize_expression", request)
+    assert data["status"] == "INVALID_EQUATION"
+    assert "cannot divide by a variable" in data["errors"][0]
+    request = copy.deepcopy(OPTIMISATION)
+    request["timeout_seconds"] = 0.001
+    data = await call_ok(full.session, "optimize_expression", request)
+    assert data["status"] == "UNKNOWN"
+
+
+async def test_validate_equations_lists_problems_with_positions(full):
+    request = {
+        "equations": [
+            {"lhs": "total", "rhs": "taxable + tax"},
+            {"lhs": "discount", "rhs": "-base * 0.1"},
+            {"lhs": "area", "rhs": "side ** 0"},
+            {"lhs": "x", "rhs": "(" * 200 + "y" + ")" * 200},
+            {"lhs": "", "rhs": "1e999"},
+        ]
+    }
+    result = await full.session.call_tool("validate_equations", request)
+    data = call_result(result)
+    assert data["valid"] is False
+    checks = data["equations"]
+    assert checks[0]["errors"] == [] and checks[0]["details"] == []
+    assert checks[1]["details"] == [
+        {
+            "side": "rhs",
+            "column": 1,
+            "found": "-",
+            "message": "unary '-' is not supported; rewrite '-x' as '(0 - x)'",
+        }
+    ]
+    assert checks[2]["details"][0]["column"] == 9 and "exponent" in checks[2]["errors"][0]
+    assert "deeper than 64" in checks[3]["errors"][0]
+    assert [d["side"] for d in checks[4]["details"]] == ["lhs", "rhs"]
+    assert "empty" in checks[4]["errors"][0] and "too large" in checks[4]["errors"][1]
+    assert result_text(result).startswith("4 of 5 equation(s) are invalid")
+    ok = await call_ok(full.session, "validate_equations", {"equations": [{"lhs": "a", "rhs": "b ** 2 % 3"}]})
+    assert ok["valid"] is True
+
+
+async def test_evaluate_equations_judges_each_equation(full):
+    request = {
+        "equations": [
+            {"lhs": "gross_amount", "rhs": "quantity * rate_per_pc", "relation": "==", "tolerance": 0.5},
+            {"lhs": "gross_amount", "rhs": "quantity * rate_per_pc + 1", "relation": "=="},
+            {"lhs": "gross_amount", "rhs": "quantity * missing_rate"},
+            {"lhs": "gross_amount", "rhs": "quantity / zero"},
+            {"lhs": "gross_amount", "rhs": "quantity * * 2"},
+            {"lhs": "gross_amount", "rhs": "quantity * rate_per_pc", "relation": ">=", "tolerance": 0},
+        ],
+        "values": {"gross_amount": 520, "quantity": 10, "rate_per_pc": 52, "zero": 0},
+    }
+    result = await full.session.call_tool("evaluate_equations", request)
+    data = call_result(result)
+    rows = data["results"]
+    assert [row["status"] for row in rows] == ["passed", "failed", "missing_values", "error", "error", "passed"]
+    assert rows[0]["actual"] == 520 and rows[0]["computed"] == 520 and rows[0]["error"] == 0.0
+    assert rows[1]["error"] == 1.0
+    assert rows[2]["missing"] == ["missing_rate"]
+    assert "by zero" in rows[3]["message"]
+    assert rows[4]["message"].startswith("rhs column 12, at '*'")
+    assert data["all_passed"] is False
+    assert result_text(result).startswith("2 of 6 equation(s) hold.")
+
+
+@pytest.mark.parametrize(
+    ("tool", "change", "needle"),
+    [
+        ("correct_values", {"timeout": 5}, "unknown field `timeout`"),
+        ("correct_values", {"timeout_seconds": 0}, "timeout_seconds must be above 0"),
+        ("correct_values", {"num_workers": 0}, "num_workers must be from 1 to 256"),
+        ("correct_values", {"equations": []}, "equations must not be empty"),
+        ("correct_values", {"variables": {"gross amount": {"obs": 1}}}, "not usable in an expression"),
+        ("correct_values", {"variables": {"g": {"obs": 1, "min": 5, "max": 4}}}, "min is above max"),
+        ("correct_values", {"variables": {"g": {"obs": 1e12, "mult_factor": 100}}}, "integer range"),
+        ("optimize_expression", {"variables": {}}, "variables must not be empty"),
+        ("evaluate_equations", {"values": {"a": 1}, "equations": [{"lhs": "a", "rhs": "1", "tolerance": -1}]}, "tolerance"),
+    ],
+)
+async def test_bad_arguments_are_tool_errors(full, tool, change, needle):
+    base = OPTIMISATION if tool == "optimize_expression" else SEED
+    arguments = copy.deepcopy(base) if tool != "evaluate_equations" else {}
+    arguments.update(change)
+    error = await call_error(full.session, tool, arguments)
+    assert error.category == "invalid_request"
+    assert needle in error.message, error.message
