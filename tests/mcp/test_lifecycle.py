@@ -240,7 +240,7 @@ def test_stdout_is_only_jsonrpc_and_no_zombies_remain(harness, raw):
     assert not answered, f"a cancelled request got a response: {answered[0][:300]}"
     reply = server.call("tools/list")
     tools = reply["result"]["tools"]
-    assert len(tools) == 36, "8 core + 2 inspect + 8 MiniZinc job tools + 7 CP-SAT tools + 3 artifact + 4 planner + 4 equation tools"
+    assert len(tools) == 40, "8 core + 2 inspect + 8 MiniZinc job tools + 7 CP-SAT tools + 3 artifact + 4 planner + 2 unsat + 2 tabular + 4 equation tools"
     reply = server.call("no/such/method")
     assert reply["error"]["code"] == -32601
 

@@ -79,7 +79,7 @@ async def test_each_detailed_workflow_renders_with_the_problem(full, name):
     mentioned = set(re.findall(r"\b[a-z]+(?:_[a-z]+)+\b", text))
     tool_like = {word for word in mentioned if word.split("_")[0] in TOOL_VERBS}
     assert tool_like <= tools, f"{name} names tools that do not exist: {sorted(tool_like - tools)}"
-    assert "no network access" in text or name == "auto_tune_constraint_problem"
+    assert "no network access" in text
 
 
 async def test_full_renders_the_short_workflow(full):
