@@ -9,6 +9,7 @@ from helpers import SAT_MODEL, result_text
 
 pytestmark = pytest.mark.anyio
 
+#: The reference server's core profile (openconstraint-mcp `--toolset core`).
 CORE_TOOLS = {
     "check_runtime",
     "list_available_solvers",
@@ -19,9 +20,13 @@ CORE_TOOLS = {
     "run_cpsat_python",
     "run_cpsat_python_file",
 }
-FULL_ONLY = {
+#: What the reference's full profile adds: a client written for it finds
+#: every one of these names here.
+REFERENCE_FULL_ONLY = {
     "inspect_minizinc_model",
     "inspect_minizinc_files",
+    "find_unsat_core",
+    "find_unsat_core_files",
     "submit_solve_job",
     "get_solve_job",
     "cancel_solve_job",
@@ -39,20 +44,28 @@ FULL_ONLY = {
     "list_cpsat_python_jobs",
     "save_verified_minizinc_model",
     "save_verified_cpsat_python",
+    "load_tabular_data",
+    "write_tabular_result",
+}
+#: Ours, full toolset only.
+OUR_FULL_ONLY = {
     "replay_artifact",
     "plan_load",
     "explain_load_plan",
     "verify_narration",
     "save_load_plan",
-    "find_unsat_core",
-    "find_unsat_core_files",
-    "load_tabular_data",
-    "write_tabular_result",
     "correct_values",
     "validate_equations",
     "evaluate_equations",
     "optimize_expression",
 }
+FULL_ONLY = REFERENCE_FULL_ONLY | OUR_FULL_ONLY
+
+
+def test_the_reference_lists_are_whole():
+    """31 tools in the reference: 8 core, 23 more in full."""
+    assert len(CORE_TOOLS) == 8 and len(REFERENCE_FULL_ONLY) == 23
+    assert not (CORE_TOOLS & FULL_ONLY) and not (REFERENCE_FULL_ONLY & OUR_FULL_ONLY)
 
 
 async def test_initialize_names_the_server_and_gives_instructions(full):
