@@ -55,6 +55,9 @@ pub struct Settings {
     /// make a solve panic on purpose (see `minizinc::TEST_PANIC_MARKER`).
     /// Always false in a release build.
     pub test_hooks: bool,
+    /// `SOLVERGATE_SANDBOX=1`: confine scripts, checkers and solvers
+    /// (Landlock, no network); the CLI's `--sandbox` does the same.
+    pub sandbox: bool,
 }
 
 /// A variable whose value cannot be used.
@@ -136,6 +139,19 @@ impl Settings {
             )?,
             test_hooks: cfg!(debug_assertions)
                 && lookup("SOLVERGATE_TEST_HOOKS").is_some_and(|value| value == "1"),
+            sandbox: match lookup("SOLVERGATE_SANDBOX")
+                .as_deref()
+                .and_then(|v| v.to_str())
+            {
+                None | Some("" | "0" | "false") => false,
+                Some("1" | "true") => true,
+                Some(other) => {
+                    return Err(SettingsError {
+                        variable: "SOLVERGATE_SANDBOX",
+                        problem: format!("must be 1 or 0, got {other:?}"),
+                    });
+                }
+            },
         })
     }
 }

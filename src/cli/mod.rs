@@ -46,6 +46,12 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH")]
     pub runtime_dir: Option<PathBuf>,
 
+    /// Confine scripts, checkers and solvers (Linux): they may write only in
+    /// their run's temp dir and reach no network; results say what was
+    /// enforced. Same as SOLVERGATE_SANDBOX=1.
+    #[arg(long, global = true)]
+    pub sandbox: bool,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -243,6 +249,9 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if cli.sandbox || settings.sandbox {
+        crate::exec::sandbox::enable();
+    }
     let Some(dirs) = UserDirs::discover() else {
         eprintln!(
             "solvergate: could not find a home directory for the per-user config and data dirs; pass --runtime-dir"

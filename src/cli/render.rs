@@ -104,6 +104,7 @@ pub fn solve(result: &SolveResult) -> String {
         let _ = writeln!(text, "objective: {objective}");
     }
     let _ = writeln!(text, "elapsed:   {} ms", result.elapsed_ms);
+    sandbox_line(&mut text, result.sandbox.as_ref());
     if let Some(diagnostic) = &result.diagnostic {
         let _ = writeln!(
             text,
@@ -321,6 +322,7 @@ pub fn cpsat_run(result: &CpsatPythonResult) -> String {
         let _ = writeln!(text, "bound:     {bound}");
     }
     let _ = writeln!(text, "elapsed:   {} ms", result.duration_ms);
+    sandbox_line(&mut text, result.sandbox.as_ref());
     if let Some(diagnostic) = &result.diagnostic {
         let _ = writeln!(
             text,
@@ -340,6 +342,17 @@ pub fn cpsat_run(result: &CpsatPythonResult) -> String {
         }
     }
     text
+}
+
+/// `sandbox:   landlock enforced, network enforced`, when it was on.
+fn sandbox_line(text: &mut String, sandbox: Option<&crate::exec::SandboxReport>) {
+    if let Some(sandbox) = sandbox {
+        let _ = writeln!(
+            text,
+            "sandbox:   landlock {}, network {}",
+            sandbox.landlock, sandbox.network
+        );
+    }
 }
 
 /// Problem messages on a terminal wrap at its width, but never wider.

@@ -29,6 +29,9 @@ pub struct CpsatPythonResult {
     pub truncated: bool,
     pub duration_ms: u64,
     pub diagnostic: Option<Diagnostic>,
+    /// Only with the sandbox on: what it enforced for this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::exec::SandboxReport>,
 }
 
 impl CpsatPythonResult {

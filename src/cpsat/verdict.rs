@@ -68,6 +68,7 @@ pub fn script_result(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
         truncated: run.truncated,
         duration_ms: run.elapsed_ms,
         diagnostic: None,
+        sandbox: run.sandbox,
     };
     let facts = |diagnostic: Diagnostic, result: &CpsatPythonResult| {
         diagnostic
@@ -251,6 +252,7 @@ mod tests {
             elapsed_ms: 5,
             stdout: stdout.to_owned(),
             stderr: "Traceback...\nValueError: boom\n".to_owned(),
+            sandbox: None,
         }
     }
 

@@ -18,9 +18,11 @@
 //! facts (`return_code`, `timed_out`, `truncated`, `elapsed_ms`); services
 //! decide what they mean.
 
+pub mod sandbox;
 mod tree;
 pub mod watchdog;
 
+pub use sandbox::SandboxReport;
 pub use watchdog::scratch_dir;
 
 use std::ffi::OsString;
@@ -50,6 +52,7 @@ pub struct ChildCommand {
     cwd: Option<PathBuf>,
     env_set: Vec<(OsString, OsString)>,
     env_remove: Vec<OsString>,
+    unconfined: bool,
 }
 
 impl ChildCommand {
@@ -60,7 +63,15 @@ impl ChildCommand {
             cwd: None,
             env_set: Vec::new(),
             env_remove: Vec::new(),
+            unconfined: false,
         }
+    }
+
+    /// Never run this child in the sandbox (the installer's pip needs the
+    /// network).
+    pub fn unconfined(mut self) -> Self {
+        self.unconfined = true;
+        self
     }
 
     pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
@@ -161,6 +172,8 @@ pub struct RunOutput {
     pub elapsed_ms: u64,
     pub stdout: String,
     pub stderr: String,
+    /// What the sandbox enforced, when the child ran in one.
+    pub sandbox: Option<SandboxReport>,
 }
 
 impl RunOutput {
@@ -232,8 +245,23 @@ pub async fn run_stoppable(
     let stdout_file = tempfile::tempfile().map_err(io_error("create a capture file"))?;
     let stderr_file = tempfile::tempfile().map_err(io_error("create a capture file"))?;
 
-    let mut wrap = CommandWrap::with_new(&command.program, |cmd| {
-        cmd.args(&command.args).stdin(Stdio::null());
+    // In the sandbox, the child starts through the trampoline, may write
+    // only in a temp dir of its own (also its TMPDIR), and reports back.
+    let jail = match sandbox::enabled() && !command.unconfined {
+        true => Some(Jail::new().map_err(io_error("create the sandbox dir"))?),
+        false => None,
+    };
+    let (launched, launched_args) = match &jail {
+        Some(jail) => sandbox::wrap(
+            &command.program,
+            &command.args,
+            &jail.write_dir,
+            &jail.report,
+        ),
+        None => (command.program.clone(), command.args.clone()),
+    };
+    let mut wrap = CommandWrap::with_new(&launched, |cmd| {
+        cmd.args(&launched_args).stdin(Stdio::null());
         if let Some(dir) = &command.cwd {
             cmd.current_dir(dir);
         }
@@ -242,6 +270,9 @@ pub async fn run_stoppable(
         }
         for (key, value) in &command.env_set {
             cmd.env(key, value);
+        }
+        if let Some(jail) = &jail {
+            cmd.env("TMPDIR", &jail.write_dir);
         }
     });
     let child_stdout = stdout_file
@@ -379,7 +410,34 @@ pub async fn run_stoppable(
         elapsed_ms,
         stdout,
         stderr,
+        sandbox: jail.and_then(|jail| sandbox::read_report(&jail.report)),
     })
+}
+
+/// A sandboxed child's temp dir (the only place it may write) beside the
+/// file its trampoline reports to (which the child cannot write).
+struct Jail {
+    _dir: tempfile::TempDir,
+    write_dir: PathBuf,
+    report: PathBuf,
+}
+
+impl Jail {
+    fn new() -> io::Result<Jail> {
+        let dir = match watchdog::scratch_dir("solvergate-sandbox-") {
+            Ok(dir) => dir,
+            Err(_) => tempfile::Builder::new()
+                .prefix("solvergate-sandbox-")
+                .tempdir()?,
+        };
+        let write_dir = dir.path().join("tmp");
+        std::fs::create_dir(&write_dir)?;
+        Ok(Jail {
+            report: dir.path().join("report"),
+            write_dir,
+            _dir: dir,
+        })
+    }
 }
 
 /// A stream kept as a bounded head and a bounded tail, with a count of

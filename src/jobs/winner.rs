@@ -203,6 +203,7 @@ mod tests {
                 .unwrap_or_default(),
             checker: None,
             diagnostic: None,
+            sandbox: None,
         }
     }
 

@@ -19,6 +19,17 @@ use crate::runtime::{RuntimeStatus, SolverList};
 use crate::tabular::{TabularData, TabularWriteResult, TruncationReason};
 use crate::unsat::UnsatCoreResult;
 
+/// `Sandbox: landlock enforced, network enforced`, when it was on.
+fn sandbox_line(text: &mut String, sandbox: Option<&crate::exec::SandboxReport>) {
+    if let Some(sandbox) = sandbox {
+        let _ = writeln!(
+            text,
+            "Sandbox: landlock {}, network {}",
+            sandbox.landlock, sandbox.network
+        );
+    }
+}
+
 fn diagnostic_line(text: &mut String, diagnostic: Option<&Diagnostic>) {
     if let Some(diagnostic) = diagnostic {
         let _ = writeln!(
@@ -172,6 +183,7 @@ pub fn solve(result: &SolveResult) -> String {
     if result.solutions.len() > 1 {
         let _ = writeln!(text, "Solutions: {}", result.solutions.len());
     }
+    sandbox_line(&mut text, result.sandbox.as_ref());
     diagnostic_line(&mut text, result.diagnostic.as_ref());
     if let Some(checker) = &result.checker {
         let violations = checker.checks.iter().filter(|c| c.violation).count();
@@ -314,6 +326,7 @@ pub fn cpsat_run(result: &CpsatPythonResult) -> String {
     if let Some(bound) = &result.best_objective_bound {
         let _ = writeln!(text, "Best objective bound: {bound}");
     }
+    sandbox_line(&mut text, result.sandbox.as_ref());
     diagnostic_line(&mut text, result.diagnostic.as_ref());
     if let Some(solution) = &result.solution {
         let _ = writeln!(

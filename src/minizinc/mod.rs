@@ -465,6 +465,7 @@ fn solve_result(
         statistics: report.statistics.clone(),
         checker,
         diagnostic: None,
+        sandbox: run.sandbox.clone(),
     };
     result.diagnostic =
         verdict::solve_diagnostic(&result, &report, timeout_ms, controls.all_solutions);

@@ -124,4 +124,7 @@ pub struct SolveResult {
     /// Present when a checker was given.
     pub checker: Option<CheckerReport>,
     pub diagnostic: Option<Diagnostic>,
+    /// Only with the sandbox on: what it enforced for this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::exec::SandboxReport>,
 }

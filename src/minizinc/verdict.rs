@@ -495,6 +495,7 @@ mod tests {
             elapsed_ms: 10,
             stdout: String::new(),
             stderr: String::new(),
+            sandbox: None,
         }
     }
 

@@ -83,7 +83,10 @@ async fn install_cpsat_into(
     });
     let venv_arg = venv.to_string_lossy().into_owned();
     run_step(
-        ChildCommand::new(&base).args(["-m", "venv", &venv_arg]),
+        // The installer writes the venv and fetches from PyPI: never sandboxed.
+        ChildCommand::new(&base)
+            .args(["-m", "venv", &venv_arg])
+            .unconfined(),
         Duration::from_secs(300),
         "create the venv",
         cancel,
@@ -112,6 +115,7 @@ async fn install_cpsat_into(
     };
     run_step(
         ChildCommand::new(&python)
+            .unconfined()
             .args([
                 "-m",
                 "pip",
