@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import tempfile
 import time
@@ -178,6 +179,36 @@ def test_sigkill_of_the_server_leaves_no_child_and_no_scratch_dir(harness):
         sigkill_during_work(server, marker)
     finally:
         server.stop()
+
+
+#: How many times the soak kills a server (the note records a 100-trial run).
+SIGKILL_TRIALS = int(os.environ.get("SOLVERGATE_SIGKILL_TRIALS", "10"))
+
+
+def test_repeated_sigkills_leave_no_survivor_and_no_scratch_root(harness):
+    """SIGKILL, again and again, with minizinc, fzn-gecode and python (and
+    the script's own child) running: no process survives any trial, and no
+    scratch root is left once a next server has started."""
+    env, marker = cpsat_env(harness)
+    temp = Path(tempfile.gettempdir())
+    pids = []
+    for trial in range(SIGKILL_TRIALS):
+        server = RawServer(
+            [harness.binary, "stdio", "--toolset", "full"], env, harness.scratch(f"soak{trial}") / "stderr.txt"
+        )
+        try:
+            pids.append(server.pid)
+            sigkill_during_work(server, marker)
+        finally:
+            server.stop()
+    # A next start sweeps whatever a dead server's watchdog could not.
+    last = RawServer([harness.binary, "stdio", "--toolset", "core"], env, harness.scratch("soak-last") / "stderr.txt")
+    try:
+        last.initialize()
+        left = [root for pid in pids for root in temp.glob(f"solvergate-run-{pid}-*")]
+        assert not left, left
+    finally:
+        last.stop()
 
 
 def sigkill_during_work(server: RawServer, marker: str) -> None:
