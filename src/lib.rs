@@ -6,12 +6,13 @@
 //! - services: [`minizinc`], [`cpsat`], [`jobs`], [`artifacts`], [`unsat`];
 //! - foundation: [`exec`] (the only code that spawns processes),
 //!   [`runtime`] (where the runtime lives, what it offers),
-//!   [`diagnostics`] (the category vocabulary), [`settings`] and
-//!   [`userfiles`].
+//!   [`diagnostics`] (the category vocabulary), [`budget`] (run
+//!   budgets), [`settings`] and [`userfiles`].
 //!
 //! See ARCHITECTURE.md at the repository root for the invariants.
 
 pub mod artifacts;
+pub mod budget;
 pub mod cli;
 pub mod cpsat;
 pub mod diagnostics;
