@@ -12,6 +12,10 @@ pub const RUNTIME_DIR_VAR: &str = "SOLVERGATE_RUNTIME_DIR";
 /// Environment variable naming the CP-SAT runtime's Python interpreter.
 pub const CPSAT_PYTHON_VAR: &str = "SOLVERGATE_CPSAT_PYTHON";
 
+/// Planner results kept on disk unless `SOLVERGATE_PLANNER_MAX_RESULTS`
+/// says otherwise.
+pub const DEFAULT_PLANNER_MAX_RESULTS: usize = 256;
+
 /// Bounds of a background job registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobBounds {
@@ -135,7 +139,7 @@ impl Settings {
             search_path: lookup("PATH").filter(|value| !value.is_empty()),
             planner_max_results: count(
                 "SOLVERGATE_PLANNER_MAX_RESULTS",
-                crate::planner::store::DEFAULT_MAX_RESULTS,
+                DEFAULT_PLANNER_MAX_RESULTS,
                 1,
             )?,
             test_hooks: cfg!(debug_assertions)
