@@ -24,6 +24,8 @@ pub mod planner;
 pub mod progress;
 pub mod runtime;
 pub mod settings;
+#[cfg(test)]
+mod strategies;
 pub mod unsat;
 pub mod userfiles;
 
