@@ -174,9 +174,14 @@ impl ArtifactManifest {
                 meta.len()
             ));
         }
-        let text =
-            std::fs::read_to_string(&path).map_err(|error| format!("{MANIFEST_FILE}: {error}"))?;
-        let value: Value = serde_json::from_str(&text)
+        let bytes = std::fs::read(&path).map_err(|error| format!("{MANIFEST_FILE}: {error}"))?;
+        ArtifactManifest::parse(&bytes)
+    }
+
+    /// Checks the bytes of a manifest: JSON, ours, not too new, and every
+    /// listed file a bare name a save could have written.
+    pub fn parse(bytes: &[u8]) -> Result<ArtifactManifest, String> {
+        let value: Value = serde_json::from_slice(bytes)
             .map_err(|error| format!("{MANIFEST_FILE} is not JSON: {error}"))?;
         if value.get("format").and_then(Value::as_str) != Some(FORMAT) {
             return Err(format!("{MANIFEST_FILE} is not a {FORMAT} manifest"));
@@ -215,5 +220,45 @@ impl ArtifactManifest {
 
     pub fn file(&self, role: &str) -> Option<&SavedFile> {
         self.files.iter().find(|file| file.role == role)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by `manifests_round_trip`: without serde_json's
+    /// `float_roundtrip`, this threshold came back one ULP lower, so a
+    /// replay could judge a borderline objective differently from the save.
+    #[test]
+    fn a_threshold_reads_back_exactly() {
+        let mut manifest = ArtifactManifest::new(
+            Backend::CpsatPython,
+            None,
+            VerificationRecord {
+                status: "optimal".to_owned(),
+                objective: Number::from_f64(0.1 + 0.2),
+                checker_status: None,
+                level: "expectation".to_owned(),
+            },
+            Vec::new(),
+        );
+        manifest.cpsat = Some(CpsatRecord {
+            script_timeout_ms: 1000,
+            checker_timeout_ms: None,
+            replay_seed: None,
+            replay_config_sha256: None,
+            expectation: Some(Expectation {
+                objective_sense: "maximize".to_owned(),
+                objective_threshold: 3.6682772134204464e-90,
+            }),
+        });
+        let read = ArtifactManifest::parse(&manifest.to_bytes()).unwrap();
+        let expectation = read.cpsat.and_then(|cpsat| cpsat.expectation).unwrap();
+        assert_eq!(
+            expectation.objective_threshold.to_bits(),
+            3.6682772134204464e-90_f64.to_bits()
+        );
+        assert_eq!(read.verification.objective, Number::from_f64(0.1 + 0.2));
     }
 }
