@@ -501,6 +501,11 @@ mod tests {
             &[symlink("b", "x/x/../.."), symlink("x", ".")],
             "once the whole archive is extracted",
         );
+        // The property test's smallest case of the same.
+        refused(
+            &[symlink("a", "b/.."), symlink("b", ".")],
+            "once the whole archive is extracted",
+        );
     }
 
     #[test]
@@ -568,5 +573,159 @@ mod tests {
         assert_eq!(resolve("x/l", "../hop/z").unwrap(), PathBuf::from("x/y/z"));
         assert!(resolve("l", "hop/../..").is_ok());
         assert!(resolve("l", "hop/../../..").is_err());
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::tests::{Entry, extract};
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A path of one to three components (hostile spellings of entry
+    /// paths are `accepted_paths_stay_below_the_root`'s business).
+    fn name() -> impl Strategy<Value = String> {
+        prop::collection::vec(prop::sample::select(vec!["a", "b", "c"]), 1..4)
+            .prop_map(|parts| parts.join("/"))
+    }
+
+    /// A link target: mostly relative and short, climbing and staying put
+    /// as often as descending; now and then absolute.
+    fn target() -> impl Strategy<Value = String> {
+        let part = prop::sample::select(vec!["a", "b", "c", ".", "..", ".."]);
+        let path = (
+            prop::bool::weighted(0.05),
+            prop::collection::vec(part, 1..5),
+        )
+            .prop_map(|(absolute, parts)| {
+                let joined = parts.join("/");
+                if absolute {
+                    format!("/{joined}")
+                } else {
+                    joined
+                }
+            });
+        // Down through a name and back up as many times: lexically where
+        // it started, anywhere at all once that name is a link.
+        let there_and_back = (
+            prop::sample::select(vec!["a", "b", "c"]),
+            1..4usize,
+            0..2usize,
+        )
+            .prop_map(|(name, down, extra_up)| {
+                let mut parts = vec![name; down];
+                parts.extend(std::iter::repeat_n("..", down + extra_up));
+                parts.join("/")
+            });
+        // A link to its own directory is what turns `x/..` into a climb.
+        prop_oneof![2 => path, 1 => Just(".".to_owned()), 2 => there_and_back]
+    }
+
+    /// `target` without the `..` steps that would, read as plain text,
+    /// climb above the root from `link`'s directory: the links a lexical
+    /// check accepts, which only resolution against the tree can judge.
+    fn lexically_inside(link: &str, target: &str) -> String {
+        let mut depth = link.split('/').count() - 1;
+        let mut kept = Vec::new();
+        for part in target.split('/') {
+            match part {
+                ".." if depth == 0 => continue,
+                ".." => depth -= 1,
+                "." | "" => {}
+                _ => depth += 1,
+            }
+            kept.push(part);
+        }
+        if kept.is_empty() {
+            ".".to_owned()
+        } else {
+            kept.join("/")
+        }
+    }
+
+    fn entry() -> impl Strategy<Value = Entry> {
+        prop_oneof![
+            1 => name().prop_map(|name| Entry::Dir(format!("{name}/"))),
+            2 => name().prop_map(|name| Entry::File(name, b"x".to_vec())),
+            6 => (name(), target(), prop::bool::weighted(0.8))
+                .prop_map(|(name, target, tame)| {
+                    let target = if tame { lexically_inside(&name, &target) } else { target };
+                    Entry::Symlink(name, target)
+                }),
+            1 => (name(), name()).prop_map(|(name, target)| Entry::Hardlink(name, target)),
+            2 => Just(Entry::Dir("a/".to_owned())),
+        ]
+    }
+
+    /// Every path in the tree under `dir`, without following links.
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            out.push(path.clone());
+            if fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_dir()) {
+                walk(&path, out);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// A path that passes is a plain relative path: it cannot name
+        /// anything above the root.
+        #[test]
+        fn accepted_paths_stay_below_the_root(
+            raw in prop_oneof![any::<String>(), "[a-z./]{0,16}", "(\\.\\./|/|\\./|a/)*[a-z]?"],
+            prefix in proptest::option::of(prop::sample::select(vec!["top", "a"])),
+        ) {
+            if let Ok(Some(path)) = relative_path(&raw, prefix) {
+                prop_assert!(path.components().all(|c| matches!(c, Component::Normal(_))), "{:?}", path);
+                let root = Path::new("/staging/root");
+                prop_assert!(root.join(&path).starts_with(root));
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(192))]
+
+        /// Whatever an archive holds, once it is accepted nothing in the
+        /// tree resolves, by the kernel's own lookup, to a place outside
+        /// the root; accepted or not, nothing is written beside it.
+        #[test]
+        fn nothing_extracted_leads_out_of_the_root(entries in prop::collection::vec(entry(), 1..10)) {
+            let (outer, result) = extract(&entries);
+            let beside: Vec<_> = fs::read_dir(outer.path())
+                .map(|dir| dir.flatten().map(|entry| entry.file_name()).collect())
+                .unwrap_or_default();
+            prop_assert_eq!(beside, vec![std::ffi::OsString::from("root")]);
+            if result.is_ok() {
+                let root = fs::canonicalize(outer.path().join("root")).unwrap_or_default();
+                let mut paths = Vec::new();
+                walk(&root, &mut paths);
+                for path in paths {
+                    if let Ok(resolved) = fs::canonicalize(&path) {
+                        prop_assert!(resolved.starts_with(&root), "{:?} -> {:?} ({:?})", path, resolved, entries);
+                    }
+                }
+            }
+        }
+
+        /// Arbitrary bytes, compressed, give an answer, never a panic.
+        #[test]
+        fn any_bytes_give_an_answer(bytes in prop::collection::vec(any::<u8>(), 0..4096)) {
+            use std::io::Write as _;
+            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            let _ = encoder.write_all(&bytes);
+            let gz = encoder.finish().unwrap_or_default();
+            let outer = tempfile::tempdir().map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let root = outer.path().join("root");
+            fs::create_dir(&root).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let _ = extract_tar_gz(&gz[..], &root, None, &|| false);
+            let _ = extract_tar_gz(&bytes[..], &root, Some("top"), &|| false);
+        }
     }
 }
