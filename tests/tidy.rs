@@ -431,6 +431,36 @@ fn arrows_point_down() {
     );
 }
 
+/// Top-level files that are no layer: the crate root, and proptest
+/// strategies compiled into test builds only.
+const OUTSIDE_THE_LAYERS: &[&str] = &["src/lib.rs", "src/strategies.rs"];
+
+/// A new module must be placed in a layer (and, if it is a service, in
+/// SERVICE_ARROWS), or the other rules would not know what to check.
+#[test]
+fn every_module_belongs_to_a_layer() {
+    let unplaced = sources()
+        .into_iter()
+        .filter(|source| {
+            !(source.is_face()
+                || source.service().is_some()
+                || FOUNDATION.iter().any(|prefix| source.under(prefix))
+                || OUTSIDE_THE_LAYERS.contains(&source.path.as_str()))
+        })
+        .map(|source| format!("{}:1: in no layer", source.path))
+        .collect();
+    report(
+        "add the module to FACES, SERVICES (with its SERVICE_ARROWS) or FOUNDATION",
+        unplaced,
+    );
+    let missing = SERVICES
+        .iter()
+        .filter(|service| !SERVICE_ARROWS.iter().any(|(name, _)| name == *service))
+        .map(|service| format!("{service}: no row in SERVICE_ARROWS"))
+        .collect();
+    report("every service has a row of allowed arrows", missing);
+}
+
 /// The checks themselves: a broken rule must be seen.
 #[test]
 fn the_checks_see_what_they_look_for() {
