@@ -73,7 +73,6 @@ const CLAP_OUTSIDE_CLI: &[(&str, &str)] = &[("src/mcp/mod.rs", "clap::ValueEnum"
 const SPAWNS: &[&str] = &[
     "Command::new",
     "process::Command",
-    "process::{",
     "tokio::process",
     "CommandWrap",
     ".spawn()",
@@ -260,6 +259,19 @@ fn only_exec_starts_processes() {
     report(
         "only src/exec/ may start a process (ARCHITECTURE.md, invariants); ask exec::run",
         described(find(|source| !source.under(EXEC), SPAWNS)),
+    );
+    // `use std::process::{Command, ...}` (but not `{ExitCode}`).
+    let grouped = find(|source| !source.under(EXEC), &["process::{"])
+        .into_iter()
+        .filter(|hit| {
+            hit.code
+                .split_once("process::{")
+                .is_some_and(|(_, group)| contains_word(group, "Command"))
+        })
+        .collect();
+    report(
+        "only src/exec/ may start a process: no `std::process::Command` import elsewhere",
+        described(grouped),
     );
 }
 
