@@ -1427,6 +1427,23 @@ mod properties {
             );
         }
 
+        /// A non-finite objective is refused by name; as a bound it is
+        /// dropped, never kept as a sentinel.
+        #[test]
+        fn non_finite_objectives_and_bounds(
+            token in non_finite(),
+            solution in json_object(2),
+        ) {
+            let object = json!({"status": "optimal", "objective": PLACEHOLDER, "solution": solution});
+            prop_assert_eq!(
+                parse_line(&python_line(&object, token)),
+                Some(Err(Rejection::new("objective", token.reason())))
+            );
+            let object = json!({"status": "optimal", "objective": 3, "solution": solution, "best_objective_bound": PLACEHOLDER});
+            let parsed = parse_line(&python_line(&object, token));
+            prop_assert!(matches!(&parsed, Some(Ok(envelope)) if envelope.best_objective_bound.is_none()), "{:?}", parsed);
+        }
+
         /// Log lines, arrays, scalars after the envelope, and a cut-off
         /// last line, are skipped, whichever line ending the script used.
         #[test]
