@@ -7,12 +7,13 @@
 //!   [`unsat`], [`tabular`], [`equations`];
 //! - foundation: [`exec`] (the only code that spawns processes),
 //!   [`runtime`] (where the runtime lives, what it offers),
-//!   [`diagnostics`] (the category vocabulary), [`settings`] and
-//!   [`userfiles`].
+//!   [`diagnostics`] (the category vocabulary), [`budget`] (run
+//!   budgets), [`settings`] and [`userfiles`].
 //!
 //! See ARCHITECTURE.md at the repository root for the invariants.
 
 pub mod artifacts;
+pub mod budget;
 pub mod cli;
 pub mod cpsat;
 pub mod diagnostics;
@@ -26,6 +27,8 @@ pub mod progress;
 pub mod runtime;
 pub mod settings;
 pub mod tabular;
+#[cfg(test)]
+mod strategies;
 pub mod unsat;
 pub mod userfiles;
 

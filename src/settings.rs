@@ -12,6 +12,10 @@ pub const RUNTIME_DIR_VAR: &str = "SOLVERGATE_RUNTIME_DIR";
 /// Environment variable naming the CP-SAT runtime's Python interpreter.
 pub const CPSAT_PYTHON_VAR: &str = "SOLVERGATE_CPSAT_PYTHON";
 
+/// Planner results kept on disk unless `SOLVERGATE_PLANNER_MAX_RESULTS`
+/// says otherwise.
+pub const DEFAULT_PLANNER_MAX_RESULTS: usize = 256;
+
 /// Bounds of a background job registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobBounds {
@@ -49,6 +53,9 @@ pub struct Settings {
     /// `PYTHONPATH` as the server got it: CP-SAT scripts keep it, after
     /// the helper module's directory.
     pub pythonpath: Option<std::ffi::OsString>,
+    /// `PATH` as the server got it: where `install-runtime` looks for a
+    /// Python to build the CP-SAT venv with.
+    pub search_path: Option<std::ffi::OsString>,
     /// `SOLVERGATE_PLANNER_MAX_RESULTS`: planner results kept on disk.
     pub planner_max_results: usize,
     /// `SOLVERGATE_TEST_HOOKS=1`, honoured in debug builds only: lets tests
@@ -132,9 +139,10 @@ impl Settings {
                 "a Python interpreter that can import ortools",
             )?,
             pythonpath: lookup("PYTHONPATH").filter(|value| !value.is_empty()),
+            search_path: lookup("PATH").filter(|value| !value.is_empty()),
             planner_max_results: count(
                 "SOLVERGATE_PLANNER_MAX_RESULTS",
-                crate::planner::store::DEFAULT_MAX_RESULTS,
+                DEFAULT_PLANNER_MAX_RESULTS,
                 1,
             )?,
             test_hooks: cfg!(debug_assertions)
@@ -187,6 +195,19 @@ mod tests {
                 Settings::from_lookup(|name| (name == variable).then(|| value.into())).unwrap_err();
             assert!(error.to_string().starts_with(variable), "{error}");
         }
+    }
+
+    #[test]
+    fn the_search_path_is_read_here() {
+        let settings =
+            Settings::from_lookup(|name| (name == "PATH").then(|| "/usr/bin:/bin".into())).unwrap();
+        assert_eq!(settings.search_path, Some("/usr/bin:/bin".into()));
+        assert!(
+            Settings::from_lookup(|_| None)
+                .unwrap()
+                .search_path
+                .is_none()
+        );
     }
 
     #[test]

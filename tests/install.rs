@@ -534,6 +534,71 @@ fn hostile_archives_are_refused() {
             )),
             "refusing",
         ),
+        (
+            "symlink chain out of the root",
+            vec![
+                Entry::Dir("FakeMiniZinc-bundle/"),
+                Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
+                Entry::Symlink("FakeMiniZinc-bundle/a", "."),
+                Entry::Symlink("FakeMiniZinc-bundle/b", "a/a/../.."),
+            ],
+            "leaves the root",
+        ),
+        (
+            "link through a link that climbs",
+            vec![
+                Entry::Dir("FakeMiniZinc-bundle/"),
+                Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
+                Entry::Symlink("FakeMiniZinc-bundle/bin/up", ".."),
+                Entry::Symlink("FakeMiniZinc-bundle/esc", "bin/up/.."),
+            ],
+            "leaves the root",
+        ),
+        (
+            "a later link turns an earlier one outwards",
+            vec![
+                Entry::Dir("FakeMiniZinc-bundle/"),
+                Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
+                Entry::Symlink("FakeMiniZinc-bundle/b", "x/x/../.."),
+                Entry::Symlink("FakeMiniZinc-bundle/x", "."),
+            ],
+            "once the whole archive is extracted",
+        ),
+        (
+            "dot-dot at the root",
+            bin(Entry::Symlink("FakeMiniZinc-bundle/up", "..")),
+            "leaves the root",
+        ),
+        (
+            "symlink loop",
+            vec![
+                Entry::Dir("FakeMiniZinc-bundle/"),
+                Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
+                Entry::Symlink("FakeMiniZinc-bundle/a", "b"),
+                Entry::Symlink("FakeMiniZinc-bundle/b", "a"),
+            ],
+            "more than 40 links",
+        ),
+        (
+            "write through a link made after a file",
+            vec![
+                Entry::Dir("FakeMiniZinc-bundle/"),
+                Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
+                Entry::Symlink("FakeMiniZinc-bundle/alias", "bin"),
+                Entry::File("FakeMiniZinc-bundle/alias/minizinc", b"x", 0o755),
+            ],
+            "is a symlink",
+        ),
+        (
+            "hardlink to a symlink",
+            vec![
+                Entry::Dir("FakeMiniZinc-bundle/"),
+                Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
+                Entry::Symlink("FakeMiniZinc-bundle/l", "bin/minizinc"),
+                Entry::Hardlink("FakeMiniZinc-bundle/h", "FakeMiniZinc-bundle/l"),
+            ],
+            "not a regular file",
+        ),
         ("fifo", bin(Entry::Fifo("FakeMiniZinc-bundle/pipe")), "FIFO"),
         (
             "device",

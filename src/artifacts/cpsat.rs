@@ -19,12 +19,12 @@ use super::manifest::{
 };
 use super::minizinc::pretty;
 use super::target::{FileSet, Target, check_target, commit};
+use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::cpsat::{
     CheckerReport, CheckerSource, CpsatPythonExperimentResult, CpsatPythonResult, ScriptRequest,
     ScriptSource, config_sha256, positive_ms, validate_seed,
 };
 use crate::diagnostics::{Category, Diagnostic, ToolError};
-use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::{Progress, Stage};
 use crate::sha256_hex;
 use crate::userfiles::off_thread;

@@ -174,9 +174,14 @@ impl ArtifactManifest {
                 meta.len()
             ));
         }
-        let text =
-            std::fs::read_to_string(&path).map_err(|error| format!("{MANIFEST_FILE}: {error}"))?;
-        let value: Value = serde_json::from_str(&text)
+        let bytes = std::fs::read(&path).map_err(|error| format!("{MANIFEST_FILE}: {error}"))?;
+        ArtifactManifest::parse(&bytes)
+    }
+
+    /// Checks the bytes of a manifest: JSON, ours, not too new, and every
+    /// listed file a bare name a save could have written.
+    pub fn parse(bytes: &[u8]) -> Result<ArtifactManifest, String> {
+        let value: Value = serde_json::from_slice(bytes)
             .map_err(|error| format!("{MANIFEST_FILE} is not JSON: {error}"))?;
         if value.get("format").and_then(Value::as_str) != Some(FORMAT) {
             return Err(format!("{MANIFEST_FILE} is not a {FORMAT} manifest"));
@@ -215,5 +220,283 @@ impl ArtifactManifest {
 
     pub fn file(&self, role: &str) -> Option<&SavedFile> {
         self.files.iter().find(|file| file.role == role)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by `manifests_round_trip`: without serde_json's
+    /// `float_roundtrip`, this threshold came back one ULP lower, so a
+    /// replay could judge a borderline objective differently from the save.
+    #[test]
+    fn a_threshold_reads_back_exactly() {
+        let mut manifest = ArtifactManifest::new(
+            Backend::CpsatPython,
+            None,
+            VerificationRecord {
+                status: "optimal".to_owned(),
+                objective: Number::from_f64(0.1 + 0.2),
+                checker_status: None,
+                level: "expectation".to_owned(),
+            },
+            Vec::new(),
+        );
+        manifest.cpsat = Some(CpsatRecord {
+            script_timeout_ms: 1000,
+            checker_timeout_ms: None,
+            replay_seed: None,
+            replay_config_sha256: None,
+            expectation: Some(Expectation {
+                objective_sense: "maximize".to_owned(),
+                objective_threshold: 3.6682772134204464e-90,
+            }),
+        });
+        let read = ArtifactManifest::parse(&manifest.to_bytes()).unwrap();
+        let expectation = read.cpsat.and_then(|cpsat| cpsat.expectation).unwrap();
+        assert_eq!(
+            expectation.objective_threshold.to_bits(),
+            3.6682772134204464e-90_f64.to_bits()
+        );
+        assert_eq!(read.verification.objective, Number::from_f64(0.1 + 0.2));
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::artifacts::plan::PlannerRecord;
+    use crate::strategies::{deeply_nested, json_value};
+    use proptest::prelude::*;
+
+    /// A file name a save writes.
+    fn plain_name() -> impl Strategy<Value = String> {
+        "[a-z0-9_-][a-z0-9._-]{0,12}"
+    }
+
+    fn saved_file() -> impl Strategy<Value = SavedFile> {
+        ("[a-z_]{1,12}", plain_name(), "[0-9a-f]{64}", any::<u64>()).prop_map(
+            |(role, name, sha256, bytes)| SavedFile {
+                role,
+                name,
+                sha256,
+                bytes,
+            },
+        )
+    }
+
+    fn number() -> impl Strategy<Value = Number> {
+        prop_oneof![
+            any::<i64>().prop_map(Number::from),
+            any::<u64>().prop_map(Number::from),
+            any::<f64>().prop_filter_map("finite", Number::from_f64),
+        ]
+    }
+
+    fn minizinc_record() -> impl Strategy<Value = MinizincRecord> {
+        (
+            any::<String>(),
+            any::<String>(),
+            any::<i64>(),
+            (
+                any::<bool>(),
+                proptest::option::of(any::<i64>()),
+                proptest::option::of(any::<i64>()),
+                any::<bool>(),
+                proptest::option::of(any::<i64>()),
+            ),
+        )
+            .prop_map(|(solver, solver_version, timeout_ms, controls)| {
+                let (free_search, parallel, random_seed, all_solutions, num_solutions) = controls;
+                MinizincRecord {
+                    solver,
+                    solver_version,
+                    timeout_ms,
+                    solve_controls: SolveControls {
+                        free_search,
+                        parallel,
+                        random_seed,
+                        all_solutions,
+                        num_solutions,
+                    },
+                }
+            })
+    }
+
+    fn cpsat_record() -> impl Strategy<Value = CpsatRecord> {
+        (
+            any::<i64>(),
+            proptest::option::of(any::<i64>()),
+            proptest::option::of(any::<i64>()),
+            proptest::option::of("[0-9a-f]{64}"),
+            proptest::option::of((
+                "[a-z]{1,8}",
+                any::<f64>().prop_filter("finite", |x| x.is_finite()),
+            )),
+        )
+            .prop_map(|(script, checker, seed, config, expectation)| CpsatRecord {
+                script_timeout_ms: script,
+                checker_timeout_ms: checker,
+                replay_seed: seed,
+                replay_config_sha256: config,
+                expectation: expectation.map(|(objective_sense, objective_threshold)| {
+                    Expectation {
+                        objective_sense,
+                        objective_threshold,
+                    }
+                }),
+            })
+    }
+
+    fn manifest() -> impl Strategy<Value = ArtifactManifest> {
+        let head = (
+            any::<String>(),
+            any::<String>(),
+            prop::sample::select(vec![
+                Backend::Minizinc,
+                Backend::CpsatPython,
+                Backend::Planner,
+            ]),
+            proptest::option::of(any::<String>()),
+        );
+        let records = (
+            proptest::option::of(minizinc_record()),
+            proptest::option::of(cpsat_record()),
+            proptest::option::of(("[a-z0-9]{1,16}", "[0-9a-f]{64}", "[0-9a-f]{64}").prop_map(
+                |(result_id, model_sha256, checker_sha256)| PlannerRecord {
+                    result_id,
+                    model_sha256,
+                    checker_sha256,
+                },
+            )),
+        );
+        let verification = (
+            any::<String>(),
+            proptest::option::of(number()),
+            proptest::option::of(any::<String>()),
+            any::<String>(),
+        )
+            .prop_map(
+                |(status, objective, checker_status, level)| VerificationRecord {
+                    status,
+                    objective,
+                    checker_status,
+                    level,
+                },
+            );
+        // `null` would come back as `None`: a save never writes it.
+        let experiment =
+            proptest::option::of(json_value(3).prop_filter("not null", |v| !v.is_null()));
+        (
+            head,
+            records,
+            verification,
+            experiment,
+            prop::collection::vec(saved_file(), 0..6),
+        )
+            .prop_map(
+                |(
+                    (tool_version, saved_at, backend, runtime_version),
+                    (minizinc, cpsat, planner),
+                    verification,
+                    experiment,
+                    files,
+                )| {
+                    ArtifactManifest {
+                        format: FORMAT.to_owned(),
+                        format_version: FORMAT_VERSION,
+                        tool_version,
+                        saved_at,
+                        backend,
+                        runtime_version,
+                        minizinc,
+                        cpsat,
+                        planner,
+                        verification,
+                        experiment,
+                        files,
+                    }
+                },
+            )
+    }
+
+    /// A name as a hostile manifest might list it.
+    fn any_name() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z./\\\\\u{0}]{0,8}",
+            Just(MANIFEST_FILE.to_owned()),
+            Just("../escape".to_owned()),
+            Just("/etc/passwd".to_owned()),
+            Just("a/".to_owned()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Any bytes get an answer; an accepted manifest is ours, not too
+        /// new, and lists only bare names.
+        #[test]
+        fn any_bytes_give_an_answer(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            if let Ok(manifest) = ArtifactManifest::parse(&bytes) {
+                prop_assert_eq!(manifest.format, FORMAT);
+            }
+        }
+
+        /// What a save writes, a reader reads back unchanged.
+        #[test]
+        fn manifests_round_trip(manifest in manifest()) {
+            let bytes = manifest.to_bytes();
+            let read = ArtifactManifest::parse(&bytes);
+            prop_assert!(read.is_ok(), "{:?}", read.err());
+            let read = read.unwrap_or_else(|_| unreachable!());
+            let again = read.to_bytes();
+            prop_assert_eq!(String::from_utf8_lossy(&again), String::from_utf8_lossy(&bytes));
+        }
+
+        /// A listed name is accepted exactly when it is a bare name that is
+        /// neither hidden nor the manifest itself.
+        #[test]
+        fn only_bare_names_are_accepted(mut manifest in manifest(), name in any_name(), at in any::<prop::sample::Index>()) {
+            let file = SavedFile::of("model", &name, b"x");
+            let index = at.index(manifest.files.len() + 1);
+            manifest.files.insert(index, file);
+            let bare = !name.is_empty()
+                && !name.contains('/')
+                && !name.starts_with('.')
+                && name != MANIFEST_FILE;
+            let read = ArtifactManifest::parse(&manifest.to_bytes());
+            prop_assert_eq!(read.is_ok(), bare, "{:?}: {:?}", name, read.err());
+        }
+
+        /// Another format or a newer version is refused, whatever else the
+        /// manifest says.
+        #[test]
+        fn other_formats_and_newer_versions_are_refused(
+            manifest in manifest(),
+            format in "[a-z-]{0,24}",
+            version in (FORMAT_VERSION + 1)..u32::MAX,
+        ) {
+            let mut value = serde_json::to_value(&manifest).unwrap_or_default();
+            value["format_version"] = Value::from(version);
+            prop_assert!(ArtifactManifest::parse(value.to_string().as_bytes()).is_err());
+            let mut value = serde_json::to_value(&manifest).unwrap_or_default();
+            value["format"] = Value::from(format.clone());
+            prop_assert_eq!(ArtifactManifest::parse(value.to_string().as_bytes()).is_ok(), format == FORMAT);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+
+        #[test]
+        fn deep_nesting_is_refused_not_a_crash(depth in 150usize..20_000) {
+            let text = format!(
+                r#"{{"format": "{FORMAT}", "format_version": 1, "experiment": {}}}"#,
+                deeply_nested(depth)
+            );
+            prop_assert!(ArtifactManifest::parse(text.as_bytes()).is_err());
+        }
     }
 }

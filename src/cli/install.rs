@@ -69,8 +69,16 @@ pub async fn install_runtime(
         summary.push(("MiniZinc", outcome));
     }
     if options.only != Some(RuntimeKind::Minizinc) && !cancel.is_cancelled() {
-        let outcome =
-            install_cpsat(&options, &manifest, dirs, interactive, &reporter, &cancel).await;
+        let outcome = install_cpsat(
+            &options,
+            &manifest,
+            settings,
+            dirs,
+            interactive,
+            &reporter,
+            &cancel,
+        )
+        .await;
         reporter.finish();
         if let Err(message) = &outcome {
             eprintln!("{}", render::problem(&format!("CP-SAT: {message}")));
@@ -205,6 +213,7 @@ async fn install_minizinc(
 async fn install_cpsat(
     options: &InstallOptions,
     manifest: &Manifest,
+    settings: &Settings,
     dirs: &UserDirs,
     interactive: bool,
     reporter: &Reporter,
@@ -225,7 +234,7 @@ async fn install_cpsat(
         target,
         replace_confirmed,
         config_dir: dirs.config_dir.clone(),
-        search_path: std::env::var_os("PATH"),
+        search_path: settings.search_path.clone(),
     };
     let outcome = install::cpsat::install_cpsat(&request, &|event| reporter.event(event), cancel)
         .await

@@ -271,3 +271,78 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::strategies::{deeply_nested, json_object, json_value};
+    use proptest::prelude::*;
+
+    fn verdict_status() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec!["accepted", "rejected", "error"])
+    }
+
+    /// Log lines a checker may print before its verdict (never blank, so
+    /// the verdict stays the last non-empty line).
+    fn log_line() -> impl Strategy<Value = String> {
+        prop_oneof!["[^\n]*", json_value(2).prop_map(|value| value.to_string())]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Any output gets an answer; an accepted verdict has a known status
+        /// and no errors when it is `accepted`.
+        #[test]
+        fn any_output_gives_an_answer(stdout in any::<String>()) {
+            if let Ok((status, errors, _)) = parse_verdict(&stdout) {
+                prop_assert!(["accepted", "rejected", "error"].contains(&status.as_str()));
+                prop_assert!(status != "accepted" || errors.is_empty());
+            }
+        }
+
+        /// The verdict line a checker prints is what we read, whatever it
+        /// logged before and however many blank lines follow.
+        #[test]
+        fn verdicts_round_trip(
+            log in prop::collection::vec(log_line(), 0..5),
+            status in verdict_status(),
+            errors in prop::collection::vec(json_value(2), 0..4),
+            details in proptest::option::of(json_object(2)),
+            extra in json_object(1),
+            blank in "[ \t\r\n]{0,6}",
+        ) {
+            let errors = if status == "accepted" { Vec::new() } else { errors };
+            let mut verdict = extra;
+            verdict.insert("status".to_owned(), Value::from(status));
+            verdict.insert("errors".to_owned(), Value::Array(errors.clone()));
+            if let Some(details) = &details {
+                verdict.insert("details".to_owned(), Value::Object(details.clone()));
+            } else {
+                verdict.remove("details");
+            }
+            let mut stdout = log.join("\n");
+            stdout.push('\n');
+            stdout.push_str(&Value::Object(verdict).to_string());
+            stdout.push_str(&blank);
+            let parsed = parse_verdict(&stdout);
+            prop_assert_eq!(parsed, Ok((status.to_owned(), errors, details.unwrap_or_default())));
+        }
+
+        /// `accepted` with errors is never taken at its word.
+        #[test]
+        fn accepted_with_errors_is_refused(errors in prop::collection::vec(json_value(1), 1..4)) {
+            let line = serde_json::json!({"status": "accepted", "errors": errors}).to_string();
+            prop_assert!(parse_verdict(&line).is_err());
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+
+        #[test]
+        fn deep_nesting_is_an_error_not_a_crash(depth in 150usize..20_000) {
+            prop_assert!(parse_verdict(&deeply_nested(depth)).is_err());
+        }
+    }
+}

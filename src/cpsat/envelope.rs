@@ -1266,3 +1266,230 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::strategies::{deeply_nested, json_object, json_value, not_an_object_line};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// Stands in for a non-finite token until the line is written.
+    const PLACEHOLDER: &str = "\u{1}non-finite\u{1}";
+
+    /// A status as a script may spell it, and its canonical form.
+    fn status() -> impl Strategy<Value = (String, &'static str)> {
+        let spelled = prop_oneof![
+            Just(("optimal", "optimal")),
+            Just(("feasible", "feasible")),
+            Just(("infeasible", "infeasible")),
+            Just(("unknown", "unknown")),
+            Just(("error", "error")),
+            Just(("MODEL_INVALID", "error")),
+        ];
+        (spelled, any::<bool>(), any::<bool>()).prop_map(|((text, canonical), upper, padded)| {
+            let text = if upper {
+                text.to_ascii_uppercase()
+            } else {
+                text.to_owned()
+            };
+            let text = if padded { format!(" {text} ") } else { text };
+            (text, canonical)
+        })
+    }
+
+    fn non_finite() -> impl Strategy<Value = NonFinite> {
+        prop::sample::select(NonFinite::ALL.to_vec())
+    }
+
+    /// Every leaf's key path, `solution[...]` style, in no particular order.
+    fn leaves(value: &Value, path: String, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, child) in map {
+                    let mut next = path.clone();
+                    next.push('[');
+                    push_json_string(&mut next, key);
+                    next.push(']');
+                    leaves(child, next, out);
+                }
+            }
+            Value::Array(items) => {
+                for (index, child) in items.iter().enumerate() {
+                    leaves(child, format!("{path}[{index}]"), out);
+                }
+            }
+            _ => out.push(path),
+        }
+    }
+
+    /// The leaf at `path` (as `leaves` names it) replaced by the placeholder.
+    fn replace_leaf(value: &mut Value, path: &str, here: &str) -> bool {
+        if path == here {
+            *value = json!(PLACEHOLDER);
+            return true;
+        }
+        match value {
+            Value::Object(map) => map.iter_mut().any(|(key, child)| {
+                let mut next = here.to_owned();
+                next.push('[');
+                push_json_string(&mut next, key);
+                next.push(']');
+                replace_leaf(child, path, &next)
+            }),
+            Value::Array(items) => items
+                .iter_mut()
+                .enumerate()
+                .any(|(index, child)| replace_leaf(child, path, &format!("{here}[{index}]"))),
+            _ => false,
+        }
+    }
+
+    /// The line as Python's `json.dumps` would print it: the placeholder
+    /// becomes the bare token.
+    fn python_line(value: &Value, token: NonFinite) -> String {
+        let mut placeholder = String::new();
+        push_json_string(&mut placeholder, PLACEHOLDER);
+        value.to_string().replace(&placeholder, token.token())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn any_text_gives_an_answer(text in any::<String>()) {
+            if let Some(Ok(envelope)) = last_envelope(&text) {
+                prop_assert!(STATUSES.contains(&envelope.status.as_str()));
+            }
+        }
+
+        /// Lines built from JSON pieces and the bare non-finite tokens in
+        /// every position: an accepted envelope always has a known status.
+        #[test]
+        fn token_soup_gives_an_answer(parts in prop::collection::vec(prop_oneof![
+            Just("{".to_owned()), Just("}".to_owned()), Just("[".to_owned()), Just("]".to_owned()),
+            Just(",".to_owned()), Just(":".to_owned()), Just("NaN".to_owned()),
+            Just("Infinity".to_owned()), Just("-Infinity".to_owned()),
+            Just("\"status\"".to_owned()), Just("\"optimal\"".to_owned()),
+            Just("\"objective\"".to_owned()), Just("\"solution\"".to_owned()),
+            Just("\"\\u0000solvergate-non-finite:0:NaN\"".to_owned()),
+            Just("\"\\\"".to_owned()), Just("1".to_owned()), Just("null".to_owned()),
+            Just(" ".to_owned()),
+        ], 0..40)) {
+            let line = parts.concat();
+            if let Some(Ok(envelope)) = parse_line(&line) {
+                prop_assert!(STATUSES.contains(&envelope.status.as_str()));
+            }
+        }
+
+        /// What a script prints is what the envelope holds, strings that
+        /// look like sentinels or non-finite words included.
+        #[test]
+        fn envelopes_round_trip(
+            (spelled, canonical) in status(),
+            objective in proptest::option::of(any::<i64>()),
+            solution in json_object(3),
+            bound in proptest::option::of(any::<i64>()),
+        ) {
+            let mut object = json!({"status": spelled, "objective": objective, "solution": solution});
+            if let Some(bound) = bound {
+                object["best_objective_bound"] = json!(bound);
+            }
+            let expected = Envelope {
+                status: canonical.to_owned(),
+                objective: objective.map(Number::from),
+                solution,
+                best_objective_bound: bound.map(Number::from),
+            };
+            prop_assert_eq!(parse_line(&object.to_string()), Some(Ok(expected.clone())));
+            prop_assert_eq!(validate(object.as_object().cloned().unwrap_or_default()), Ok(expected));
+        }
+
+        /// A bare NaN or ±Infinity anywhere in the solution is refused with
+        /// the key path of that value.
+        #[test]
+        fn a_non_finite_value_is_named_by_its_path(
+            solution in json_object(3).prop_filter("has a leaf", |s| !s.is_empty()),
+            pick in any::<prop::sample::Index>(),
+            token in non_finite(),
+        ) {
+            let mut solution = Value::Object(solution);
+            let mut paths = Vec::new();
+            leaves(&solution, "solution".to_owned(), &mut paths);
+            prop_assume!(!paths.is_empty());
+            let path = paths[pick.index(paths.len())].clone();
+            prop_assert!(replace_leaf(&mut solution, &path, "solution"));
+            let object = json!({"status": "feasible", "objective": 1, "solution": solution});
+            let line = python_line(&object, token);
+            prop_assert_eq!(
+                parse_line(&line),
+                Some(Err(Rejection::new(path, token.reason())))
+            );
+        }
+
+        /// A non-finite objective is refused by name; as a bound it is
+        /// dropped, never kept as a sentinel.
+        #[test]
+        fn non_finite_objectives_and_bounds(
+            token in non_finite(),
+            solution in json_object(2),
+        ) {
+            let object = json!({"status": "optimal", "objective": PLACEHOLDER, "solution": solution});
+            prop_assert_eq!(
+                parse_line(&python_line(&object, token)),
+                Some(Err(Rejection::new("objective", token.reason())))
+            );
+            let object = json!({"status": "optimal", "objective": 3, "solution": solution, "best_objective_bound": PLACEHOLDER});
+            let parsed = parse_line(&python_line(&object, token));
+            prop_assert!(matches!(&parsed, Some(Ok(envelope)) if envelope.best_objective_bound.is_none()), "{:?}", parsed);
+        }
+
+        /// Log lines, arrays, scalars after the envelope, and a cut-off
+        /// last line, are skipped, whichever line ending the script used.
+        #[test]
+        fn trailing_noise_is_ignored(
+            (spelled, _) in status(),
+            solution in json_object(2),
+            noise in prop::collection::vec(not_an_object_line(), 0..4),
+            cut_tail in json_value(2),
+            cut in any::<prop::sample::Index>(),
+            ending in prop::sample::select(vec!["\n", "\r\n", "\r"]),
+        ) {
+            let line = json!({"status": spelled, "objective": null, "solution": solution}).to_string();
+            let tail = json!({"status": "optimal", "objective": 1, "solution": {"x": cut_tail}}).to_string();
+            let mut end = cut.index(tail.len());
+            while !tail.is_char_boundary(end) {
+                end -= 1;
+            }
+            let mut stdout = format!("started{ending}{line}{ending}");
+            for noise in &noise {
+                stdout.push_str(noise);
+                stdout.push_str(ending);
+            }
+            stdout.push_str(&tail[..end]);
+            prop_assert_eq!(last_envelope(&stdout), parse_line(&line));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+
+        #[test]
+        fn deep_nesting_is_skipped(depth in 1usize..20_000) {
+            let envelope = r#"{"status": "unknown", "objective": null, "solution": {}}"#;
+            let nested = deeply_nested(depth);
+            let stdout = format!("{envelope}\n{nested}");
+            // Within serde_json's limit (128) the nested line is the last
+            // object; far past it, it is skipped like any non-JSON line.
+            if depth <= 100 {
+                prop_assert_eq!(last_envelope(&stdout), parse_line(&nested));
+            } else if depth >= 200 {
+                prop_assert_eq!(last_envelope(&stdout), parse_line(envelope));
+            }
+            let in_solution = format!(
+                r#"{{"status": "unknown", "objective": null, "solution": {{"deep": {nested}, "x": NaN}}}}"#
+            );
+            let _ = parse_line(&in_solution);
+        }
+    }
+}

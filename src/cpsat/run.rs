@@ -14,9 +14,9 @@ use super::probe;
 use super::results::{CheckerReport, CpsatPythonCheckedResult, CpsatPythonResult};
 use super::script::ScriptRequest;
 use super::verdict;
+use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, Ending, Limits};
-use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::{Progress, Stage};
 use crate::runtime::cpsat::CpsatRuntime;
 

@@ -16,12 +16,12 @@ use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome, Start};
 use super::status::{
     JobKind, JobList, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
 };
+use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::cpsat::{
     CheckerReport, CheckerSource, Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource,
     positive_ms,
 };
 use crate::diagnostics::{Diagnostic, ToolError};
-use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::Progress;
 use crate::settings::JobBounds;
 

@@ -23,7 +23,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-pub use controls::{MAX_PARALLEL, SolveControls, validate_budget, validate_timeout};
+pub use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget, validate_timeout};
+pub use controls::{MAX_PARALLEL, SolveControls};
 pub(crate) use inputs::prepare_inline_models;
 pub use inputs::{Prepared, Sources};
 pub use results::{
@@ -39,9 +40,6 @@ use crate::runtime::{Runtime, SolverInfo};
 /// Added to a request's `timeout_ms` for the hard wall-clock cap, so that
 /// MiniZinc's own `--time-limit` normally ends the run cleanly first.
 pub const WALL_CLOCK_GRACE: Duration = Duration::from_secs(3);
-
-/// The default budget of every MiniZinc tool, in milliseconds.
-pub const DEFAULT_TIMEOUT_MS: i64 = 30_000;
 
 /// A compile check or an inspection.
 #[derive(Debug, Clone)]

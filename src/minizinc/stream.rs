@@ -460,3 +460,141 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::strategies::{deeply_nested, json_object, json_value, key, not_an_object_line};
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// A message MiniZinc could print, as the line it prints.
+    fn message_line() -> impl Strategy<Value = String> {
+        let solution = (
+            json_object(2),
+            proptest::option::of(any::<i64>()),
+            proptest::option::of(any::<String>()),
+        )
+            .prop_map(|(mut values, objective, default)| {
+                if let Some(objective) = objective {
+                    values.insert("_objective".to_owned(), json!(objective));
+                }
+                let mut output = json!({"json": values});
+                if let Some(default) = default {
+                    output["default"] = json!(default);
+                }
+                json!({"type": "solution", "output": output})
+            });
+        let status = prop_oneof![
+            Just("OPTIMAL_SOLUTION"),
+            Just("SATISFIED"),
+            Just("UNSATISFIABLE"),
+            Just("UNKNOWN"),
+            Just("ERROR"),
+        ]
+        .prop_map(|status| json!({"type": "status", "status": status}));
+        let statistics =
+            json_object(1).prop_map(|stats| json!({"type": "statistics", "statistics": stats}));
+        let note = (
+            prop_oneof![
+                Just("error".to_owned()),
+                Just("warning".to_owned()),
+                Just("trace".to_owned()),
+                Just("checker".to_owned()),
+                Just("interface".to_owned()),
+                key()
+            ],
+            json_object(2),
+        )
+            .prop_map(|(kind, mut body)| {
+                body.insert("type".to_owned(), json!(kind));
+                Value::Object(body)
+            });
+        prop_oneof![solution, status, statistics, note, json_value(3)]
+            .prop_map(|value| value.to_string())
+    }
+
+    fn config(cases: u32) -> ProptestConfig {
+        ProptestConfig::with_cases(cases)
+    }
+
+    proptest! {
+        #![proptest_config(config(128))]
+
+        #[test]
+        fn any_text_gives_a_report(text in any::<String>(), checker in any::<bool>()) {
+            let _ = parse(&text, checker);
+        }
+
+        #[test]
+        fn any_messages_give_a_report(lines in prop::collection::vec(message_line(), 0..12), checker in any::<bool>()) {
+            let _ = parse(&lines.join("\n"), checker);
+        }
+
+        /// Lines that are not JSON objects, and a cut-off last line, are
+        /// skipped: the report is the one of the messages alone.
+        #[test]
+        fn noise_and_a_cut_off_tail_change_nothing(
+            lines in prop::collection::vec(message_line(), 0..10),
+            noise in prop::collection::vec((any::<prop::sample::Index>(), not_an_object_line()), 0..6),
+            tail in message_line(),
+            cut in any::<prop::sample::Index>(),
+            checker in any::<bool>(),
+        ) {
+            let clean = parse(&lines.join("\n"), checker);
+            let mut noisy = lines.clone();
+            for (at, line) in noise {
+                noisy.insert(at.index(noisy.len() + 1), line);
+            }
+            // A strict prefix of a one-line object is never an object.
+            let mut end = cut.index(tail.len());
+            while !tail.is_char_boundary(end) {
+                end -= 1;
+            }
+            noisy.push(tail[..end].to_owned());
+            prop_assert_eq!(parse(&noisy.join("\n"), checker), clean);
+        }
+
+        /// Without a checker, every solution comes back with its values and
+        /// objective, and the last status line is the status.
+        #[test]
+        fn solutions_and_status_round_trip(
+            solutions in prop::collection::vec((json_object(3), proptest::option::of(any::<i64>())), 0..5),
+            status in proptest::option::of("[A-Z_]{1,20}"),
+        ) {
+            let mut text = String::new();
+            for (values, objective) in &solutions {
+                let mut json = values.clone();
+                if let Some(objective) = objective {
+                    json.insert("_objective".to_owned(), json!(objective));
+                }
+                text.push_str(&json!({"type": "solution", "output": {"json": json}}).to_string());
+                text.push('\n');
+            }
+            if let Some(status) = &status {
+                text.push_str(&json!({"type": "status", "status": status}).to_string());
+            }
+            let report = parse(&text, false);
+            prop_assert_eq!(report.solutions.len(), solutions.len());
+            for (parsed, (values, objective)) in report.solutions.iter().zip(&solutions) {
+                prop_assert_eq!(&parsed.values, values);
+                prop_assert_eq!(parsed.objective.as_ref().and_then(Number::as_i64), *objective);
+                prop_assert!(parsed.check.is_none());
+            }
+            prop_assert_eq!(report.status, status);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(config(16))]
+
+        /// Nesting far past serde_json's limit neither overflows the stack
+        /// nor hides the lines after it.
+        #[test]
+        fn deep_nesting_is_skipped(depth in 1usize..20_000) {
+            let text = format!("{}\n{}\n", deeply_nested(depth), json!({"type": "status", "status": "UNKNOWN"}));
+            let report = parse(&text, false);
+            prop_assert_eq!(report.status.as_deref(), Some("UNKNOWN"));
+        }
+    }
+}

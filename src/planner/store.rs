@@ -14,8 +14,9 @@ use std::time::SystemTime;
 use super::LoadPlan;
 use crate::diagnostics::{Category, ToolError};
 
-/// The default bound, overridable with `SOLVERGATE_PLANNER_MAX_RESULTS`.
-pub const DEFAULT_MAX_RESULTS: usize = 256;
+/// The default bound, overridable with `SOLVERGATE_PLANNER_MAX_RESULTS`
+/// (defined with the other settings, which sit below the planner).
+pub use crate::settings::DEFAULT_PLANNER_MAX_RESULTS as DEFAULT_MAX_RESULTS;
 
 #[derive(Debug, Clone)]
 pub struct ResultStore {
