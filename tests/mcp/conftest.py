@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import leftover_marked_async
+from helpers import all_procs, environ_has, leftover_marked_async
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -64,6 +64,8 @@ class Launched:
     init: Any
     stderr_path: Path
     logs: list[Any] = field(default_factory=list)
+    #: The server process (found by its per-open tag; 0 if not found).
+    pid: int = 0
 
     def stderr_text(self) -> str:
         return self.stderr_path.read_text(errors="replace")
@@ -134,7 +136,11 @@ class Harness:
                     init = await session.initialize()
                     await settle(session, tag)
                     logs.clear()
-                    yield Launched(session=session, init=init, stderr_path=stderr_path, logs=logs)
+                    pid = next(
+                        (p.pid for p in all_procs() if p.comm == "solvergate" and environ_has(p.pid, tag)),
+                        0,
+                    )
+                    yield Launched(session=session, init=init, stderr_path=stderr_path, logs=logs, pid=pid)
 
 
 @pytest.fixture(scope="session")
