@@ -26,9 +26,9 @@ pub mod planner;
 pub mod progress;
 pub mod runtime;
 pub mod settings;
-pub mod tabular;
 #[cfg(test)]
 mod strategies;
+pub mod tabular;
 pub mod unsat;
 pub mod userfiles;
 

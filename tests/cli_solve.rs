@@ -66,6 +66,20 @@ impl Home {
     }
 
     /// Live processes started with this home's marker.
+    /// Waits until this home's solve has started Gecode (a minute at most,
+    /// as a guard against a hang).
+    fn wait_for_the_solver(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self
+            .processes()
+            .iter()
+            .any(|comm| comm.trim() == "fzn-gecode")
+        {
+            assert!(Instant::now() < deadline, "the solver never started");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn processes(&self) -> Vec<String> {
         let needle = format!("SGCLI_MARKER={}", self.marker);
         std::fs::read_dir("/proc")
@@ -204,15 +218,7 @@ fn sigterm_prints_the_incumbent_exits_130_and_leaves_nothing() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !home
-            .processes()
-            .iter()
-            .any(|comm| comm.trim() == "fzn-gecode")
-        {
-            assert!(Instant::now() < deadline, "the solver never started");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        home.wait_for_the_solver();
         // Let the solver find a few incumbents.
         std::thread::sleep(Duration::from_millis(700));
         kill(Pid::from_raw(child.id() as i32), signal).unwrap();
@@ -255,15 +261,7 @@ fn sigkill_leaves_no_solver_behind() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !home
-        .processes()
-        .iter()
-        .any(|comm| comm.trim() == "fzn-gecode")
-    {
-        assert!(Instant::now() < deadline, "the solver never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    home.wait_for_the_solver();
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
     child.wait().unwrap();
     // The watchdog stops the tree once it sees solvergate gone; the wait
