@@ -23,6 +23,10 @@ use std::fmt;
 
 /// Deepest nesting of parentheses and powers accepted.
 pub const MAX_DEPTH: usize = 64;
+/// Most binary operators in one expression. Operator chains build the tree
+/// without recursion here, but compiling, evaluating and dropping it
+/// recurse, so the tree's depth (operators plus nesting) stays small.
+pub const MAX_OPERATORS: usize = 200;
 /// Largest exponent of `**`.
 pub const MAX_EXPONENT: u32 = 16;
 /// Longest expression accepted, in characters.
@@ -177,6 +181,7 @@ pub fn parse(source: &str) -> Result<Expr, ParseError> {
         tokens,
         at: 0,
         depth: 0,
+        operators: 0,
         source,
     };
     let expr = parser.sum()?;
@@ -398,6 +403,7 @@ struct Parser<'a> {
     tokens: Vec<Token>,
     at: usize,
     depth: usize,
+    operators: usize,
     source: &'a str,
 }
 
@@ -433,6 +439,21 @@ impl Parser<'_> {
         Ok(())
     }
 
+    /// Counts a binary operator against [`MAX_OPERATORS`].
+    fn operator(&mut self) -> Result<(), ParseError> {
+        let token = self.advance();
+        self.operators += 1;
+        if self.operators > MAX_OPERATORS {
+            return Err(self.error_at(
+                token,
+                format!(
+                    "the expression has more than {MAX_OPERATORS} operators; split it into several equations"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn sum(&mut self) -> Result<Expr, ParseError> {
         let mut left = self.product()?;
         loop {
@@ -441,7 +462,7 @@ impl Parser<'_> {
                 Kind::Minus => Op::Sub,
                 _ => return Ok(left),
             };
-            self.advance();
+            self.operator()?;
             let right = self.product()?;
             left = Expr::Binary {
                 op,
@@ -460,7 +481,7 @@ impl Parser<'_> {
                 Kind::Percent => Op::Mod,
                 _ => return Ok(left),
             };
-            self.advance();
+            self.operator()?;
             let right = self.power()?;
             left = Expr::Binary {
                 op,
@@ -698,6 +719,26 @@ mod tests {
         assert!(e.message.contains("ASCII"));
         let e = err("a +\u{200b}b");
         assert_eq!(e.column, 4);
+    }
+
+    #[test]
+    fn long_operator_chains_are_bounded_and_what_passes_is_shallow_enough() {
+        let chain = |count: usize| format!("{}a", "a+".repeat(count));
+        let e = err(&chain(4_999));
+        assert!(e.message.contains("operators"), "{e}");
+        assert_eq!(e.column, 2 * MAX_OPERATORS + 2);
+        let longest = parse(&chain(MAX_OPERATORS)).unwrap();
+        // Evaluating and dropping the longest accepted tree recurse through
+        // it: on a small stack that must still be fine.
+        let worker = std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(move || {
+                let total = crate::equations::evaluate::value(&longest, &|_| Some(1.0));
+                drop(longest);
+                total
+            })
+            .unwrap();
+        assert_eq!(worker.join().unwrap(), Ok(201.0));
     }
 
     #[test]

@@ -318,3 +318,34 @@ async def test_bad_arguments_are_tool_errors(full, tool, change, needle):
     error = await call_error(full.session, tool, arguments)
     assert error.category == "invalid_request"
     assert needle in error.message, error.message
+
+
+async def test_the_longest_equations_are_served_and_longer_ones_refused(full):
+    """An operator chain at the bound compiles, solves and evaluates (deep
+    trees recurse in the server: this must not exhaust a worker's stack);
+    one far past it is INVALID_EQUATION, and the server keeps serving."""
+    longest = " + ".join(["q"] * 200)  # 199 operators, and a "*" below: 200
+    request = {
+        "variables": {
+            "total": {"obs": 150, "confidence": 0.5, "mult_factor": 1, "min": 0, "max": 100000, "fixed": False},
+            "q": {"obs": 1, "mult_factor": 1, "fixed": True},
+        },
+        "equations": [{"lhs": "total", "rhs": f"({longest}) * ((((q))))"}],
+        "timeout_seconds": 5,
+    }
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "OPTIMAL", data
+    assert data["corrected"] == {"total": 200.0}, data
+    evaluated = await call_ok(
+        full.session, "evaluate_equations", {"equations": request["equations"], "values": {"total": 200, "q": 1}}
+    )
+    assert evaluated["all_passed"] is True, evaluated
+
+    too_long = "+".join(["q"] * 4000)  # under the length bound, far past the operators one
+    refused = call_result(
+        await full.session.call_tool("validate_equations", {"equations": [{"lhs": "total", "rhs": too_long}]})
+    )
+    assert refused["valid"] is False
+    assert "operators" in refused["equations"][0]["errors"][0], refused
+    again = await call_ok(full.session, "correct_values", request)
+    assert again["status"] == "OPTIMAL"
