@@ -12,6 +12,9 @@ pub const RUNTIME_DIR_VAR: &str = "SOLVERGATE_RUNTIME_DIR";
 /// Environment variable naming the CP-SAT runtime's Python interpreter.
 pub const CPSAT_PYTHON_VAR: &str = "SOLVERGATE_CPSAT_PYTHON";
 
+/// Environment variable holding the bearer token `serve --http` requires.
+pub const HTTP_TOKEN_VAR: &str = "SOLVERGATE_HTTP_TOKEN";
+
 /// Bounds of a background job registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobBounds {
@@ -55,6 +58,9 @@ pub struct Settings {
     /// make a solve panic on purpose (see `minizinc::TEST_PANIC_MARKER`).
     /// Always false in a release build.
     pub test_hooks: bool,
+    /// `SOLVERGATE_HTTP_TOKEN`, when set and not empty: the bearer token
+    /// every request to `serve --http` must carry.
+    pub http_token: Option<String>,
 }
 
 /// A variable whose value cannot be used.
@@ -136,6 +142,18 @@ impl Settings {
             )?,
             test_hooks: cfg!(debug_assertions)
                 && lookup("SOLVERGATE_TEST_HOOKS").is_some_and(|value| value == "1"),
+            http_token: match lookup(HTTP_TOKEN_VAR).filter(|value| !value.is_empty()) {
+                None => None,
+                Some(value) => match value.into_string() {
+                    Ok(token) if !token.trim().is_empty() && token.trim() == token => Some(token),
+                    _ => {
+                        return Err(SettingsError {
+                            variable: HTTP_TOKEN_VAR,
+                            problem: "must be printable text without surrounding spaces (it is sent in an Authorization header)".into(),
+                        });
+                    }
+                },
+            },
         })
     }
 }

@@ -289,6 +289,13 @@ impl SolvergateServer {
         });
     }
 
+    /// How many handles to this server exist: every clone shares one
+    /// log-level cell, so a count of one means only the caller holds it
+    /// (the HTTP face uses this to notice a session that has ended).
+    pub fn handle_count(&self) -> usize {
+        Arc::strong_count(&self.log_level)
+    }
+
     /// Stops every background job and waits until their processes are
     /// gone, or until `deadline` passes; returns how many jobs had not
     /// ended by then.
