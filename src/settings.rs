@@ -192,6 +192,26 @@ mod tests {
     }
 
     #[test]
+    fn http_token_is_read_once_and_checked() {
+        assert!(
+            Settings::from_lookup(|_| None)
+                .unwrap()
+                .http_token
+                .is_none()
+        );
+        let with = |value: &str| {
+            let value = value.to_owned();
+            Settings::from_lookup(move |name| {
+                (name == HTTP_TOKEN_VAR).then(|| value.clone().into())
+            })
+        };
+        assert_eq!(with("abc").unwrap().http_token.as_deref(), Some("abc"));
+        assert!(with("").unwrap().http_token.is_none());
+        let error = with(" padded ").unwrap_err();
+        assert!(error.to_string().starts_with(HTTP_TOKEN_VAR), "{error}");
+    }
+
+    #[test]
     fn relative_runtime_dir_names_the_variable() {
         let error =
             Settings::from_lookup(|name| (name == RUNTIME_DIR_VAR).then(|| "minizinc".into()))

@@ -12,8 +12,8 @@
 //! Every MCP session gets its own [`SolvergateServer`], so its jobs, their
 //! admission bounds and its log level are its own: a session cannot see,
 //! poll or cancel another's job, and the job limits apply per session. A
-//! session that ends (closed by the client, or idle past rmcp's keep-alive)
-//! takes its calls and jobs with it. SIGTERM or SIGINT cancels every
+//! session that ends (closed by the client, or idle past rmcp's five-minute
+//! keep-alive) takes its calls and jobs with it within a sweep interval. SIGTERM or SIGINT cancels every
 //! session's calls and jobs and waits until their process trees are gone.
 
 use std::convert::Infallible;
@@ -40,6 +40,9 @@ use crate::settings::{HTTP_TOKEN_VAR, Settings};
 
 /// The one path the MCP endpoint answers on.
 pub const MCP_PATH: &str = "/mcp";
+
+/// How often ended sessions are looked for (their jobs are then stopped).
+const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Browser origins always accepted: pages served from this machine.
 const LOOPBACK_ORIGINS: &[&str] = &[
@@ -143,9 +146,11 @@ pub async fn serve_http(
         shutdown_signal().await;
         on_signal.cancel();
     });
+    let mut sweep = tokio::time::interval(SWEEP_INTERVAL);
     loop {
         tokio::select! {
             () = shutdown.cancelled() => break,
+            _ = sweep.tick() => sessions.sweep(),
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let gate = gate.clone();
@@ -284,11 +289,23 @@ struct Session {
 }
 
 impl Sessions {
-    /// A fresh server for a new session. Sessions whose servers nobody else
-    /// holds any more have ended: their calls and jobs are cancelled here.
+    /// A fresh server for a new session.
     fn open(&self) -> SolvergateServer {
         let token = self.shutdown.child_token();
         let server = self.template.build(token.clone());
+        self.sweep();
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        live.push(Session {
+            server: server.clone(),
+            token,
+        });
+        server
+    }
+
+    /// Sessions whose servers nobody but this list holds any more have
+    /// ended (closed or expired): their calls and jobs are cancelled, which
+    /// kills their process trees.
+    fn sweep(&self) {
         let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         live.retain(|session| {
             let open = session.server.handle_count() > 1;
@@ -297,11 +314,6 @@ impl Sessions {
             }
             open
         });
-        live.push(Session {
-            server: server.clone(),
-            token,
-        });
-        server
     }
 
     /// Cancels everything and waits for every job's processes to end (up
