@@ -61,7 +61,13 @@ pub struct Settings {
     /// `SOLVERGATE_HTTP_TOKEN`, when set and not empty: the bearer token
     /// every request to `serve --http` must carry.
     pub http_token: Option<String>,
+    /// `SOLVERGATE_HTTP_MAX_SESSIONS`: MCP sessions `serve --http` keeps at
+    /// once (each with its own job bounds).
+    pub http_max_sessions: usize,
 }
+
+/// Sessions `serve --http` keeps at once unless configured.
+pub const DEFAULT_HTTP_MAX_SESSIONS: usize = 16;
 
 /// A variable whose value cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -142,6 +148,7 @@ impl Settings {
             )?,
             test_hooks: cfg!(debug_assertions)
                 && lookup("SOLVERGATE_TEST_HOOKS").is_some_and(|value| value == "1"),
+            http_max_sessions: count("SOLVERGATE_HTTP_MAX_SESSIONS", DEFAULT_HTTP_MAX_SESSIONS, 1)?,
             http_token: match lookup(HTTP_TOKEN_VAR).filter(|value| !value.is_empty()) {
                 None => None,
                 Some(value) => match value.into_string() {

@@ -11,7 +11,9 @@
 //!
 //! Every MCP session gets its own [`SolvergateServer`], so its jobs, their
 //! admission bounds and its log level are its own: a session cannot see,
-//! poll or cancel another's job, and the job limits apply per session. A
+//! poll or cancel another's job, and the job limits apply per session; at
+//! most `SOLVERGATE_HTTP_MAX_SESSIONS` sessions are open at once (503
+//! beyond), which bounds the whole server. A
 //! session that ends (closed by the client, or idle past rmcp's five-minute
 //! keep-alive) takes its calls and jobs with it within a sweep interval. SIGTERM or SIGINT cancels every
 //! session's calls and jobs and waits until their process trees are gone.
@@ -139,6 +141,8 @@ pub async fn serve_http(
     let gate = Arc::new(Gate {
         mcp: StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config),
         token_digest: settings.http_token.as_deref().map(digest),
+        sessions: sessions.clone(),
+        max_sessions: settings.http_max_sessions,
     });
 
     let on_signal = shutdown.clone();
@@ -316,6 +320,15 @@ impl Sessions {
         });
     }
 
+    /// How many sessions are open, after a sweep.
+    fn live(&self) -> usize {
+        self.sweep();
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
     /// Cancels everything and waits for every job's processes to end (up
     /// to the deadline); returns how many jobs had not ended.
     async fn shutdown(&self) -> usize {
@@ -344,6 +357,8 @@ type Body = BoxBody<Bytes, Infallible>;
 struct Gate {
     mcp: StreamableHttpService<SolvergateServer, LocalSessionManager>,
     token_digest: Option<[u8; 32]>,
+    sessions: Arc<Sessions>,
+    max_sessions: usize,
 }
 
 impl Gate {
@@ -375,6 +390,21 @@ impl Gate {
                 );
                 return response;
             }
+        }
+        let opens_session = request.method() == hyper::Method::POST
+            && !request.headers().contains_key("mcp-session-id");
+        if opens_session && self.sessions.live() >= self.max_sessions {
+            let mut response = plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!(
+                    "too many MCP sessions: {} are open (SOLVERGATE_HTTP_MAX_SESSIONS); close one (DELETE {MCP_PATH}) or wait until an idle one expires",
+                    self.max_sessions
+                ),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+            return response;
         }
         self.mcp.handle(request).await
     }

@@ -59,12 +59,12 @@ class HttpServer:
 
 
 @contextmanager
-def http_server(harness, *args: str, token: str | None = None) -> Iterator[HttpServer]:
+def http_server(harness, *args: str, token: str | None = None, **variables: str) -> Iterator[HttpServer]:
     """Starts `serve --http ...` (args first), waits for the URL in its
     banner and always reaps it. The URL is on 127.0.0.1 even for a
     wildcard bind."""
     extra = {"SOLVERGATE_HTTP_TOKEN": token} if token else {}
-    env, marker = harness.tagged_env(**extra)
+    env, marker = harness.tagged_env(**extra, **variables)
     stderr_path = harness.scratch("http") / "stderr.txt"
     with open(stderr_path, "wb") as errlog:
         proc = subprocess.Popen(
@@ -232,6 +232,25 @@ async def test_a_closed_session_takes_its_jobs_with_it(harness):
             assert time.monotonic() < deadline, f"still running: {describe(solver_procs(server.marker))}"
             time.sleep(0.1)
         assert server.proc.poll() is None, "the server itself must keep running"
+
+
+async def test_sessions_are_capped_and_a_closed_one_frees_its_place(harness):
+    with http_server(harness, "--http", "127.0.0.1:0", SOLVERGATE_HTTP_MAX_SESSIONS="1") as server:
+
+        def initialize() -> httpx2.Response:
+            return httpx2.post(server.url, json=INITIALIZE, headers=MCP_HEADERS, timeout=10)
+
+        async with http_session(server.url) as session:
+            refused = initialize()
+            assert refused.status_code == 503, refused.text
+            assert "SOLVERGATE_HTTP_MAX_SESSIONS" in refused.text
+            # The open session is not affected.
+            assert (await session.list_tools()).tools
+        deadline = time.monotonic() + 20
+        while (reply := initialize()).status_code == 503:
+            assert time.monotonic() < deadline, "the closed session never freed its place"
+            time.sleep(0.2)
+        assert reply.status_code == 200, reply.text
 
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
