@@ -67,7 +67,7 @@ pub struct Settings {
 }
 
 /// Sessions `serve --http` keeps at once unless configured.
-pub const DEFAULT_HTTP_MAX_SESSIONS: usize = 16;
+pub const DEFAULT_HTTP_MAX_SESSIONS: usize = 64;
 
 /// A variable whose value cannot be used.
 #[derive(Debug, thiserror::Error)]
