@@ -143,7 +143,7 @@ proof of optimality.\n"
 const CORE_INSTRUCTIONS: &str = concat!(
     instructions_common!(),
     "This is the core toolset. Background jobs, races, unsat cores, spreadsheets, saves and the other tools \
-need the server started with `solvergate stdio --toolset full`."
+need the server started with `--toolset full` (`solvergate stdio --toolset full`, or `solvergate serve --http ADDR --toolset full`)."
 );
 
 const FULL_INSTRUCTIONS: &str = concat!(
