@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -253,21 +254,46 @@ async def test_sessions_are_capped_and_a_closed_one_frees_its_place(harness):
         assert reply.status_code == 200, reply.text
 
 
+def call_in_background(url: str, name: str, arguments: dict) -> threading.Thread:
+    """A raw session whose tools/call is left waiting in a thread (the
+    server's exit ends it)."""
+    reply = httpx2.post(url, json=INITIALIZE, headers=MCP_HEADERS, timeout=10)
+    assert reply.status_code == 200, reply.text
+    headers = {**MCP_HEADERS, "Mcp-Session-Id": reply.headers["mcp-session-id"], "Mcp-Protocol-Version": "2025-06-18"}
+    initialized = httpx2.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers, timeout=10)
+    assert initialized.status_code == 202, initialized.text
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+
+    def run() -> None:
+        try:
+            httpx2.post(url, json=call, headers=headers, timeout=60)
+        except httpx2.HTTPError:
+            pass  # the server went away mid-call, as it should
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
-async def test_shutdown_kills_every_sessions_jobs(harness, how):
+async def test_shutdown_kills_every_sessions_jobs_and_calls(harness, how):
     with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full") as server:
-        # Two sessions left open (no DELETE), one running job each.
+        # Two sessions left open (no DELETE), one running job each ...
         for _ in range(2):
             async with http_session(server.url, close=False) as session:
                 job = await call_ok(session, "submit_solve_job", LONG_JOB)
                 assert job["state"] == "running", job
+        # ... and a third session in the middle of a synchronous solve.
+        call = call_in_background(server.url, "solve_minizinc_model", LONG_JOB)
         deadline = time.monotonic() + 15
-        while len({p for p in solver_procs(server.marker) if p.comm == "fzn-gecode"}) < 2:
-            assert time.monotonic() < deadline, "the two solvers never both ran: the scan would prove nothing"
+        while len({p for p in solver_procs(server.marker) if p.comm == "fzn-gecode"}) < 3:
+            assert time.monotonic() < deadline, "the three solvers never all ran: the scan would prove nothing"
             time.sleep(0.05)
         server.proc.send_signal(how)
         code = server.proc.wait(timeout=15)
         assert code == 0, server.stderr_text()
+        call.join(timeout=15)
+        assert not call.is_alive(), "the call's connection outlived the server"
         left = solver_procs(server.marker)
         assert not left, f"left running after shutdown: {describe(left)}"
         time.sleep(0.5)
