@@ -15,6 +15,8 @@ pub const CPSAT_PYTHON_VAR: &str = "SOLVERGATE_CPSAT_PYTHON";
 /// Planner results kept on disk unless `SOLVERGATE_PLANNER_MAX_RESULTS`
 /// says otherwise.
 pub const DEFAULT_PLANNER_MAX_RESULTS: usize = 256;
+/// Environment variable holding the bearer token `serve --http` requires.
+pub const HTTP_TOKEN_VAR: &str = "SOLVERGATE_HTTP_TOKEN";
 
 /// Bounds of a background job registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,7 +67,16 @@ pub struct Settings {
     /// `SOLVERGATE_SANDBOX=1`: confine scripts, checkers and solvers
     /// (Landlock, no network); the CLI's `--sandbox` does the same.
     pub sandbox: bool,
+    /// `SOLVERGATE_HTTP_TOKEN`, when set and not empty: the bearer token
+    /// every request to `serve --http` must carry.
+    pub http_token: Option<String>,
+    /// `SOLVERGATE_HTTP_MAX_SESSIONS`: MCP sessions `serve --http` keeps at
+    /// once (each with its own job bounds).
+    pub http_max_sessions: usize,
 }
+
+/// Sessions `serve --http` keeps at once unless configured.
+pub const DEFAULT_HTTP_MAX_SESSIONS: usize = 64;
 
 /// A variable whose value cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -160,6 +171,19 @@ impl Settings {
                     });
                 }
             },
+            http_max_sessions: count("SOLVERGATE_HTTP_MAX_SESSIONS", DEFAULT_HTTP_MAX_SESSIONS, 1)?,
+            http_token: match lookup(HTTP_TOKEN_VAR).filter(|value| !value.is_empty()) {
+                None => None,
+                Some(value) => match value.into_string() {
+                    Ok(token) if !token.trim().is_empty() && token.trim() == token => Some(token),
+                    _ => {
+                        return Err(SettingsError {
+                            variable: HTTP_TOKEN_VAR,
+                            problem: "must be printable text without surrounding spaces (it is sent in an Authorization header)".into(),
+                        });
+                    }
+                },
+            },
         })
     }
 }
@@ -208,6 +232,26 @@ mod tests {
                 .search_path
                 .is_none()
         );
+    }
+
+    #[test]
+    fn http_token_is_read_once_and_checked() {
+        assert!(
+            Settings::from_lookup(|_| None)
+                .unwrap()
+                .http_token
+                .is_none()
+        );
+        let with = |value: &str| {
+            let value = value.to_owned();
+            Settings::from_lookup(move |name| {
+                (name == HTTP_TOKEN_VAR).then(|| value.clone().into())
+            })
+        };
+        assert_eq!(with("abc").unwrap().http_token.as_deref(), Some("abc"));
+        assert!(with("").unwrap().http_token.is_none());
+        let error = with(" padded ").unwrap_err();
+        assert!(error.to_string().starts_with(HTTP_TOKEN_VAR), "{error}");
     }
 
     #[test]

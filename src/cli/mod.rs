@@ -15,6 +15,7 @@ mod install;
 mod plan_command;
 mod render;
 mod runtime_commands;
+mod serve_command;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -64,6 +65,8 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "core")]
         toolset: Toolset,
     },
+    /// Run the MCP server over Streamable HTTP (`serve --http 127.0.0.1:PORT`).
+    Serve(serve_command::ServeArgs),
     /// Download, verify and install the pinned runtimes: the MiniZinc bundle
     /// and a hash-locked CP-SAT venv (the only command that uses the network).
     InstallRuntime {
@@ -314,6 +317,10 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
         Command::Stdio { toolset } => {
             let (minizinc, cpsat) = resolve();
             serve_stdio(minizinc, cpsat, toolset, &settings, &dirs).await
+        }
+        Command::Serve(args) => {
+            let (minizinc, cpsat) = resolve();
+            serve_command::serve_http(minizinc, cpsat, args, &settings, &dirs).await
         }
         Command::CheckRuntime { only, json } => {
             let (minizinc, cpsat) = resolve();

@@ -143,7 +143,7 @@ proof of optimality.\n"
 const CORE_INSTRUCTIONS: &str = concat!(
     instructions_common!(),
     "This is the core toolset. Background jobs, races, unsat cores, spreadsheets, saves and the other tools \
-need the server started with `solvergate stdio --toolset full`."
+need the server started with `--toolset full` (`solvergate stdio --toolset full`, or `solvergate serve --http ADDR --toolset full`)."
 );
 
 const FULL_INSTRUCTIONS: &str = concat!(
@@ -287,6 +287,13 @@ impl SolvergateServer {
                 minizinc.runtime().catalog(&shutdown)
             );
         });
+    }
+
+    /// How many handles to this server exist: every clone shares one
+    /// log-level cell, so a count of one means only the caller holds it
+    /// (the HTTP face uses this to notice a session that has ended).
+    pub fn handle_count(&self) -> usize {
+        Arc::strong_count(&self.log_level)
     }
 
     /// Stops every background job and waits until their processes are

@@ -1,0 +1,459 @@
+//! `solvergate serve --http ADDR`: the MCP server over Streamable HTTP
+//! (rmcp's server on a hyper HTTP/1.1 listener), with the same tools,
+//! prompts and jobs as stdio.
+//!
+//! Safety rules: only a loopback address is served unless `--allow-remote`
+//! is given, and then only with a bearer token (`SOLVERGATE_HTTP_TOKEN`,
+//! compared in constant time); when a token is set every request must carry
+//! it, whatever the address. Browser `Origin`s other than loopback ones are
+//! refused (403) unless named with `--allow-origin`, and on a loopback bind
+//! the `Host` header must be a loopback name too (DNS rebinding).
+//!
+//! Every MCP session gets its own [`SolvergateServer`], so its jobs, their
+//! admission bounds and its log level are its own: a session cannot see,
+//! poll or cancel another's job, and the job limits apply per session; at
+//! most `SOLVERGATE_HTTP_MAX_SESSIONS` sessions are open at once (503
+//! beyond), which bounds the whole server. A
+//! session that ends (closed by the client, or idle past rmcp's five-minute
+//! keep-alive) takes its calls and jobs with it within a sweep interval. SIGTERM or SIGINT cancels every
+//! session's calls and jobs and waits until their process trees are gone.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode, header};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tokio_util::sync::CancellationToken;
+
+use super::{ARTIFACT_JOURNAL, JOB_SHUTDOWN_DEADLINE, PLANNER_STORE, refuse, shutdown_signal};
+use crate::mcp::{ServerSetup, SolvergateServer, Toolset};
+use crate::planner::ResultStore;
+use crate::runtime::cpsat::CpsatRuntime;
+use crate::runtime::{self, Runtime, UserDirs};
+use crate::settings::{HTTP_TOKEN_VAR, Settings};
+
+/// The one path the MCP endpoint answers on.
+pub const MCP_PATH: &str = "/mcp";
+
+/// How often ended sessions are looked for (their jobs are then stopped).
+const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Browser origins always accepted: pages served from this machine.
+const LOOPBACK_ORIGINS: &[&str] = &[
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
+/// How `serve` is asked to listen.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Serve MCP over Streamable HTTP at this address, on path /mcp
+    /// (e.g. 127.0.0.1:8765; port 0 picks a free port, printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    pub http: SocketAddr,
+    /// Which tools to advertise.
+    #[arg(long, value_enum, default_value = "core")]
+    pub toolset: Toolset,
+    /// Allow an address other than loopback; needs the bearer token in
+    /// SOLVERGATE_HTTP_TOKEN.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Also accept requests from this browser origin, as
+    /// scheme://host[:port] (repeatable). Loopback origins are always accepted.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub allow_origins: Vec<String>,
+}
+
+/// Runs the HTTP server until SIGTERM or SIGINT.
+pub async fn serve_http(
+    runtime: Arc<Runtime>,
+    cpsat: Arc<CpsatRuntime>,
+    args: ServeArgs,
+    settings: &Settings,
+    dirs: &UserDirs,
+) -> ExitCode {
+    if let Err(problem) = check_exposure(&args, settings.http_token.is_some()) {
+        return refuse(problem);
+    }
+    if let Some(origin) = args.allow_origins.iter().find(|o| !is_origin(o)) {
+        return refuse(format!(
+            "--allow-origin {origin:?} is not an origin: give scheme://host or scheme://host:port, e.g. https://app.example.com"
+        ));
+    }
+    let listener = match tokio::net::TcpListener::bind(args.http).await {
+        Ok(listener) => listener,
+        Err(error) => return refuse(format!("could not listen on {}: {error}", args.http)),
+    };
+    let address = listener.local_addr().unwrap_or(args.http);
+
+    banner(&runtime, &cpsat, args.toolset, address, settings);
+    let journal = dirs.data_dir.join(ARTIFACT_JOURNAL);
+    let recovered = crate::artifacts::target::recover_interrupted(&journal);
+    if recovered > 0 {
+        eprintln!("removed {recovered} staging dir(s) left by interrupted saves");
+    }
+
+    let shutdown = CancellationToken::new();
+    let sessions = Arc::new(Sessions {
+        template: Template {
+            minizinc: runtime,
+            cpsat,
+            toolset: args.toolset,
+            settings: settings.clone(),
+            artifact_journal: journal,
+            planner_store: ResultStore::new(
+                dirs.data_dir.join(PLANNER_STORE),
+                settings.planner_max_results,
+            ),
+        },
+        shutdown: shutdown.clone(),
+        live: Mutex::new(Vec::new()),
+    });
+    // Probe the runtimes once, not per session.
+    sessions.template.build(shutdown.child_token()).warm_up();
+
+    let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();
+    origins.extend(args.allow_origins.iter().cloned());
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(origins)
+        .with_cancellation_token(shutdown.child_token());
+    if args.allow_remote {
+        // Clients reach a remote bind by names we cannot know; the token
+        // guards it instead of the Host check.
+        config = config.disable_allowed_hosts();
+    }
+    let factory = {
+        let sessions = sessions.clone();
+        move || Ok(sessions.open())
+    };
+    let gate = Arc::new(Gate {
+        mcp: StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), config),
+        token_digest: settings.http_token.as_deref().map(digest),
+        sessions: sessions.clone(),
+        max_sessions: settings.http_max_sessions,
+    });
+
+    let on_signal = shutdown.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        on_signal.cancel();
+    });
+    let mut sweep = tokio::time::interval(SWEEP_INTERVAL);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            _ = sweep.tick() => sessions.sweep(),
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let gate = gate.clone();
+                    tokio::spawn(async move {
+                        let service = hyper::service::service_fn(move |request| {
+                            let gate = gate.clone();
+                            async move { Ok::<_, Infallible>(gate.answer(request).await) }
+                        });
+                        // A connection that fails mid-way concerns only its client.
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                            .await;
+                    });
+                }
+                Err(error) => {
+                    // Out of file descriptors and the like: wait, then go on.
+                    eprintln!("solvergate: could not accept a connection: {error}");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    eprintln!("solvergate: stopping; cancelling every session's calls and jobs");
+    let unfinished = sessions.shutdown().await;
+    if unfinished > 0 {
+        eprintln!(
+            "solvergate: {unfinished} job(s) had not stopped after {} s; exiting anyway",
+            JOB_SHUTDOWN_DEADLINE.as_secs()
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// The bind rules: loopback, or `--allow-remote` with a token.
+fn check_exposure(args: &ServeArgs, has_token: bool) -> Result<(), String> {
+    let loopback = args.http.ip().is_loopback();
+    if !loopback && !args.allow_remote {
+        return Err(format!(
+            "refusing to serve on {}: it is not a loopback address, so other machines could reach the server; use 127.0.0.1, or pass --allow-remote and set {HTTP_TOKEN_VAR} to a secret bearer token",
+            args.http
+        ));
+    }
+    if args.allow_remote && !has_token {
+        return Err(format!(
+            "--allow-remote needs a bearer token: set {HTTP_TOKEN_VAR} to a long random secret; clients then send `Authorization: Bearer <token>`"
+        ));
+    }
+    Ok(())
+}
+
+/// `scheme://host[:port]` with an http(s) scheme and nothing after.
+fn is_origin(text: &str) -> bool {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return false;
+    };
+    matches!(scheme, "http" | "https")
+        && !rest.is_empty()
+        && !rest.contains(['/', '?', '#', '@', ' '])
+}
+
+fn banner(
+    runtime: &Runtime,
+    cpsat: &CpsatRuntime,
+    toolset: Toolset,
+    address: SocketAddr,
+    settings: &Settings,
+) {
+    eprintln!(
+        "solvergate {} — MCP server on http://{address}{MCP_PATH}, {} toolset{}",
+        env!("CARGO_PKG_VERSION"),
+        match toolset {
+            Toolset::Core => "core",
+            Toolset::Full => "full",
+        },
+        if settings.http_token.is_some() {
+            ", bearer token required"
+        } else {
+            ""
+        }
+    );
+    let location = runtime.location();
+    eprintln!(
+        "runtime dir: {} ({})",
+        location.dir.display(),
+        location.source.describe()
+    );
+    if runtime.is_installed() {
+        eprintln!("minizinc: installed at {}", runtime.binary().display());
+    } else {
+        eprintln!("minizinc: not installed — {}", runtime::INSTALL_HINT);
+    }
+    eprintln!(
+        "cp-sat python: {} ({}); probed on first use",
+        cpsat.python.display(),
+        cpsat.source.describe_python()
+    );
+}
+
+/// What every session's server is built from.
+struct Template {
+    minizinc: Arc<Runtime>,
+    cpsat: Arc<CpsatRuntime>,
+    toolset: Toolset,
+    settings: Settings,
+    artifact_journal: std::path::PathBuf,
+    planner_store: ResultStore,
+}
+
+impl Template {
+    fn build(&self, shutdown: CancellationToken) -> SolvergateServer {
+        SolvergateServer::new(ServerSetup {
+            minizinc: self.minizinc.clone(),
+            cpsat: self.cpsat.clone(),
+            toolset: self.toolset,
+            jobs: self.settings.jobs,
+            cpsat_jobs: self.settings.cpsat_jobs,
+            shutdown,
+            test_hooks: self.settings.test_hooks,
+            artifact_journal: self.artifact_journal.clone(),
+            planner_store: self.planner_store.clone(),
+        })
+    }
+}
+
+/// One server per session, each under its own child of the shutdown token.
+struct Sessions {
+    template: Template,
+    shutdown: CancellationToken,
+    live: Mutex<Vec<Session>>,
+}
+
+struct Session {
+    server: SolvergateServer,
+    token: CancellationToken,
+}
+
+impl Sessions {
+    /// A fresh server for a new session.
+    fn open(&self) -> SolvergateServer {
+        let token = self.shutdown.child_token();
+        let server = self.template.build(token.clone());
+        self.sweep();
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        live.push(Session {
+            server: server.clone(),
+            token,
+        });
+        server
+    }
+
+    /// Sessions whose servers nobody but this list holds any more have
+    /// ended (closed or expired): their calls and jobs are cancelled, which
+    /// kills their process trees.
+    fn sweep(&self) {
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        live.retain(|session| {
+            let open = session.server.handle_count() > 1;
+            if !open {
+                session.token.cancel();
+            }
+            open
+        });
+    }
+
+    /// How many sessions are open, after a sweep.
+    fn live(&self) -> usize {
+        self.sweep();
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Cancels everything and waits for every job's processes to end (up
+    /// to the deadline); returns how many jobs had not ended.
+    async fn shutdown(&self) -> usize {
+        self.shutdown.cancel();
+        let servers: Vec<SolvergateServer> = self
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .drain(..)
+            .map(|session| session.server)
+            .collect();
+        let waits = servers
+            .iter()
+            .map(|server| server.shutdown_jobs(JOB_SHUTDOWN_DEADLINE));
+        futures_util::future::join_all(waits)
+            .await
+            .into_iter()
+            .sum()
+    }
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// The HTTP front: path and bearer token, then rmcp (which checks Host and
+/// Origin and runs the sessions).
+struct Gate {
+    mcp: StreamableHttpService<SolvergateServer, LocalSessionManager>,
+    token_digest: Option<[u8; 32]>,
+    sessions: Arc<Sessions>,
+    max_sessions: usize,
+}
+
+impl Gate {
+    async fn answer(&self, request: Request<Incoming>) -> Response<Body> {
+        if request.uri().path() != MCP_PATH {
+            return plain(
+                StatusCode::NOT_FOUND,
+                &format!("not found: the MCP endpoint is {MCP_PATH}"),
+            );
+        }
+        if let Some(expected) = &self.token_digest {
+            let presented = request
+                .headers()
+                .get(header::AUTHORIZATION)
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.strip_prefix("Bearer "))
+                .map(digest);
+            // Digests have one length, so the comparison time says nothing
+            // about the token's length or content.
+            let matches = presented.is_some_and(|given| bool::from(given.ct_eq(expected)));
+            if !matches {
+                let mut response = plain(
+                    StatusCode::UNAUTHORIZED,
+                    "unauthorized: send the server's token as `Authorization: Bearer <token>`",
+                );
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    header::HeaderValue::from_static("Bearer"),
+                );
+                return response;
+            }
+        }
+        let opens_session = request.method() == hyper::Method::POST
+            && !request.headers().contains_key("mcp-session-id");
+        if opens_session && self.sessions.live() >= self.max_sessions {
+            let mut response = plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!(
+                    "too many MCP sessions: {} are open (SOLVERGATE_HTTP_MAX_SESSIONS); close one (DELETE {MCP_PATH}) or wait until an idle one expires",
+                    self.max_sessions
+                ),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("5"));
+            return response;
+        }
+        self.mcp.handle(request).await
+    }
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+fn plain(status: StatusCode, text: &str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(format!("{text}\n"))).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(address: &str, allow_remote: bool) -> ServeArgs {
+        ServeArgs {
+            http: address.parse().unwrap(),
+            toolset: Toolset::Core,
+            allow_remote,
+            allow_origins: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn exposure_rules() {
+        assert!(check_exposure(&args("127.0.0.1:0", false), false).is_ok());
+        assert!(check_exposure(&args("[::1]:0", false), false).is_ok());
+        let refused = check_exposure(&args("0.0.0.0:0", false), true).unwrap_err();
+        assert!(refused.contains("--allow-remote"), "{refused}");
+        let tokenless = check_exposure(&args("0.0.0.0:0", true), false).unwrap_err();
+        assert!(tokenless.contains(HTTP_TOKEN_VAR), "{tokenless}");
+        assert!(check_exposure(&args("0.0.0.0:0", true), true).is_ok());
+    }
+
+    #[test]
+    fn origins() {
+        assert!(is_origin("https://app.example.com"));
+        assert!(is_origin("http://10.0.0.2:8080"));
+        assert!(!is_origin("app.example.com"));
+        assert!(!is_origin("https://app.example.com/path"));
+        assert!(!is_origin("ftp://x"));
+    }
+}
