@@ -12,6 +12,12 @@ pub const RUNTIME_DIR_VAR: &str = "SOLVERGATE_RUNTIME_DIR";
 /// Environment variable naming the CP-SAT runtime's Python interpreter.
 pub const CPSAT_PYTHON_VAR: &str = "SOLVERGATE_CPSAT_PYTHON";
 
+/// Environment variable: how many warm CP-SAT forkers to keep (0: none).
+pub const CPSAT_WARM_VAR: &str = "SOLVERGATE_CPSAT_WARM";
+
+/// Warm CP-SAT forkers kept when `SOLVERGATE_CPSAT_WARM` is unset.
+pub const DEFAULT_CPSAT_WARM: usize = 2;
+
 /// Bounds of a background job registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobBounds {
@@ -49,6 +55,9 @@ pub struct Settings {
     /// `PYTHONPATH` as the server got it: CP-SAT scripts keep it, after
     /// the helper module's directory.
     pub pythonpath: Option<std::ffi::OsString>,
+    /// `SOLVERGATE_CPSAT_WARM`: warm CP-SAT forkers the server keeps
+    /// (default 2, at most `cpsat::MAX_WARM`; 0 turns them off).
+    pub cpsat_warm: usize,
     /// `SOLVERGATE_PLANNER_MAX_RESULTS`: planner results kept on disk.
     pub planner_max_results: usize,
     /// `SOLVERGATE_TEST_HOOKS=1`, honoured in debug builds only: lets tests
@@ -129,6 +138,15 @@ impl Settings {
                 "a Python interpreter that can import ortools",
             )?,
             pythonpath: lookup("PYTHONPATH").filter(|value| !value.is_empty()),
+            cpsat_warm: match count(CPSAT_WARM_VAR, DEFAULT_CPSAT_WARM, 0)? {
+                size if size <= crate::cpsat::MAX_WARM => size,
+                size => {
+                    return Err(SettingsError {
+                        variable: CPSAT_WARM_VAR,
+                        problem: format!("must be at most {}, got {size}", crate::cpsat::MAX_WARM),
+                    });
+                }
+            },
             planner_max_results: count(
                 "SOLVERGATE_PLANNER_MAX_RESULTS",
                 crate::planner::store::DEFAULT_MAX_RESULTS,
@@ -170,6 +188,19 @@ mod tests {
             let error =
                 Settings::from_lookup(|name| (name == variable).then(|| value.into())).unwrap_err();
             assert!(error.to_string().starts_with(variable), "{error}");
+        }
+    }
+
+    #[test]
+    fn warm_pool_size_defaults_and_is_bounded() {
+        let settings = Settings::from_lookup(|_| None).unwrap();
+        assert_eq!(settings.cpsat_warm, DEFAULT_CPSAT_WARM);
+        let off = Settings::from_lookup(|name| (name == CPSAT_WARM_VAR).then(|| "0".into()));
+        assert_eq!(off.unwrap().cpsat_warm, 0);
+        for bad in ["99", "two", "-1"] {
+            let error = Settings::from_lookup(|name| (name == CPSAT_WARM_VAR).then(|| bad.into()))
+                .unwrap_err();
+            assert!(error.to_string().starts_with(CPSAT_WARM_VAR), "{error}");
         }
     }
 

@@ -14,6 +14,7 @@ use super::probe;
 use super::results::{CheckerReport, CpsatPythonCheckedResult, CpsatPythonResult};
 use super::script::ScriptRequest;
 use super::verdict;
+use super::warm::WarmPool;
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, Ending, Limits};
 use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
@@ -44,6 +45,8 @@ pub struct Cpsat {
     runtime: Arc<CpsatRuntime>,
     /// The interpreter and its OR-Tools version, once probed.
     ready: Arc<OnceCell<(PathBuf, String)>>,
+    /// Warm forkers, when the server turned them on.
+    warm: WarmPool,
 }
 
 impl Cpsat {
@@ -51,7 +54,14 @@ impl Cpsat {
         Cpsat {
             runtime,
             ready: Arc::new(OnceCell::new()),
+            warm: WarmPool::default(),
         }
+    }
+
+    /// Keeps `size` warm forkers of the interpreter from the first script
+    /// run on, until `shutdown` (0: every run is cold).
+    pub fn enable_warm_pool(&self, size: usize, shutdown: CancellationToken) {
+        self.warm.arm(size, shutdown);
     }
 
     /// The interpreter, probed once for `import ortools.sat.python.cp_model`.
@@ -106,13 +116,15 @@ impl Cpsat {
         progress.report(Stage::Running, "running the CP-SAT script");
         // A chatty script is not stopped for its output: the head and the
         // tail are kept, and its answer is the tail's last line.
-        let run = exec::run(
-            &command,
-            Limits::new(Duration::from_millis(timeout_ms)).keep_head_and_tail(),
-            cancel,
-        )
-        .await
-        .map_err(|error| ToolError::new(Category::RuntimeMissing, error.to_string()))?;
+        let limits = Limits::new(Duration::from_millis(timeout_ms)).keep_head_and_tail();
+        self.warm
+            .start_once(&python, self.runtime.inherited_pythonpath.as_deref());
+        let run = match self.warm.run(&command, limits, cancel).await {
+            Some(run) => run,
+            None => exec::run(&command, limits, cancel)
+                .await
+                .map_err(|error| ToolError::new(Category::RuntimeMissing, error.to_string()))?,
+        };
         if run.ending == Ending::Cancelled {
             return Err(ToolError::new(
                 Category::Cancelled,

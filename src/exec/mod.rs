@@ -18,8 +18,11 @@
 //! facts (`return_code`, `timed_out`, `truncated`, `elapsed_ms`); services
 //! decide what they mean.
 
+mod forker;
 mod tree;
 pub mod watchdog;
+
+pub use forker::{Forker, NotForked};
 
 pub use watchdog::scratch_dir;
 
