@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use super::checker::{self, CheckerSource, Graded};
@@ -43,8 +42,6 @@ pub fn positive_ms(name: &str, value: i64) -> Result<u64, ToolError> {
 #[derive(Debug, Clone)]
 pub struct Cpsat {
     runtime: Arc<CpsatRuntime>,
-    /// The interpreter and its OR-Tools version, once probed.
-    ready: Arc<OnceCell<(PathBuf, String)>>,
     /// Warm forkers, when the server turned them on.
     warm: WarmPool,
 }
@@ -53,7 +50,6 @@ impl Cpsat {
     pub fn new(runtime: Arc<CpsatRuntime>) -> Self {
         Cpsat {
             runtime,
-            ready: Arc::new(OnceCell::new()),
             warm: WarmPool::default(),
         }
     }
@@ -64,30 +60,27 @@ impl Cpsat {
         self.warm.arm(size, shutdown);
     }
 
-    /// The interpreter, probed once for `import ortools.sat.python.cp_model`.
+    /// The interpreter, once it has imported `ortools.sat.python.cp_model`
+    /// (asked once per interpreter file, see `CpsatRuntime::probe`).
     pub async fn python(&self, cancel: &CancellationToken) -> Result<PathBuf, ToolError> {
-        Ok(self.probed(cancel).await?.0.clone())
+        self.probed(cancel).await?;
+        Ok(self.runtime.python.clone())
     }
 
     /// The OR-Tools version the interpreter imports.
     pub async fn ortools_version(&self, cancel: &CancellationToken) -> Result<String, ToolError> {
-        Ok(self.probed(cancel).await?.1.clone())
+        self.probed(cancel).await
     }
 
-    async fn probed(&self, cancel: &CancellationToken) -> Result<&(PathBuf, String), ToolError> {
-        self.ready
-            .get_or_try_init(|| async {
-                let version = self.runtime.probe(cancel).await.map_err(|problem| {
-                    ToolError::new(
-                        Category::RuntimeMissing,
-                        format!(
-                            "the CP-SAT runtime is not usable: {problem}; run `solvergate install-runtime --only cpsat`, or adopt a Python that can import ortools with `solvergate configure-runtime --python <path>`"
-                        ),
-                    )
-                })?;
-                Ok((self.runtime.python.clone(), version))
-            })
-            .await
+    async fn probed(&self, cancel: &CancellationToken) -> Result<String, ToolError> {
+        self.runtime.probe(cancel).await.map_err(|problem| {
+            ToolError::new(
+                Category::RuntimeMissing,
+                format!(
+                    "the CP-SAT runtime is not usable: {problem}; run `solvergate install-runtime --only cpsat`, or adopt a Python that can import ortools with `solvergate configure-runtime --python <path>`"
+                ),
+            )
+        })
     }
 
     /// Runs one script and reads its envelope.
