@@ -7,7 +7,8 @@
 //! failed, died or was killed is dropped (its session swept) and a new one
 //! is started in the background. With no idle forker — the pool disabled
 //! (`SOLVERGATE_CPSAT_WARM=0`), still starting, all busy, or broken — the
-//! run is cold, exactly as before. Only the MCP server arms the pool
+//! run is cold, exactly as before. After three failed starts in a row (an
+//! interpreter that cannot import OR-Tools) the pool stops refilling. Only the MCP server arms the pool
 //! ([`WarmPool::arm`]), and it starts at the first run; one-shot CLI
 //! commands stay cold.
 

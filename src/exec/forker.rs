@@ -18,6 +18,13 @@
 //! session, the drop guard. The forker itself never runs user code, so no
 //! script sees what another did; a forker that misbehaves (no answer, a
 //! wrong answer, end of file) is marked broken and its owner discards it.
+//!
+//! What differs from a cold `python -u script`: the interpreter's start-up
+//! state is the forker's — the same string hash seed in every child (a
+//! cold run draws one per process), `sys.orig_argv` and `sys.flags` of the
+//! forker — while `random` and `numpy.random` are reseeded in each child.
+//! A child whose forker never answers with its pid (a wedged forker, within
+//! [`ANSWER_TIMEOUT`]) is not known to us and cannot be swept.
 
 use std::ffi::OsString;
 use std::io::{self, IoSlice};
@@ -207,10 +214,10 @@ impl Forker {
                 .ok()
                 .map(|pipe| tokio::spawn(super::drain(pipe, capture)))
         });
-        let answer = tokio::select! {
-            answer = tokio::time::timeout(ANSWER_TIMEOUT, self.answers.recv()) => answer,
-            () = cancel.cancelled() => Ok(None),
-        };
+        // Not cut short by `cancel`: once the request is out a child may
+        // exist, and only its pid lets us kill it (the select below sees
+        // the cancellation at once).
+        let answer = tokio::time::timeout(ANSWER_TIMEOUT, self.answers.recv()).await;
         let child = match answer.ok().flatten().as_deref().and_then(answered_pid) {
             Some(pid) => Pid::from_raw(pid),
             None => {

@@ -279,3 +279,32 @@ async def test_check_runtime_is_cached_until_a_binary_changes(harness):
         assert sum("import ortools" in line for line in after_third) == 2, after_third
         assert sum("--version" in line for line in after_third) == 2, after_third
         assert sum("--solvers-json" in line for line in after_third) == 2, after_third
+
+
+async def test_a_cancelled_warm_job_dies_whole_and_the_next_run_is_warm(harness):
+    source = (
+        "import json, os, subprocess, time\n"
+        "child = subprocess.Popen(['sleep', '300'])\n"
+        "time.sleep(300)\n"
+    )
+    async with warm_server_ready(harness) as (launched, marker, forkers):
+        pids = {p.pid for p in forkers}
+        submitted = await call_ok(launched.session, "submit_cpsat_python_job", {"source": source, "script_timeout_ms": 60000})
+        during = await wait_marked_async(marker, lambda procs: len(procs) >= 2, timeout=15)
+        assert len(during) >= 2, "script and grandchild never both showed up: the scan would prove nothing"
+        assert {p.ppid for p in during} & pids, f"not a warm run: {describe(during)}"
+        await call_ok(launched.session, "cancel_cpsat_python_job", {"job_id": submitted["job_id"]})
+        left = await leftover_marked_async(marker, timeout=10)
+        assert not left, f"left running after the cancel: {describe(left)}"
+        job = await call_ok(launched.session, "get_cpsat_python_job", {"job_id": submitted["job_id"]})
+        assert job["state"] == "cancelled", job
+        # The pool is whole again (the borrowed forker kept or replaced) and serves the next run.
+        refilled = await wait_forkers(marker, 2)
+        assert len(refilled) == 2, describe(refilled)
+        with anyio.move_on_after(30):
+            while True:
+                run = await call_ok(launched.session, "run_cpsat_python", {"source": PROBE_SCRIPT, "seed": 3})
+                if run["solution"]["ppid"] in {p.pid for p in warm_forkers(marker)}:
+                    break
+                await anyio.sleep(0.2)
+        assert run["status"] == "optimal" and run["solution"]["ppid"] in {p.pid for p in warm_forkers(marker)}, run
