@@ -74,7 +74,8 @@ impl WarmPool {
         tokio::spawn(async move {
             shutdown.cancelled().await;
             let idle = std::mem::take(&mut pool.lock().idle);
-            drop(idle);
+            // Dropping a forker sweeps its session, which may pause.
+            let _ = tokio::task::spawn_blocking(move || drop(idle)).await;
         });
     }
 
@@ -196,7 +197,7 @@ impl WarmPool {
         limits: Limits,
         cancel: &CancellationToken,
     ) -> Option<RunOutput> {
-        loop {
+        for _ in 0..=MAX_WARM {
             let mut lease = Lease {
                 pool: self,
                 forker: Some(self.take()?),
@@ -204,12 +205,14 @@ impl WarmPool {
             let forker = lease.forker.as_mut()?;
             match forker.run(command, limits, cancel).await {
                 Ok(output) => return Some(output),
-                // A forker that could not start the script is dropped; the
-                // next one (or a cold run) takes it.
-                Err(NotForked(_)) if !cancel.is_cancelled() => continue,
+                // A forker that broke is dropped and the next one (or a cold
+                // run) takes the script; a request no forker can take (not
+                // UTF-8) runs cold.
+                Err(NotForked(_)) if !forker.is_healthy() && !cancel.is_cancelled() => continue,
                 Err(NotForked(_)) => return None,
             }
         }
+        None
     }
 }
 
