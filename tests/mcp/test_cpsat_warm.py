@@ -308,3 +308,18 @@ async def test_a_cancelled_warm_job_dies_whole_and_the_next_run_is_warm(harness)
                     break
                 await anyio.sleep(0.2)
         assert run["status"] == "optimal" and run["solution"]["ppid"] in {p.pid for p in warm_forkers(marker)}, run
+
+
+async def test_a_warm_flood_keeps_head_tail_and_answer(harness):
+    source = (
+        "import json, os, sys\n"
+        "sys.stdout.write('o' * 3_000_000 + '\\n')\n"
+        "sys.stderr.write('e' * 3_000_000 + '\\n')\n"
+        "print(json.dumps({'status': 'feasible', 'objective': 1, 'solution': {'ppid': os.getppid()}}))\n"
+    )
+    async with warm_server_ready(harness) as (launched, marker, forkers):
+        run = await call_ok(launched.session, "run_cpsat_python", {"source": source, "script_timeout_ms": 30000})
+    assert run["solution"]["ppid"] in {p.pid for p in forkers}, run
+    assert run["status"] == "feasible" and run["truncated"] is True, {k: run[k] for k in ("status", "truncated")}
+    assert len(run["stdout"]) + len(run["stderr"]) <= 1024 * 1024 + 200
+    assert "bytes of output dropped here" in run["stdout"] and run["stderr"].startswith("eee")
