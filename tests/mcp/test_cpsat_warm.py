@@ -323,3 +323,45 @@ async def test_a_warm_flood_keeps_head_tail_and_answer(harness):
     assert run["status"] == "feasible" and run["truncated"] is True, {k: run[k] for k in ("status", "truncated")}
     assert len(run["stdout"]) + len(run["stderr"]) <= 1024 * 1024 + 200
     assert "bytes of output dropped here" in run["stdout"] and run["stderr"].startswith("eee")
+
+
+def test_sigkill_of_the_server_takes_the_forkers_and_a_forked_tree_with_it(harness):
+    """The watchdog knows the forkers' sessions and each forked child's: a
+    SIGKILLed server leaves neither a forker nor a warm script nor its child."""
+    import time
+
+    from cpsat_helpers import cpsat_env
+    from helpers import RawServer, leftover_marked, marked_procs
+
+    env, marker = cpsat_env(harness)
+    server = RawServer([harness.binary, "stdio", "--toolset", "full"], env, harness.scratch("warm-kill") / "stderr.txt")
+    try:
+        server.initialize()
+        deadline = time.monotonic() + 60
+        while True:
+            reply = server.call("tools/call", {"name": "run_cpsat_python", "arguments": {"source": PPID_SCRIPT}})
+            ppid = reply["result"]["structuredContent"]["solution"]["ppid"]
+            forkers = warm_forkers(marker)
+            if ppid in {p.pid for p in forkers} or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert ppid in {p.pid for p in forkers}, "no run was ever warm"
+        source = "import subprocess, time\nchild = subprocess.Popen(['sleep', '300'])\ntime.sleep(300)\n"
+        submitted = server.call(
+            "tools/call",
+            {"name": "submit_cpsat_python_job", "arguments": {"source": source, "script_timeout_ms": 60000}},
+        )
+        assert "result" in submitted, submitted
+        deadline = time.monotonic() + 15
+        while not any(p.comm == "sleep" for p in marked_procs(marker)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        running = marked_procs(marker)
+        assert "sleep" in {p.comm for p in running}, describe(running)
+        assert {p.ppid for p in running} & {p.pid for p in forkers}, f"not a warm run: {describe(running)}"
+        server.proc.kill()
+        assert server.wait(timeout=5) is not None
+        # Orphaned forkers lose their solvergate parent, so the scan counts them.
+        left = leftover_marked(marker, timeout=15.0)
+        assert not left, f"alive after the server was killed: {describe(left)}"
+    finally:
+        server.stop()
