@@ -1,24 +1,60 @@
-//! What a CP-SAT script run costs through MCP, printed as figures: the
-//! median round trip of a trivial script through `run_cpsat_python`, beside
-//! the import floor — `python -c "import ortools.sat.python.cp_model"` —
-//! measured in the same run — and the first call of a fresh server beside
-//! the script's own duration (the interpreter probe runs at start-up, in the
-//! background, so a first call a moment later does not pay for it).
+//! What a CP-SAT script run costs through MCP, printed as figures (min /
+//! median / max over the rounds): a trivial script's round trip through
+//! `run_cpsat_python` on a server with warm forkers (the default) and on one
+//! with `SOLVERGATE_CPSAT_WARM=0`, beside the import floor — `python -c
+//! "import ortools.sat.python.cp_model"` — measured in the same run; the
+//! first call of a fresh server; and `check_runtime`, its first call on a
+//! fresh server against the later ones (cached introspection).
 //!
 //! Run: `cargo bench --bench cpsat` with `SOLVERGATE_BENCH_PYTHON` naming a
 //! Python that can import ortools (default: the test venv, `.venv/bin/python`).
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use common::{Client, median, ms};
+use common::{Client, ms};
 use serde_json::json;
 
 const ROUNDS: usize = 20;
 const SCRIPT: &str = "from ortools.sat.python import cp_model\nimport json\nm = cp_model.CpModel()\nx = m.NewIntVar(0, 5, 'x')\nm.Maximize(x)\ns = cp_model.CpSolver()\ns.Solve(m)\nprint(json.dumps({'status': 'optimal', 'objective': s.ObjectiveValue(), 'solution': {'x': s.Value(x)}}))\n";
+
+/// `min / median / max` of `samples`, in milliseconds.
+fn spread(mut samples: Vec<Duration>) -> String {
+    samples.sort();
+    let (min, max) = (samples[0], samples[samples.len() - 1]);
+    let median = samples[samples.len() / 2];
+    format!(
+        "min {:8.2}  median {:8.2}  max {:8.2} ms  (n={})",
+        ms(min),
+        ms(median),
+        ms(max),
+        samples.len()
+    )
+}
+
+fn round_trip(client: &mut Client) -> Duration {
+    let started = Instant::now();
+    let response = client.call("run_cpsat_python", json!({"source": SCRIPT}));
+    let elapsed = started.elapsed();
+    assert_eq!(response["result"]["structuredContent"]["status"], "optimal");
+    elapsed
+}
+
+fn server(runtime: &Path, python: &str, warm: &str) -> Client {
+    let mut client = Client::start(
+        runtime,
+        &[],
+        &[
+            ("SOLVERGATE_CPSAT_PYTHON", python),
+            ("SOLVERGATE_CPSAT_WARM", warm),
+        ],
+    );
+    client.initialize();
+    client
+}
 
 fn main() {
     let python = PathBuf::from(
@@ -38,18 +74,44 @@ fn main() {
     let runtime =
         PathBuf::from(std::env::var("SOLVERGATE_BENCH_RUNTIME").unwrap_or_else(|_| "/usr".into()));
     let python_text = python.to_string_lossy().into_owned();
-    let mut client = Client::start(&runtime, &[], &[("SOLVERGATE_CPSAT_PYTHON", &python_text)]);
-    client.initialize();
+
+    // check_runtime: the first call of a fresh server, then later ones.
+    let mut first_check = Vec::new();
+    let mut later_check = Vec::new();
+    for _ in 0..ROUNDS.min(10) {
+        let mut client = server(&runtime, &python_text, "0");
+        let started = Instant::now();
+        let response = client.call("check_runtime", json!({}));
+        first_check.push(started.elapsed());
+        assert_eq!(
+            response["result"]["structuredContent"]["cpsat"]["installed"],
+            true
+        );
+    }
+    let mut client = server(&runtime, &python_text, "0");
+    client.call("check_runtime", json!({}));
+    for _ in 0..ROUNDS {
+        let started = Instant::now();
+        client.call("check_runtime", json!({}));
+        later_check.push(started.elapsed());
+    }
+
+    // The first CP-SAT call of a fresh server (cold: the pool starts with it).
+    let mut warm = server(&runtime, &python_text, "2");
     // A person's first call comes a moment after the client starts the server.
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(2));
     let started = Instant::now();
-    let first = client.call("run_cpsat_python", json!({"source": SCRIPT}));
+    let first = warm.call("run_cpsat_python", json!({"source": SCRIPT}));
     let first_round_trip = started.elapsed();
     let first_script_ms = first["result"]["structuredContent"]["duration_ms"]
         .as_u64()
         .unwrap_or(0);
+    // Let the forkers import OR-Tools.
+    std::thread::sleep(Duration::from_secs(3));
+    let mut cold = server(&runtime, &python_text, "0");
+    round_trip(&mut cold);
 
-    let import_floor = |_: usize| {
+    let import_floor = || {
         let started = Instant::now();
         let status = Command::new(&python)
             .args(["-c", "import ortools.sat.python.cp_model"])
@@ -59,36 +121,34 @@ fn main() {
         assert!(status.success());
         started.elapsed()
     };
-    let mut through_mcp = |_: usize| {
-        let started = Instant::now();
-        let response = client.call("run_cpsat_python", json!({"source": SCRIPT}));
-        let elapsed = started.elapsed();
-        assert_eq!(response["result"]["structuredContent"]["status"], "optimal");
-        elapsed
-    };
-    import_floor(0);
-    through_mcp(0);
-    let mut floor = Vec::new();
-    let mut mcp = Vec::new();
-    for round in 0..ROUNDS {
-        floor.push(import_floor(round));
-        mcp.push(through_mcp(round));
+    let (mut floor, mut warm_runs, mut cold_runs) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        floor.push(import_floor());
+        warm_runs.push(round_trip(&mut warm));
+        cold_runs.push(round_trip(&mut cold));
     }
-    let (floor, mcp) = (median(floor), median(mcp));
     println!(
-        "python -c 'import ortools.sat.python.cp_model': median {:8.2} ms",
-        ms(floor)
+        "python -c 'import ortools.sat.python.cp_model': {}",
+        spread(floor)
     );
     println!(
-        "run_cpsat_python (trivial model, MCP):         median {:8.2} ms",
-        ms(mcp)
+        "run_cpsat_python, trivial model, warm:          {}",
+        spread(warm_runs)
     );
     println!(
-        "above the import floor:                               {:8.2} ms",
-        ms(mcp) - ms(floor)
+        "run_cpsat_python, trivial model, cold (WARM=0): {}",
+        spread(cold_runs)
     );
     println!(
-        "first call of a fresh server: {:8.2} ms round trip, {first_script_ms} ms of it the script",
+        "first run_cpsat_python of a fresh server:       {:8.2} ms round trip, {first_script_ms} ms of it the script",
         ms(first_round_trip)
+    );
+    println!(
+        "check_runtime, first call of a fresh server:    {}",
+        spread(first_check)
+    );
+    println!(
+        "check_runtime, later calls:                     {}",
+        spread(later_check)
     );
 }

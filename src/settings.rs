@@ -17,6 +17,13 @@ pub const CPSAT_PYTHON_VAR: &str = "SOLVERGATE_CPSAT_PYTHON";
 pub const DEFAULT_PLANNER_MAX_RESULTS: usize = 256;
 /// Environment variable holding the bearer token `serve --http` requires.
 pub const HTTP_TOKEN_VAR: &str = "SOLVERGATE_HTTP_TOKEN";
+/// Environment variable: how many warm CP-SAT forkers to keep (0: none).
+pub const CPSAT_WARM_VAR: &str = "SOLVERGATE_CPSAT_WARM";
+
+/// Warm CP-SAT forkers kept when `SOLVERGATE_CPSAT_WARM` is unset.
+pub const DEFAULT_CPSAT_WARM: usize = 2;
+/// The most warm CP-SAT forkers `SOLVERGATE_CPSAT_WARM` may ask for.
+pub const MAX_CPSAT_WARM: usize = 8;
 
 /// Bounds of a background job registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +65,9 @@ pub struct Settings {
     /// `PATH` as the server got it: where `install-runtime` looks for a
     /// Python to build the CP-SAT venv with.
     pub search_path: Option<std::ffi::OsString>,
+    /// `SOLVERGATE_CPSAT_WARM`: warm CP-SAT forkers the server keeps
+    /// (default 2, at most `MAX_CPSAT_WARM`; 0 turns them off).
+    pub cpsat_warm: usize,
     /// `SOLVERGATE_PLANNER_MAX_RESULTS`: planner results kept on disk.
     pub planner_max_results: usize,
     /// `SOLVERGATE_TEST_HOOKS=1`, honoured in debug builds only: lets tests
@@ -151,6 +161,15 @@ impl Settings {
             )?,
             pythonpath: lookup("PYTHONPATH").filter(|value| !value.is_empty()),
             search_path: lookup("PATH").filter(|value| !value.is_empty()),
+            cpsat_warm: match count(CPSAT_WARM_VAR, DEFAULT_CPSAT_WARM, 0)? {
+                size if size <= MAX_CPSAT_WARM => size,
+                size => {
+                    return Err(SettingsError {
+                        variable: CPSAT_WARM_VAR,
+                        problem: format!("must be at most {}, got {size}", MAX_CPSAT_WARM),
+                    });
+                }
+            },
             planner_max_results: count(
                 "SOLVERGATE_PLANNER_MAX_RESULTS",
                 DEFAULT_PLANNER_MAX_RESULTS,
@@ -252,6 +271,19 @@ mod tests {
         assert!(with("").unwrap().http_token.is_none());
         let error = with(" padded ").unwrap_err();
         assert!(error.to_string().starts_with(HTTP_TOKEN_VAR), "{error}");
+    }
+
+    #[test]
+    fn warm_pool_size_defaults_and_is_bounded() {
+        let settings = Settings::from_lookup(|_| None).unwrap();
+        assert_eq!(settings.cpsat_warm, DEFAULT_CPSAT_WARM);
+        let off = Settings::from_lookup(|name| (name == CPSAT_WARM_VAR).then(|| "0".into()));
+        assert_eq!(off.unwrap().cpsat_warm, 0);
+        for bad in ["99", "two", "-1"] {
+            let error = Settings::from_lookup(|name| (name == CPSAT_WARM_VAR).then(|| bad.into()))
+                .unwrap_err();
+            assert!(error.to_string().starts_with(CPSAT_WARM_VAR), "{error}");
+        }
     }
 
     #[test]

@@ -633,6 +633,7 @@ async fn serve_stdio(
             dirs.data_dir.join(PLANNER_STORE),
             settings.planner_max_results,
         ),
+        cpsat_warm: settings.cpsat_warm,
     });
     server.warm_up();
     let jobs = server.clone();

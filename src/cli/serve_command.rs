@@ -276,6 +276,10 @@ impl Template {
             test_hooks: self.settings.test_hooks,
             artifact_journal: self.artifact_journal.clone(),
             planner_store: self.planner_store.clone(),
+            // Each session is a server of its own: warm forkers per session
+            // would multiply Python processes by the session count, so
+            // scripts over HTTP start cold.
+            cpsat_warm: 0,
         })
     }
 }

@@ -15,6 +15,7 @@ pub mod results;
 mod run;
 mod script;
 mod verdict;
+mod warm;
 
 pub use checker::{CheckerSource, canonical_problem};
 pub use experiment::{
@@ -27,3 +28,4 @@ pub use results::{
 pub use run::{CheckedRequest, Cpsat, positive_ms};
 pub use script::{ScriptRequest, ScriptSource, validate_args, validate_seed};
 pub use verdict::checked_diagnostic;
+pub use warm::MAX_WARM;

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 
 use super::checker::{self, CheckerSource, Graded};
@@ -14,6 +13,7 @@ use super::probe;
 use super::results::{CheckerReport, CpsatPythonCheckedResult, CpsatPythonResult};
 use super::script::ScriptRequest;
 use super::verdict;
+use super::warm::WarmPool;
 use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, Ending, Limits};
@@ -42,42 +42,49 @@ pub fn positive_ms(name: &str, value: i64) -> Result<u64, ToolError> {
 #[derive(Debug, Clone)]
 pub struct Cpsat {
     runtime: Arc<CpsatRuntime>,
-    /// The interpreter and its OR-Tools version, once probed.
-    ready: Arc<OnceCell<(PathBuf, String)>>,
+    /// Warm forkers, when the server turned them on.
+    warm: WarmPool,
 }
 
 impl Cpsat {
     pub fn new(runtime: Arc<CpsatRuntime>) -> Self {
         Cpsat {
             runtime,
-            ready: Arc::new(OnceCell::new()),
+            warm: WarmPool::default(),
         }
     }
 
-    /// The interpreter, probed once for `import ortools.sat.python.cp_model`.
+    /// Keeps `size` warm forkers of the interpreter from the first script
+    /// run on, until `shutdown` (0: every run is cold).
+    ///
+    /// With the sandbox on, scripts always start cold, through the sandbox
+    /// trampoline: a forked child would inherit its forker's freedom.
+    pub fn enable_warm_pool(&self, size: usize, shutdown: CancellationToken) {
+        let size = if exec::sandbox::enabled() { 0 } else { size };
+        self.warm.arm(size, shutdown);
+    }
+
+    /// The interpreter, once it has imported `ortools.sat.python.cp_model`
+    /// (asked once per interpreter file, see `CpsatRuntime::probe`).
     pub async fn python(&self, cancel: &CancellationToken) -> Result<PathBuf, ToolError> {
-        Ok(self.probed(cancel).await?.0.clone())
+        self.probed(cancel).await?;
+        Ok(self.runtime.python.clone())
     }
 
     /// The OR-Tools version the interpreter imports.
     pub async fn ortools_version(&self, cancel: &CancellationToken) -> Result<String, ToolError> {
-        Ok(self.probed(cancel).await?.1.clone())
+        self.probed(cancel).await
     }
 
-    async fn probed(&self, cancel: &CancellationToken) -> Result<&(PathBuf, String), ToolError> {
-        self.ready
-            .get_or_try_init(|| async {
-                let version = self.runtime.probe(cancel).await.map_err(|problem| {
-                    ToolError::new(
-                        Category::RuntimeMissing,
-                        format!(
-                            "the CP-SAT runtime is not usable: {problem}; run `solvergate install-runtime --only cpsat`, or adopt a Python that can import ortools with `solvergate configure-runtime --python <path>`"
-                        ),
-                    )
-                })?;
-                Ok((self.runtime.python.clone(), version))
-            })
-            .await
+    async fn probed(&self, cancel: &CancellationToken) -> Result<String, ToolError> {
+        self.runtime.probe(cancel).await.map_err(|problem| {
+            ToolError::new(
+                Category::RuntimeMissing,
+                format!(
+                    "the CP-SAT runtime is not usable: {problem}; run `solvergate install-runtime --only cpsat`, or adopt a Python that can import ortools with `solvergate configure-runtime --python <path>`"
+                ),
+            )
+        })
     }
 
     /// Runs one script and reads its envelope.
@@ -106,13 +113,15 @@ impl Cpsat {
         progress.report(Stage::Running, "running the CP-SAT script");
         // A chatty script is not stopped for its output: the head and the
         // tail are kept, and its answer is the tail's last line.
-        let run = exec::run(
-            &command,
-            Limits::new(Duration::from_millis(timeout_ms)).keep_head_and_tail(),
-            cancel,
-        )
-        .await
-        .map_err(|error| ToolError::new(Category::RuntimeMissing, error.to_string()))?;
+        let limits = Limits::new(Duration::from_millis(timeout_ms)).keep_head_and_tail();
+        self.warm
+            .start_once(&python, self.runtime.inherited_pythonpath.as_deref());
+        let run = match self.warm.run(&command, limits, cancel).await {
+            Some(run) => run,
+            None => exec::run(&command, limits, cancel)
+                .await
+                .map_err(|error| ToolError::new(Category::RuntimeMissing, error.to_string()))?,
+        };
         if run.ending == Ending::Cancelled {
             return Err(ToolError::new(
                 Category::Cancelled,

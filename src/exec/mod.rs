@@ -18,10 +18,12 @@
 //! facts (`return_code`, `timed_out`, `truncated`, `elapsed_ms`); services
 //! decide what they mean.
 
+mod forker;
 pub mod sandbox;
 mod tree;
 pub mod watchdog;
 
+pub use forker::{Forker, NotForked};
 pub use sandbox::SandboxReport;
 pub use watchdog::scratch_dir;
 

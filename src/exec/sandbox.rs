@@ -47,7 +47,7 @@ pub fn enable() {
     let _ = ENABLED.set(());
 }
 
-pub(super) fn enabled() -> bool {
+pub fn enabled() -> bool {
     ENABLED.get().is_some()
 }
 

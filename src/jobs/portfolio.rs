@@ -380,7 +380,7 @@ impl Portfolios {
                 num_solutions: request.num_solutions,
             };
             gated.validate()?;
-            gated.gate(solver)?;
+            gated.gate(&solver)?;
             if solvers.contains(&solver.id) {
                 return Err(ToolError::invalid(format!(
                     "solvers names {} twice ({name:?} is the same solver)",

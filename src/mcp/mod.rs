@@ -69,6 +69,8 @@ pub struct ServerSetup {
     pub artifact_journal: std::path::PathBuf,
     /// Where planner results are kept.
     pub planner_store: ResultStore,
+    /// Warm CP-SAT forkers to keep (0: every script runs cold).
+    pub cpsat_warm: usize,
 }
 
 /// Which tools the server advertises.
@@ -178,6 +180,7 @@ pub struct SolvergateServer {
     prompt_router: PromptRouter<Self>,
     toolset: Toolset,
     log_level: Arc<Mutex<LoggingLevel>>,
+    cpsat_warm: usize,
 }
 
 /// Structured content plus its readable rendering.
@@ -222,6 +225,7 @@ impl SolvergateServer {
             test_hooks,
             artifact_journal,
             planner_store,
+            cpsat_warm,
         } = setup;
         let mut tool_router = Self::minizinc_router()
             + Self::job_router()
@@ -270,14 +274,18 @@ impl SolvergateServer {
             prompt_router,
             toolset,
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
+            cpsat_warm,
         }
     }
 
     /// Starts, in the background, the one-time probes the first calls would
     /// otherwise pay for: the CP-SAT interpreter's `import ortools` (most of
     /// a second) and MiniZinc's solver catalogue. Failures are not cached;
-    /// the first call that needs one reports it.
+    /// the first call that needs one reports it. The warm CP-SAT forkers
+    /// are armed here and start with the first script run.
     pub fn warm_up(&self) {
+        self.cpsat_service
+            .enable_warm_pool(self.cpsat_warm, self.shutdown.clone());
         let cpsat = self.cpsat_service.clone();
         let minizinc = self.minizinc.clone();
         let shutdown = self.shutdown.clone();

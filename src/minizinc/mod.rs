@@ -185,7 +185,7 @@ impl MiniZinc {
         let solver = self
             .select_solver(request.solver.as_deref(), cancel)
             .await?;
-        request.controls.gate(solver)?;
+        request.controls.gate(&solver)?;
         let prepared = request.sources.prepare_async().await?;
         if self.test_hooks {
             panic_on_marker(&prepared.model);
@@ -219,7 +219,7 @@ impl MiniZinc {
             .await?;
         progress.report(Stage::Parsing, "reading the solver output");
         let has_checker = prepared.checker.is_some();
-        let result = solve_result(run, has_checker, solver, timeout_ms, &request.controls);
+        let result = solve_result(run, has_checker, &solver, timeout_ms, &request.controls);
         progress.report(
             Stage::Complete,
             format!("solve finished: {}", result.status),
@@ -252,14 +252,14 @@ impl MiniZinc {
         &self,
         request: &SolveRequest,
         cancel: &CancellationToken,
-    ) -> Result<(u64, &SolverInfo), ToolError> {
+    ) -> Result<(u64, SolverInfo), ToolError> {
         let timeout_ms = validate_timeout(request.timeout_ms)?;
         request.controls.validate()?;
         request.sources.validate()?;
         let solver = self
             .select_solver(request.solver.as_deref(), cancel)
             .await?;
-        request.controls.gate(solver)?;
+        request.controls.gate(&solver)?;
         Ok((timeout_ms, solver))
     }
 
@@ -279,7 +279,7 @@ impl MiniZinc {
         &self,
         requested: Option<&str>,
         cancel: &CancellationToken,
-    ) -> Result<&SolverInfo, ToolError> {
+    ) -> Result<SolverInfo, ToolError> {
         let catalog = self.runtime.catalog(cancel).await?;
         let found = match requested.map(str::trim) {
             Some("") => {
@@ -291,7 +291,7 @@ impl MiniZinc {
             None => catalog.default_choice(),
         };
         if let Some(solver) = found {
-            return Ok(solver);
+            return Ok(solver.clone());
         }
         // Name only what can run here; the rest are listed apart.
         let solvers = match self.runtime.solver_list(cancel).await {

@@ -13,9 +13,16 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use super::cache::Cached;
 use super::{LocationSource, UserDirs, config, is_executable};
 use crate::exec::{self, ChildCommand, Ending, Limits};
 use crate::settings::Settings;
+
+/// Probe answers per interpreter path, for the process.
+static PROBES: Mutex<BTreeMap<PathBuf, Arc<Cached<String>>>> = Mutex::new(BTreeMap::new());
 
 /// Python run by the probe: imports the CP-SAT API and prints the version.
 const PROBE: &str = "import ortools, ortools.sat.python.cp_model; print(ortools.__version__)";
@@ -83,9 +90,26 @@ impl CpsatRuntime {
         }
     }
 
-    /// Asks the interpreter for its OR-Tools version.
+    /// The interpreter's OR-Tools version: asked once per interpreter file
+    /// for the whole process (every `CpsatRuntime` of the same path shares
+    /// the answer) and asked again when the file changes. A failure is not
+    /// kept, so a fixed runtime is seen at the next call.
     pub async fn probe(&self, cancel: &CancellationToken) -> Result<String, String> {
-        probe_python(&self.python, cancel).await
+        let cached = {
+            let mut probes = PROBES
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            probes
+                .entry(self.python.clone())
+                .or_insert_with(|| Arc::new(Cached::default()))
+                .clone()
+        };
+        let version = cached
+            .get_or_try_init(&self.python, async || {
+                probe_python(&self.python, cancel).await
+            })
+            .await?;
+        Ok(version.as_ref().clone())
     }
 
     pub async fn status(&self, cancel: &CancellationToken) -> CpsatStatus {

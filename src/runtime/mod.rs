@@ -8,6 +8,7 @@
 //! [`Runtime`] also asks the binary for its version and solver catalog (both
 //! through [`crate::exec`]) and keeps the catalog for the life of the process.
 
+pub mod cache;
 pub mod catalog;
 pub mod config;
 pub mod cpsat;
@@ -15,6 +16,7 @@ pub mod install;
 pub mod manifest;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -205,7 +207,10 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(15);
 #[derive(Debug)]
 pub struct Runtime {
     location: RuntimeLocation,
-    catalog: OnceCell<SolverCatalog>,
+    /// `--solvers-json`, until the binary changes.
+    catalog: cache::Cached<SolverCatalog>,
+    /// First line of `--version`, until the binary changes.
+    version: cache::Cached<String>,
     /// Whether `minizinc --help` lists `--solution-checker` (2.9 does, 2.6
     /// does not), asked once.
     checker_flag: OnceCell<bool>,
@@ -217,7 +222,8 @@ impl Runtime {
     pub fn new(location: RuntimeLocation) -> Self {
         Runtime {
             location,
-            catalog: OnceCell::new(),
+            catalog: cache::Cached::default(),
+            version: cache::Cached::default(),
             checker_flag: OnceCell::new(),
             unavailable: OnceCell::new(),
         }
@@ -253,21 +259,32 @@ impl Runtime {
         }
     }
 
-    /// The first line of `minizinc --version`.
+    /// The first line of `minizinc --version`, asked once per binary.
     pub async fn version(&self, cancel: &CancellationToken) -> Result<String, ToolError> {
-        let output = self.introspect("--version", cancel).await?;
-        Ok(output
-            .lines()
-            .find(|line| !line.trim().is_empty())
-            .unwrap_or_default()
-            .trim()
-            .to_owned())
+        let version = self
+            .version
+            .get_or_try_init(&self.binary(), async || {
+                let output = self.introspect("--version", cancel).await?;
+                Ok::<_, ToolError>(
+                    output
+                        .lines()
+                        .find(|line| !line.trim().is_empty())
+                        .unwrap_or_default()
+                        .trim()
+                        .to_owned(),
+                )
+            })
+            .await?;
+        Ok(version.as_ref().clone())
     }
 
-    /// The solver catalog, loaded once and kept.
-    pub async fn catalog(&self, cancel: &CancellationToken) -> Result<&SolverCatalog, ToolError> {
+    /// The solver catalog, loaded once per binary and kept.
+    pub async fn catalog(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<Arc<SolverCatalog>, ToolError> {
         self.catalog
-            .get_or_try_init(|| async {
+            .get_or_try_init(&self.binary(), async || {
                 let json = self.introspect("--solvers-json", cancel).await?;
                 SolverCatalog::parse(&json).map_err(|problem| {
                     ToolError::new(
@@ -287,9 +304,9 @@ impl Runtime {
         let catalog = self.catalog(cancel).await?;
         let unavailable = self
             .unavailable
-            .get_or_try_init(|| self.probe_solvers(catalog, cancel))
+            .get_or_try_init(|| self.probe_solvers(&catalog, cancel))
             .await?;
-        let mut list = SolverList::from_catalog(catalog);
+        let mut list = SolverList::from_catalog(&catalog);
         for solver in &mut list.solvers {
             if let Some(reason) = unavailable.get(&solver.id) {
                 solver.available = false;

@@ -215,15 +215,45 @@ def leftover_solver_procs(before: set[Proc], marker: str, timeout: float = 5.0) 
         time.sleep(0.05)
 
 
+#: A line of the warm forker's source (`src/exec/forker.py`), which its
+#: command line carries.
+FORKER_TAG = b"solvergate's warm forker"
+
+
+def is_warm_forker(proc: Proc, procs: dict[int, Proc] | None = None) -> bool:
+    """A warm CP-SAT forker: a direct child of a solvergate server running
+    the forker source. The children it forks share its command line but not
+    its parent, so they still count as scripts."""
+    parent = (procs or {}).get(proc.ppid) or _stat(proc.ppid)
+    if parent is None or parent.comm != "solvergate":
+        return False
+    try:
+        return FORKER_TAG in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def warm_forkers(marker: str) -> set[Proc]:
+    """The live warm forkers carrying `marker`."""
+    procs = {p.pid: p for p in all_procs()}
+    return {
+        p
+        for p in procs.values()
+        if p.state not in ("Z", "X") and environ_has(p.pid, marker) and is_warm_forker(p, procs)
+    }
+
+
 def marked_procs(marker: str) -> set[Proc]:
     """Live (non-zombie) processes carrying `marker` in their environment,
-    except the solvergate server itself: the scripts, checkers and whatever
-    they started."""
+    except the solvergate server itself and its warm CP-SAT forkers (part of
+    the server, kept between calls): the scripts, checkers and whatever they
+    started."""
     found = set()
-    for proc in all_procs():
+    procs = {p.pid: p for p in all_procs()}
+    for proc in procs.values():
         if proc.state in ("Z", "X") or proc.comm == "solvergate" or proc.pid == os.getpid():
             continue
-        if environ_has(proc.pid, marker):
+        if environ_has(proc.pid, marker) and not is_warm_forker(proc, procs):
             found.add(proc)
     return found
 

@@ -1,0 +1,170 @@
+# solvergate's warm forker: a Python that has already imported what scripts
+# need and forks a fresh child per request. It never runs user code itself.
+#
+# Protocol, on the UNIX socket that is fd 0:
+#   forker -> server  {"ready": true}                      once the preload is imported
+#   server -> forker  one JSON line + 2 fds (SCM_RIGHTS):  the child's stdout and stderr
+#       {"script": path, "argv": [...], "cwd": dir, "set": {k: v}, "remove": [k]}
+#   forker -> server  {"pid": N}                           the child leads its own session
+#   forker -> server  {"pid": N, "wait_status": S}         the raw waitpid status
+import json
+import os
+import socket
+import sys
+
+PRELOAD = sys.argv[1:]
+
+
+def main():
+    sock = socket.socket(fileno=os.dup(0))
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.close(null)
+    for name in PRELOAD:
+        __import__(name)
+    base_path = list(sys.path[1:])
+    reader = b""
+    sock.sendall(b'{"ready": true}\n')
+    while True:
+        line = None
+        fds = []
+        while b"\n" not in reader:
+            data, got, _flags, _addr = socket.recv_fds(sock, 65536, 4)
+            fds.extend(got)
+            if not data:
+                return
+            reader += data
+        line, reader = reader.split(b"\n", 1)
+        request = json.loads(line)
+        if len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            sock.sendall(b'{"error": "expected two descriptors"}\n')
+            continue
+        ready_r, ready_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(ready_r)
+            child(request, fds, ready_w, base_path)
+        os.close(ready_w)
+        for fd in fds:
+            os.close(fd)
+        os.read(ready_r, 1)
+        os.close(ready_r)
+        sock.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+        _, status = os.waitpid(pid, 0)
+        sock.sendall(json.dumps({"pid": pid, "wait_status": status}).encode() + b"\n")
+
+
+def child(request, fds, ready_w, base_path):
+    code = 1
+    try:
+        os.setsid()
+        os.dup2(fds[0], 1)
+        os.dup2(fds[1], 2)
+        # Nothing of the forker's stays open: its socket, the fds passed in.
+        os.closerange(3, ready_w)
+        os.closerange(ready_w + 1, 65536)
+        os.close(ready_w)
+        import io
+        import signal
+
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        sys.stdout = io.TextIOWrapper(
+            io.FileIO(1, "w", closefd=False), write_through=True
+        )
+        sys.stderr = io.TextIOWrapper(
+            io.FileIO(2, "w", closefd=False),
+            errors="backslashreplace",
+            write_through=True,
+        )
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+        for key in request["remove"]:
+            os.environ.pop(key, None)
+        for key, value in request["set"].items():
+            os.environ[key] = value
+        sys.dont_write_bytecode = "PYTHONDONTWRITEBYTECODE" in os.environ
+        extra = [p for p in os.environ.get("PYTHONPATH", "").split(":") if p]
+        extra = [p for p in extra if p not in base_path]
+        script = request["script"]
+        os.chdir(request["cwd"])
+        sys.path[:] = [os.path.dirname(os.path.abspath(script))] + extra + base_path
+        sys.argv[:] = [script] + request["argv"]
+        # A fresh child must not share the forker's random streams.
+        if "random" in sys.modules:
+            sys.modules["random"].seed()
+        if "numpy.random" in sys.modules:
+            sys.modules["numpy.random"].seed()
+        code = run_script(script)
+    except BaseException:  # noqa: BLE001 - the child reports and exits
+        try:
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            code = 1
+    finally:
+        os._exit(code)
+
+
+def run_script(script):
+    import atexit
+    import traceback
+    import types
+
+    code = 0
+    try:
+        with open(script, "rb") as handle:
+            source = handle.read()
+        try:
+            compiled = compile(source, script, "exec")
+        except SyntaxError as error:
+            traceback.print_exception(type(error), error, None)
+            return flush(1)
+        module = types.ModuleType("__main__")
+        module.__file__ = script
+        module.__cached__ = None
+        module.__builtins__ = __builtins__
+        sys.modules["__main__"] = module
+        exec(compiled, module.__dict__)
+    except SystemExit as stop:
+        code = exit_code(stop.code)
+    except KeyboardInterrupt:
+        flush(0)
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    except BaseException as error:  # noqa: BLE001 - as Python itself reports it
+        tb = error.__traceback__.tb_next if error.__traceback__ else None
+        traceback.print_exception(type(error), error, tb)
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001
+        pass
+    return flush(code)
+
+
+def exit_code(value):
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value & 0xFF
+    try:
+        print(value, file=sys.stderr)
+    except BaseException:  # noqa: BLE001
+        pass
+    return 1
+
+
+def flush(code):
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+    return code
+
+
+main()
