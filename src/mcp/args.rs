@@ -278,7 +278,8 @@ pub struct UnsatModelArgs {
     pub data: Option<String>,
     /// Solver for solvergate's deletion search (id, short name or tag).
     /// Omitted: findMUS when the runtime has it, else the solve tools'
-    /// default. Naming one always selects the deletion search.
+    /// default. Naming a solver runs the deletion search with it; naming
+    /// findMUS itself (`org.minizinc.findmus`) runs findMUS.
     #[serde(default)]
     pub solver: Option<String>,
     /// Budget of the whole search in milliseconds, shared by all its solver

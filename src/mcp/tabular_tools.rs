@@ -46,7 +46,10 @@ impl SolvergateServer {
         self.quick_call::<WriteTabularArgs, _>(
             arguments,
             &context,
-            async |request, _cancel| off_thread(move || tabular::write(&request)).await,
+            async |request, cancel| {
+                let cancel = cancel.clone();
+                off_thread(move || tabular::write(&request, &cancel)).await
+            },
             render::tabular_written,
         )
         .await

@@ -180,9 +180,13 @@ pub fn load(request: &LoadRequest) -> Result<TabularData, ToolError> {
     read::load(request)
 }
 
-/// Validates and writes a table. Blocking.
-pub fn write(request: &WriteRequest) -> Result<TabularWriteResult, ToolError> {
-    write::write(request)
+/// Validates and writes a table. Blocking; once `cancel` fires, nothing
+/// is published.
+pub fn write(
+    request: &WriteRequest,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<TabularWriteResult, ToolError> {
+    write::write(request, cancel)
 }
 
 /// An absolute path from an argument, or an `invalid_request` naming it.
@@ -203,6 +207,7 @@ fn absolute_path<'a>(argument: &str, path: &'a str) -> Result<&'a Path, ToolErro
 mod tests {
     use super::*;
     use serde_json::{Value, json};
+    use tokio_util::sync::CancellationToken;
 
     fn rows_of(values: &[Value]) -> Vec<Vec<Value>> {
         values
@@ -224,14 +229,34 @@ mod tests {
 
     fn written(dir: &Path, name: &str, headers: &[&str], rows: &[Value]) -> std::path::PathBuf {
         let target = dir.join(name);
-        write(&WriteRequest {
-            headers: headers.iter().map(|name| (*name).to_owned()).collect(),
-            rows: rows_of(rows),
-            target_path: target.display().to_string(),
-            overwrite: false,
-        })
+        write(
+            &WriteRequest {
+                headers: headers.iter().map(|name| (*name).to_owned()).collect(),
+                rows: rows_of(rows),
+                target_path: target.display().to_string(),
+                overwrite: false,
+            },
+            &CancellationToken::new(),
+        )
         .unwrap();
         target
+    }
+
+    #[test]
+    fn a_cancelled_write_publishes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("t.csv");
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let request = WriteRequest {
+            headers: vec!["a".to_owned()],
+            rows: rows_of(&[serde_json::json!([1])]),
+            target_path: target.display().to_string(),
+            overwrite: false,
+        };
+        let error = write(&request, &cancel).unwrap_err();
+        assert_eq!(error.category(), crate::diagnostics::Category::Cancelled);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]
@@ -399,16 +424,19 @@ mod tests {
             target_path: target.display().to_string(),
             overwrite: false,
         };
-        let error = write(&request).unwrap_err();
+        let error = write(&request, &CancellationToken::new()).unwrap_err();
         assert_eq!(
             error.category(),
             crate::diagnostics::Category::InvalidSaveTarget
         );
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
-        let replaced = write(&WriteRequest {
-            overwrite: true,
-            ..request
-        })
+        let replaced = write(
+            &WriteRequest {
+                overwrite: true,
+                ..request
+            },
+            &CancellationToken::new(),
+        )
         .unwrap();
         let bytes = std::fs::read(&target).unwrap();
         assert_eq!(bytes, b"a\n1\n");

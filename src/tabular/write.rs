@@ -13,6 +13,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use tokio_util::sync::CancellationToken;
 
 use rust_xlsxwriter::Workbook;
 use serde_json::Value;
@@ -28,7 +29,10 @@ const XLSX_MAX_COLUMNS: usize = 16_384;
 /// The prefix of staged files in the target's directory.
 const STAGING_PREFIX: &str = ".tabular-staging-";
 
-pub fn write(request: &WriteRequest) -> Result<TabularWriteResult, ToolError> {
+pub fn write(
+    request: &WriteRequest,
+    cancel: &CancellationToken,
+) -> Result<TabularWriteResult, ToolError> {
     let target = target_path(&request.target_path)?;
     let format = match Format::of("target_path", target)? {
         format @ (Format::Xlsx | Format::Csv) => format,
@@ -47,6 +51,16 @@ pub fn write(request: &WriteRequest) -> Result<TabularWriteResult, ToolError> {
         _ => encode_csv(&request.headers, &request.rows)?,
     };
     let sha256 = crate::sha256_hex(&bytes);
+    // A call cancelled while the table was encoded publishes nothing.
+    if cancel.is_cancelled() {
+        return Err(ToolError::new(
+            crate::diagnostics::Category::Cancelled,
+            format!(
+                "cancelled before {} was written; nothing was written",
+                target.display()
+            ),
+        ));
+    }
     publish(target, parent, &bytes, request.overwrite)?;
     let rows_written = request.rows.len() as u64;
     Ok(TabularWriteResult {

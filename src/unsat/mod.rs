@@ -394,7 +394,25 @@ impl UnsatCores {
             match verdict(&check) {
                 Verdict::Unsat | Verdict::UnsatOrUnbounded => removed = trial,
                 Verdict::Sat => {}
-                Verdict::Unknown | Verdict::Error => {
+                Verdict::Error => {
+                    // The model compiled whole but not without this item (a
+                    // solve item in an included file, a constraint that a
+                    // later item names): the search cannot split it, and a
+                    // "core" of everything would be no answer.
+                    let reason = check
+                        .stderr
+                        .lines()
+                        .find(|line| !line.trim().is_empty())
+                        .unwrap_or("no message");
+                    let message = format!(
+                        "the model does not compile without the constraint at line {}, so this search cannot split it: {reason}",
+                        item.line
+                    );
+                    let diagnostic = Diagnostic::new(Category::SyntaxOrCompileError, &message)
+                        .with_detail("solver_calls", search.calls);
+                    return Ok(ending(search, "error", message, Some(diagnostic)));
+                }
+                Verdict::Unknown => {
                     minimal = false;
                     if Duration::from_millis(search.left()) < MIN_CHECK {
                         out_of_time = true;

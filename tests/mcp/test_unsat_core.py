@@ -258,6 +258,21 @@ async def test_files_variant_with_data_and_relative_include(full, workdir):
     assert missing["diagnostic"]["category"] == "missing_data"
 
 
+async def test_a_model_the_search_cannot_split_is_an_error_not_a_core(full, workdir):
+    """The solve item lives in an included file: every candidate would have
+    two, so no candidate compiles. That is an error naming the reason, not a
+    "core" listing every constraint."""
+    (workdir / "search.mzn").write_text("solve satisfy;\n")
+    (workdir / "model.mzn").write_text(
+        'include "search.mzn";\nvar 1..5: x;\nconstraint x > 3;\nconstraint x < 2;\nconstraint x != 4;\n'
+    )
+    res = structured(await full.session.call_tool("find_unsat_core_files", {"model_path": str(workdir / "model.mzn")}))
+    assert res["status"] == "error", res
+    assert res["core"] == []
+    assert "does not compile without the constraint at line" in res["message"], res["message"]
+    assert res["diagnostic"]["category"] == "syntax_or_compile_error"
+
+
 async def test_files_variant_refuses_a_missing_model(full, workdir):
     err = tool_error(
         await full.session.call_tool("find_unsat_core_files", {"model_path": str(workdir / "absent.mzn")})
