@@ -444,6 +444,16 @@ fn problem_text<'de, D: serde::Deserializer<'de>>(
     )))
 }
 
+/// A result passed back unchanged as provenance: the structured content
+/// another tool returned (its shape is that tool's output schema, and it is
+/// checked when the arguments are parsed), or null.
+fn provenance_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "anyOf": [{"type": "object", "additionalProperties": true}, {"type": "null"}],
+        "default": null
+    })
+}
+
 /// The schema `problem_text` accepts, stated exactly.
 fn problem_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
@@ -798,6 +808,7 @@ pub struct SaveModelArgs {
     /// name this model, data, solver, seed and search controls; it is saved
     /// as experiment-log.json and never replaces the fresh verification.
     #[serde(default)]
+    #[schemars(schema_with = "provenance_schema")]
     pub portfolio_result: Option<PortfolioSolveResult>,
 }
 
@@ -869,6 +880,7 @@ pub struct SavePythonArgs {
     /// inline attempt of this source, seed and config; saved as
     /// experiment-log.json.
     #[serde(default)]
+    #[schemars(schema_with = "provenance_schema")]
     pub experiment_result: Option<CpsatPythonExperimentResult>,
 }
 

@@ -22,6 +22,7 @@ mod planner_tools;
 mod progress;
 mod prompts;
 mod render;
+mod schema;
 pub mod stdio_gate;
 mod tabular_tools;
 mod unsat_tools;
@@ -240,6 +241,7 @@ impl SolvergateServer {
                 prompt_router.remove_route(name);
             }
         }
+        schema::finish(&mut tool_router);
         let minizinc = MiniZinc::new(runtime).with_test_hooks(test_hooks);
         let solve_jobs = SolveJobs::new(minizinc.clone(), bounds, shutdown.clone());
         let portfolios = Portfolios::new(solve_jobs.clone(), bounds, shutdown.clone());
