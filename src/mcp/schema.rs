@@ -214,6 +214,15 @@ pub fn input(schema: &JsonObject) -> JsonObject {
     if let Value::Object(object) = &mut value {
         // MCP's default dialect is 2020-12 already.
         object.remove("$schema");
+        // A definition's own doc comment describes the Rust type; the field
+        // that refers to it carries the description a client needs.
+        if let Some(Value::Object(defs)) = object.get_mut("$defs") {
+            for def in defs.values_mut() {
+                if let Value::Object(def) = def {
+                    def.remove("description");
+                }
+            }
+        }
     }
     into_object(value)
 }
@@ -339,6 +348,10 @@ fn portable(node: &mut Value, close: bool) {
         return;
     };
     integer_bounds(object);
+    // Doc comments wrap at 80 columns; a wrapped line is one sentence.
+    if let Some(Value::String(text)) = object.get_mut("description") {
+        *text = text.replace('\n', " ");
+    }
     if object.get("default") == Some(&Value::Null) {
         object.remove("default");
     }
@@ -527,10 +540,13 @@ fn slim(node: &Value, defs: &Map<String, Value>, depth: usize, hops: usize) -> V
     }
     let mut lean = Map::new();
     for (key, value) in object {
-        // Every field of a result is always written, and the properties list
-        // them; `required` would repeat each name for no guidance.
+        // `required` would repeat each field name; without it the schema
+        // only loosens, so it stays true of every result.
         let noise = key == "required" && nested;
-        if noise || is_annotation(key) || key == "$defs" || beyond_javascript(key, value) {
+        // Bounds of a result's integers say what Rust type holds them, not
+        // anything a client can act on.
+        let bound = matches!(key.as_str(), "minimum" | "maximum");
+        if noise || bound || is_annotation(key) || key == "$defs" {
             continue;
         }
         let deeper = if nested { depth + 1 } else { depth };
@@ -588,13 +604,6 @@ fn const_choices(object: &Map<String, Value>) -> Option<Value> {
         values.push(value.clone());
     }
     Some(json!({"type": kind?, "enum": values}))
-}
-
-/// A 64-bit bound no JavaScript client can even represent exactly; the
-/// type already says "integer".
-fn beyond_javascript(key: &str, value: &Value) -> bool {
-    const SAFE: f64 = 9_007_199_254_740_991.0;
-    matches!(key, "minimum" | "maximum") && value.as_f64().is_some_and(|bound| bound.abs() > SAFE)
 }
 
 #[cfg(test)]
