@@ -418,6 +418,31 @@ impl ServerHandler for SolvergateServer {
         })
     }
 
+    /// As the generated handler, except that an unknown tool is an
+    /// invalid-params error that names it (rmcp's says only "tool not
+    /// found"), so a client can tell which name was wrong.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        if !self.tool_router.has_route(&request.name) {
+            let toolset = match self.toolset {
+                Toolset::Core => " in the core toolset",
+                Toolset::Full => "",
+            };
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool: {:?}{toolset}; tools/list names the tools this server has",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(call).await
+    }
+
     async fn set_level(
         &self,
         request: SetLevelRequestParams,

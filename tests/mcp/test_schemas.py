@@ -207,3 +207,14 @@ def test_every_schema_compiles_in_strict_ajv_2020(node_tools, harness, tmp_path)
     )  # fmt: skip
     assert checked.returncode == 0, checked.stdout
     assert "80 schemas compiled, 0 failed" in checked.stdout
+
+
+async def test_an_unknown_tool_is_invalid_params_naming_it(full):
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(MCPError) as caught:
+        await full.session.call_tool("solve_minizinc_modle", {"model": "solve satisfy;"})
+    assert caught.value.error.code == -32602
+    assert "solve_minizinc_modle" in caught.value.error.message
+    # The server goes on answering.
+    assert (await full.session.list_tools()).tools
