@@ -68,12 +68,11 @@ pub struct Equation {
     /// `==` (default), `<=` or `>=`.
     #[serde(default)]
     pub relation: Relation,
-    /// Penalty per scaled unit of violation beyond the tolerance (soft
-    /// equations); at least 0. Ignored by hard constraints.
+    /// Penalty per scaled unit of violation beyond the tolerance; at least 0.
     #[serde(default = "default_weight")]
     pub weight: i64,
-    /// Allowed slack in scaled integer units: steps of the finest scale of
-    /// the two sides (0.01 when a side's finest variable has mult_factor 100).
+    /// Allowed slack in steps of the two sides' finest scale (0.01 when
+    /// mult_factor is 100).
     #[serde(default)]
     pub tolerance: i64,
 }
@@ -184,8 +183,7 @@ pub struct CorrectRequest {
     /// Wall-clock budget of the solve in seconds (default 5).
     #[serde(default = "default_timeout")]
     pub timeout_seconds: f64,
-    /// Parallel search threads (MiniZinc's -p), 1 to 256; omitted: the
-    /// solver's default. Refused for a solver that does not declare -p.
+    /// `-p` threads, 1 to 256, for a solver that declares it.
     #[serde(default)]
     pub num_workers: Option<i64>,
     /// MiniZinc solver id, short name or tag; omitted: cp-sat when the
@@ -226,8 +224,7 @@ pub struct OptimizeRequest {
     /// Wall-clock budget of the solve in seconds (default 5).
     #[serde(default = "default_timeout")]
     pub timeout_seconds: f64,
-    /// Parallel search threads (MiniZinc's -p), 1 to 256; omitted: the
-    /// solver's default. Refused for a solver that does not declare -p.
+    /// `-p` threads, 1 to 256, for a solver that declares it.
     #[serde(default)]
     pub num_workers: Option<i64>,
     /// MiniZinc solver id, short name or tag; omitted: cp-sat when the

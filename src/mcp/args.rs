@@ -74,12 +74,11 @@ fn default_timeout_ms() -> i64 {
 pub struct ModelArgs {
     /// The complete MiniZinc model source. Must not be empty.
     pub model: String,
-    /// Optional inline data (`.dzn` text), written to a private temp file and
-    /// passed after the model. Use the same data you will solve with.
+    /// Optional inline `.dzn` data: the same data you will solve with.
     #[serde(default)]
     pub data: Option<String>,
-    /// Solver id (`org.gecode.gecode`), short name (`gecode`) or tag
-    /// (`cp-sat`). Omitted: cp-sat when the runtime has it, else its default.
+    /// Solver id, short name (`gecode`) or tag (`cp-sat`); omitted: cp-sat
+    /// when available, else the runtime's default.
     #[serde(default)]
     pub solver: Option<String>,
     /// Budget in milliseconds; must be strictly positive.
@@ -107,9 +106,8 @@ impl IntoRequest for ModelArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FilesArgs {
-    /// Path of a local `.mzn` file; prefer an absolute path (a relative one
-    /// resolves against the server's working directory). Relative includes
-    /// resolve from the model's own directory.
+    /// Path of a local `.mzn` file, preferably absolute; relative includes
+    /// resolve from its directory.
     pub model_path: String,
     /// Optional path of a `.dzn` or `.json` data file (may be empty).
     #[serde(default)]
@@ -149,12 +147,11 @@ pub struct SolveModelArgs {
     /// Optional inline data (`.dzn` text).
     #[serde(default)]
     pub data: Option<String>,
-    /// Optional MiniZinc solution checker source (`.mzc.mzn` text); each
-    /// solution is checked and the verdicts come back in `checker`.
+    /// Optional checker source (`.mzc.mzn` text) run on every solution.
     #[serde(default)]
     pub checker: Option<String>,
     /// Solver id, short name or tag; omitted: cp-sat when available, else
-    /// the runtime's default. The one used is echoed in the result.
+    /// the runtime's default.
     #[serde(default)]
     pub solver: Option<String>,
     /// Solving budget in milliseconds; must be strictly positive (0 is an
@@ -398,11 +395,7 @@ pub struct PortfolioArgs {
     /// `-n <n>` for every attempt, at least 1.
     #[serde(default)]
     pub num_solutions: Option<i64>,
-    /// `best_objective` (default): on a minimize/maximize model only a
-    /// proven verdict (optimal, unsatisfiable, unbounded) stops the race;
-    /// otherwise every attempt runs to its end and the best objective wins.
-    /// `first_decisive`: the first optimal, satisfied, unsatisfiable or
-    /// unbounded attempt wins at once.
+    /// How the race picks its winner (see the tool description).
     #[serde(default)]
     pub winner_policy: WinnerPolicy,
 }
@@ -445,6 +438,16 @@ fn problem_text<'de, D: serde::Deserializer<'de>>(
     )))
 }
 
+/// A result passed back unchanged as provenance: the structured content
+/// another tool returned (its shape is that tool's output schema, and it is
+/// checked when the arguments are parsed), or null.
+fn provenance_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "anyOf": [{"type": "object", "additionalProperties": true}, {"type": "null"}],
+        "default": null
+    })
+}
+
 /// The schema `problem_text` accepts, stated exactly.
 fn problem_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
@@ -458,11 +461,9 @@ fn problem_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunCpsatArgs {
-    /// The complete OR-Tools CP-SAT Python script. Its last stdout line must
-    /// be one JSON object: {"status": "optimal"|"feasible"|"infeasible"|"unknown"|"error",
-    /// "objective": number or null, "solution": {...}}, optionally
-    /// "best_objective_bound". Same-shaped intermediate objects may come
-    /// earlier (they are what a timeout recovers). No stdin.
+    /// The complete OR-Tools CP-SAT Python script, ending with the JSON line
+    /// the tool description states (optionally with "best_objective_bound";
+    /// earlier lines of the same shape are what a timeout recovers).
     pub source: String,
     /// Wall-clock budget of the child in milliseconds; strictly positive.
     #[serde(default = "default_timeout_ms")]
@@ -761,9 +762,8 @@ impl IntoRequest for ExperimentArgs {
 pub struct SaveModelArgs {
     /// The complete MiniZinc model to verify and save (as `model.mzn`).
     pub model: String,
-    /// Absolute path of the directory to create or replace; its parent must
-    /// exist. A non-empty directory is replaced only if it is a previous
-    /// solvergate save and `overwrite` is true.
+    /// Absolute path of the directory to create (its parent must exist), or
+    /// of a previous save to replace with `overwrite`.
     pub target_dir: String,
     /// Optional inline `.dzn` data (saved as `data.dzn`).
     #[serde(default)]
@@ -799,6 +799,7 @@ pub struct SaveModelArgs {
     /// name this model, data, solver, seed and search controls; it is saved
     /// as experiment-log.json and never replaces the fresh verification.
     #[serde(default)]
+    #[schemars(schema_with = "provenance_schema")]
     pub portfolio_result: Option<PortfolioSolveResult>,
 }
 
@@ -870,6 +871,7 @@ pub struct SavePythonArgs {
     /// inline attempt of this source, seed and config; saved as
     /// experiment-log.json.
     #[serde(default)]
+    #[schemars(schema_with = "provenance_schema")]
     pub experiment_result: Option<CpsatPythonExperimentResult>,
 }
 

@@ -14,7 +14,7 @@ use crate::artifacts::{ReplayResult, SaveVerifiedModelResult, SaveVerifiedPython
 #[tool_router(router = artifact_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Save a MiniZinc model to a local directory only after the server re-verifies it: a compile check (ok), a solve (satisfied or optimal, clean exit, no timeout) and, with a checker, no violation. On any failed gate: status not_verified with the check and solve results, and nothing is written. target_dir must be absolute with an existing parent; a non-empty directory is replaced only if it is a previous save and overwrite is true. Writes model.mzn, data.dzn, checker.mzc.mzn, problem.md, solve-result.json, experiment-log.json (with portfolio_result) and a .solvergate-artifact.json manifest with every file's sha256. Replay it with replay_artifact.",
+        description = "Save a MiniZinc model to a local directory only after re-verifying it: compile check ok, solve satisfied or optimal without timeout and, with a checker, no violation. A failed gate gives status not_verified with the check and solve results, and writes nothing. target_dir: absolute, parent exists; a non-empty one is replaced only if it is a previous save and overwrite is true. Writes the model, data, checker, problem.md, solve-result.json, experiment-log.json and a manifest with every file's sha256; replay_artifact re-runs it.",
         input_schema = args::schema::<SaveModelArgs>(),
         output_schema = schema_for_output::<SaveVerifiedModelResult>()
     )]
@@ -38,7 +38,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Re-run a CP-SAT script and save it only when its gates pass, in order: reported (optimal or feasible with a non-empty solution), expectation (objective meets a threshold — a quality gate, not a proof of optimality), checker (accepted, no errors). reason is null exactly when every gate passed; saved says whether anything was written. verify_only runs the same gates and writes nothing. Writes model.py, problem.txt, checker.py + solution.json, replay-config.json, experiment-log.json and a .solvergate-artifact.json manifest. Replay it with replay_artifact.",
+        description = "Re-run a CP-SAT script and save it only when its gates pass, in order: reported (optimal or feasible, non-empty solution), expectation (objective meets a threshold: a quality gate, not an optimality proof), checker (accepted). reason is null exactly when every gate passed; saved says whether anything was written; verify_only writes nothing. Writes model.py, problem.txt, checker.py, solution.json, replay-config.json, experiment-log.json and a manifest; replay_artifact re-runs it.",
         input_schema = args::schema::<SavePythonArgs>(),
         output_schema = schema_for_output::<SaveVerifiedPythonResult>()
     )]

@@ -17,7 +17,7 @@ use crate::jobs::{CpsatPythonJobStatus, JobList};
 #[tool_router(router = cpsat_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Run a complete OR-Tools CP-SAT Python script (written by you for the user's problem) in a bounded child process and return its answer. The script's last stdout line must be one JSON object {\"status\": \"optimal|feasible|infeasible|unknown|error\", \"objective\": number|null, \"solution\": {...}}; the executor enforces it and names the offending key when it is malformed. Shortcut: `import solvergate` and end with `solvergate.report(solver, status, {\"x\": x, ...}, model=model)` (variables and lists become values; in a solution callback, `solvergate.report_intermediate(self, {...})`). Embed the instance in the script; stdin is empty.",
+        description = "Run a complete OR-Tools CP-SAT Python script (written by you for the user's problem) in a bounded child process and return its answer. Its last stdout line must be one JSON object {\"status\": \"optimal|feasible|infeasible|unknown|error\", \"objective\": number|null, \"solution\": {...}}; a malformed one is refused with the offending key named. Shortcut: `import solvergate` and end with `solvergate.report(solver, status, {\"x\": x, ...}, model=model)` (in a solution callback, `solvergate.report_intermediate(self, {...})`). Embed the instance; stdin is empty.",
         input_schema = args::schema::<RunCpsatArgs>(),
         output_schema = schema_for_output::<CpsatPythonResult>()
     )]

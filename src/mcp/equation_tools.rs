@@ -54,7 +54,7 @@ impl IntoRequest for OptimizeRequest {
 #[tool_router(router = equation_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Correct values read from a document (OCR, forms) so they satisfy known equations, e.g. gross = quantity * rate. Each variable has its observed value obs, a confidence 0-1 (how hard it resists change), a mult_factor that scales it to integers (100 for amounts with cents, 1 for counts), optional min/max and fixed (pinned, not returned). Each equation has lhs, rhs (+ - * / % ** with constant integer exponents, parentheses; no unary minus: write (0 - x)), relation ==/<=/>=, weight (default 1000, cost per scaled unit of violation) and tolerance (scaled units). Moving a value one scaled unit costs round(100 x confidence). Solved exactly on the MiniZinc runtime; returns status (OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN, INVALID_EQUATION) and corrected values of the free variables in real units.",
+        description = "Correct values read from a document (OCR, forms) so they satisfy known equations such as gross = quantity * rate. Per variable: observed value obs, confidence 0-1 (resistance to change), mult_factor to scale it to integers (100 for cents), optional min/max, fixed (pinned). Per equation: lhs, rhs (+ - * / % **, parentheses; write (0 - x) for minus), relation ==/<=/>=, weight and tolerance in scaled units. Solved exactly with MiniZinc; returns status (OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN, INVALID_EQUATION) and the corrected free values in real units.",
         input_schema = args::schema::<CorrectRequest>(),
         output_schema = schema_for_output::<CorrectionResult>()
     )]

@@ -89,7 +89,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Race several formulations of one instance across solvers and seeds in the background; returns at once with a job_id. A proven verdict (optimal, unsatisfiable, unbounded; satisfied on a satisfaction model) wins and the server kills the other attempts immediately. On a minimize/maximize model, attempts stopped by their budget hold incumbents: the race waits for all of them and the best objective wins (winner_policy \"best_objective\", the default; \"first_decisive\" takes the first satisfied attempt instead). Poll get_portfolio_job for the winner and the full attempts table.",
+        description = "Race formulations of one instance across solvers and seeds in the background; returns a job_id at once. A proven verdict (optimal, unsatisfiable, unbounded; satisfied on a satisfaction model) wins and the other attempts are killed. On an optimisation model the default winner_policy \"best_objective\" waits for budget-stopped attempts and takes the best objective; \"first_decisive\" takes the first satisfied one. Poll get_portfolio_job for the winner and the attempts table.",
         input_schema = args::schema::<PortfolioArgs>(),
         output_schema = schema_for_output::<PortfolioJobStatus>()
     )]

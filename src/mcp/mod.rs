@@ -22,6 +22,7 @@ mod planner_tools;
 mod progress;
 mod prompts;
 mod render;
+mod schema;
 pub mod stdio_gate;
 mod tabular_tools;
 mod unsat_tools;
@@ -244,6 +245,7 @@ impl SolvergateServer {
                 prompt_router.remove_route(name);
             }
         }
+        schema::finish(&mut tool_router);
         let minizinc = MiniZinc::new(runtime).with_test_hooks(test_hooks);
         let solve_jobs = SolveJobs::new(minizinc.clone(), bounds, shutdown.clone());
         let portfolios = Portfolios::new(solve_jobs.clone(), bounds, shutdown.clone());
@@ -429,6 +431,31 @@ impl ServerHandler for SolvergateServer {
             Toolset::Core => CORE_INSTRUCTIONS,
             Toolset::Full => FULL_INSTRUCTIONS,
         })
+    }
+
+    /// As the generated handler, except that an unknown tool is an
+    /// invalid-params error that names it (rmcp's says only "tool not
+    /// found"), so a client can tell which name was wrong.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CallToolResponse, ErrorData> {
+        if !self.tool_router.has_route(&request.name) {
+            let toolset = match self.toolset {
+                Toolset::Core => " in the core toolset",
+                Toolset::Full => "",
+            };
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool: {:?}{toolset}; tools/list names the tools this server has",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(call).await
     }
 
     async fn set_level(

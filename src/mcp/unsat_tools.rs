@@ -13,7 +13,7 @@ use crate::unsat::UnsatCoreResult;
 #[tool_router(router = unsat_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Locate why a MiniZinc model is unsatisfiable: returns a set of its top-level constraint items that cannot hold together (status mus_found, core entries with line/column spans and source text), no_core (with the reason: e.g. the model is satisfiable), error or timeout. Uses the runtime's findMUS when present, else a deletion search that re-solves the model without each constraint in turn (solver_calls is its cost; minimal says whether the core is proven minimal). Pass the same data as the unsatisfiable solve. Constraints in data or included files are background, never listed.",
+        description = "Find why a MiniZinc model is unsatisfiable: a set of its top-level constraint items that cannot hold together (status mus_found, with line/column spans and source text), or no_core with the reason (e.g. the model is satisfiable), error or timeout. Uses findMUS when the runtime has it, else a deletion search that re-solves without each constraint in turn (solver_calls is its cost; minimal says whether the core is proven minimal). Pass the same data as the unsatisfiable solve.",
         input_schema = args::schema::<UnsatModelArgs>(),
         output_schema = schema_for_output::<UnsatCoreResult>()
     )]

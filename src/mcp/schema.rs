@@ -1,0 +1,651 @@
+//! The tool metadata clients see in `tools/list`, finished in one place:
+//! every tool's title and behaviour annotations, input schemas made
+//! portable, and output schemas made portable and lean.
+//!
+//! schemars writes what serde means; some of it is legal JSON Schema that
+//! strict validators or single-type client dialects refuse: `format`
+//! values outside the standard (`uint64`, `int32`, `double`...), `type`
+//! arrays for `Option` fields, `true` or `{}` for a `serde_json::Value`.
+//! [`portable`] rewrites those into equivalent standard forms (integer
+//! bounds, `anyOf` with a `null` branch, an explicit any-JSON union) and
+//! closes every input object with `additionalProperties: false`, as the
+//! argument parser already does. [`lean_output`] then inlines each
+//! output schema's definitions, drops its prose (the tool description and
+//! the field names carry it) and keeps nested structure only to a fixed
+//! depth, below which a value is described by its type alone — still
+//! true of every result, at a fraction of the size.
+
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model::{JsonObject, ToolAnnotations};
+use serde_json::{Map, Value, json};
+
+/// How a tool touches the world, for its annotations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Effect {
+    /// Reads, runs or computes; changes nothing the user owns.
+    Reads,
+    /// Starts a background job on the server (a new one every call).
+    Starts,
+    /// Stops a job; calling it again changes nothing more.
+    Cancels,
+    /// Writes a file or directory the user named (may replace one with
+    /// `overwrite`).
+    Writes,
+}
+
+/// Every tool's title and effect. A tool missing here is a bug the unit
+/// test below catches.
+const TOOLS: &[(&str, &str, Effect)] = &[
+    ("check_runtime", "Check runtimes", Effect::Reads),
+    (
+        "list_available_solvers",
+        "List MiniZinc solvers",
+        Effect::Reads,
+    ),
+    (
+        "check_minizinc_model",
+        "Compile-check a MiniZinc model",
+        Effect::Reads,
+    ),
+    (
+        "check_minizinc_files",
+        "Compile-check MiniZinc files",
+        Effect::Reads,
+    ),
+    (
+        "inspect_minizinc_model",
+        "Inspect a MiniZinc model",
+        Effect::Reads,
+    ),
+    (
+        "inspect_minizinc_files",
+        "Inspect MiniZinc files",
+        Effect::Reads,
+    ),
+    (
+        "solve_minizinc_model",
+        "Solve a MiniZinc model",
+        Effect::Reads,
+    ),
+    (
+        "solve_minizinc_files",
+        "Solve MiniZinc files",
+        Effect::Reads,
+    ),
+    ("submit_solve_job", "Start a solve job", Effect::Starts),
+    ("get_solve_job", "Get a solve job", Effect::Reads),
+    ("cancel_solve_job", "Cancel a solve job", Effect::Cancels),
+    ("list_solve_jobs", "List solve jobs", Effect::Reads),
+    (
+        "submit_portfolio_job",
+        "Start a portfolio race",
+        Effect::Starts,
+    ),
+    ("get_portfolio_job", "Get a portfolio race", Effect::Reads),
+    (
+        "cancel_portfolio_job",
+        "Cancel a portfolio race",
+        Effect::Cancels,
+    ),
+    ("list_portfolio_jobs", "List portfolio races", Effect::Reads),
+    ("run_cpsat_python", "Run a CP-SAT script", Effect::Reads),
+    (
+        "run_cpsat_python_file",
+        "Run a CP-SAT script file",
+        Effect::Reads,
+    ),
+    (
+        "run_cpsat_python_file_checked",
+        "Run and check a CP-SAT script file",
+        Effect::Reads,
+    ),
+    (
+        "run_cpsat_python_experiment",
+        "Compare CP-SAT script variants",
+        Effect::Reads,
+    ),
+    (
+        "submit_cpsat_python_job",
+        "Start a CP-SAT job",
+        Effect::Starts,
+    ),
+    (
+        "submit_cpsat_python_file_job",
+        "Start a CP-SAT file job",
+        Effect::Starts,
+    ),
+    ("get_cpsat_python_job", "Get a CP-SAT job", Effect::Reads),
+    (
+        "cancel_cpsat_python_job",
+        "Cancel a CP-SAT job",
+        Effect::Cancels,
+    ),
+    ("list_cpsat_python_jobs", "List CP-SAT jobs", Effect::Reads),
+    (
+        "save_verified_minizinc_model",
+        "Save a verified MiniZinc model",
+        Effect::Writes,
+    ),
+    (
+        "save_verified_cpsat_python",
+        "Save a verified CP-SAT script",
+        Effect::Writes,
+    ),
+    ("replay_artifact", "Replay a saved artifact", Effect::Reads),
+    ("plan_load", "Plan container loads", Effect::Reads),
+    ("explain_load_plan", "Explain a load plan", Effect::Reads),
+    (
+        "verify_narration",
+        "Verify a load-plan narration",
+        Effect::Reads,
+    ),
+    ("save_load_plan", "Save a load plan", Effect::Writes),
+    ("find_unsat_core", "Find an unsat core", Effect::Reads),
+    (
+        "find_unsat_core_files",
+        "Find an unsat core in files",
+        Effect::Reads,
+    ),
+    (
+        "load_tabular_data",
+        "Read spreadsheet or CSV data",
+        Effect::Reads,
+    ),
+    (
+        "write_tabular_result",
+        "Write a spreadsheet or CSV file",
+        Effect::Writes,
+    ),
+    (
+        "correct_values",
+        "Correct values to fit equations",
+        Effect::Reads,
+    ),
+    ("validate_equations", "Validate equations", Effect::Reads),
+    ("evaluate_equations", "Evaluate equations", Effect::Reads),
+    (
+        "optimize_expression",
+        "Optimise an expression under equations",
+        Effect::Reads,
+    ),
+];
+
+/// How deep an output schema keeps its structure: the result's own fields
+/// (with their types, enums, unions and array item types); an object
+/// inside them is described as an object.
+const OUTPUT_DEPTH: usize = 1;
+
+/// Sets every tool's title and annotations and rewrites its schemas.
+pub fn finish<S>(router: &mut ToolRouter<S>) {
+    for route in router.map.values_mut() {
+        let tool = &mut route.attr;
+        if let Some((_, title, effect)) = TOOLS.iter().find(|(name, ..)| *name == tool.name) {
+            tool.title = Some((*title).to_owned());
+            tool.annotations = Some(annotations(*effect));
+        }
+        tool.input_schema = Arc::new(input(&tool.input_schema));
+        if let Some(output) = &tool.output_schema {
+            tool.output_schema = Some(Arc::new(lean_output(output)));
+        }
+    }
+}
+
+fn annotations(effect: Effect) -> ToolAnnotations {
+    let (read_only, destructive, idempotent) = match effect {
+        Effect::Reads => (true, false, true),
+        Effect::Starts => (false, false, false),
+        Effect::Cancels => (false, false, true),
+        Effect::Writes => (false, true, false),
+    };
+    ToolAnnotations::new()
+        .read_only(read_only)
+        .destructive(destructive)
+        .idempotent(idempotent)
+        .open_world(false)
+}
+
+/// An input schema made portable, every object closed.
+pub fn input(schema: &JsonObject) -> JsonObject {
+    let mut value = Value::Object(schema.clone());
+    portable(&mut value, true);
+    optional_not_null(&mut value);
+    if let Value::Object(object) = &mut value {
+        // MCP's default dialect is 2020-12 already.
+        object.remove("$schema");
+        // A definition's own doc comment describes the Rust type; the field
+        // that refers to it carries the description a client needs.
+        if let Some(Value::Object(defs)) = object.get_mut("$defs") {
+            for def in defs.values_mut() {
+                if let Value::Object(def) = def {
+                    def.remove("description");
+                }
+            }
+        }
+    }
+    into_object(value)
+}
+
+/// An optional input field (`Option<T>` with a serde default) is written
+/// as plain `T`: leaving it out means the same as `null`, and a `null`
+/// branch is what single-type client dialects cannot express. The schema
+/// then accepts a subset of what the parser does, never more.
+fn optional_not_null(node: &mut Value) {
+    let Value::Object(object) = node else {
+        return;
+    };
+    let required: Vec<String> = object
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(|name| name.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(Value::Object(properties)) = object.get_mut("properties") {
+        for (name, property) in properties.iter_mut() {
+            if !required.contains(name) {
+                drop_null_branch(property);
+            }
+        }
+    }
+    for key in MAP {
+        if let Some(Value::Object(children)) = object.get_mut(*key) {
+            children.values_mut().for_each(optional_not_null);
+        }
+    }
+    for key in ONE {
+        if let Some(child) = object.get_mut(*key) {
+            optional_not_null(child);
+        }
+    }
+    for key in LIST {
+        if let Some(Value::Array(children)) = object.get_mut(*key) {
+            children.iter_mut().for_each(optional_not_null);
+        }
+    }
+}
+
+/// `{"anyOf": [X, {"type": "null"}], ...notes}` → `{...X, ...notes}`.
+fn drop_null_branch(property: &mut Value) {
+    let Some(object) = property.as_object_mut() else {
+        return;
+    };
+    let Some(Value::Array(branches)) = object.get("anyOf") else {
+        return;
+    };
+    let null = json!({"type": "null"});
+    let rest: Vec<&Value> = branches.iter().filter(|branch| **branch != null).collect();
+    if rest.len() != 1 || rest.len() == branches.len() {
+        return;
+    }
+    let Some(Value::Object(kept)) = rest.first().map(|kept| (*kept).clone()) else {
+        return;
+    };
+    object.remove("anyOf");
+    for (key, value) in kept {
+        object.entry(key).or_insert(value);
+    }
+}
+
+/// An output schema made portable, inlined, without prose, depth-bounded.
+pub fn lean_output(schema: &JsonObject) -> JsonObject {
+    let mut value = Value::Object(schema.clone());
+    portable(&mut value, false);
+    let defs = value
+        .get("$defs")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let mut lean = slim(&value, &defs, 0, 0);
+    if let Value::Object(object) = &mut lean {
+        object.remove("$defs");
+        object.remove("$schema");
+    }
+    into_object(lean)
+}
+
+fn into_object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(object) => object,
+        _ => JsonObject::new(),
+    }
+}
+
+/// Any JSON value, spelled so that every branch names one type.
+fn any_json() -> Value {
+    json!({"anyOf": [
+        {"type": "object"}, {"type": "array"}, {"type": "string"},
+        {"type": "number"}, {"type": "boolean"}, {"type": "null"}
+    ]})
+}
+
+/// Keywords that hold one subschema.
+const ONE: &[&str] = &[
+    "items",
+    "additionalProperties",
+    "not",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "if",
+    "then",
+    "else",
+];
+/// Keywords that hold a list of subschemas.
+const LIST: &[&str] = &["anyOf", "oneOf", "allOf", "prefixItems"];
+/// Keywords that hold a map of subschemas.
+const MAP: &[&str] = &["properties", "$defs", "patternProperties"];
+
+/// Rewrites a schema in place into the portable forms (see the module
+/// doc); `close` adds `additionalProperties: false` to objects that lack it.
+fn portable(node: &mut Value, close: bool) {
+    let Value::Object(object) = node else {
+        return;
+    };
+    integer_bounds(object);
+    // Doc comments wrap at 80 columns; a wrapped line is one sentence.
+    if let Some(Value::String(text)) = object.get_mut("description") {
+        *text = text.replace('\n', " ");
+    }
+    if object.get("default") == Some(&Value::Null) {
+        object.remove("default");
+    }
+    if object
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|format| matches!(format, "double" | "float"))
+    {
+        object.remove("format");
+    }
+    if close
+        && object.get("type").and_then(Value::as_str) == Some("object")
+        && object.contains_key("properties")
+        && !object.contains_key("additionalProperties")
+    {
+        object.insert("additionalProperties".to_owned(), Value::Bool(false));
+    }
+    for key in ONE {
+        if let Some(child) = object.get_mut(*key) {
+            match child {
+                // `true` under additionalProperties is a keyword value, not
+                // a schema position the portability rules object to.
+                Value::Bool(true) if *key != "additionalProperties" => *child = any_json(),
+                Value::Object(inner) if inner.is_empty() => *child = any_json(),
+                _ => portable(child, close),
+            }
+        }
+    }
+    for key in LIST {
+        if let Some(Value::Array(children)) = object.get_mut(*key) {
+            for child in children {
+                portable(child, close);
+            }
+        }
+    }
+    for key in MAP {
+        if let Some(Value::Object(children)) = object.get_mut(*key) {
+            for child in children.values_mut() {
+                if child == &Value::Bool(true)
+                    || child.as_object().is_some_and(|inner| {
+                        inner.is_empty() || inner.keys().all(|key| is_annotation(key))
+                    })
+                {
+                    let mut any = any_json();
+                    if let (Value::Object(any), Value::Object(notes)) = (&mut any, &*child) {
+                        any.extend(notes.clone());
+                    }
+                    *child = any;
+                } else {
+                    portable(child, close);
+                }
+            }
+        }
+    }
+    split_type_union(object);
+}
+
+fn is_annotation(key: &str) -> bool {
+    matches!(
+        key,
+        "description" | "title" | "default" | "examples" | "deprecated" | "readOnly" | "writeOnly"
+    )
+}
+
+/// Replaces a non-standard integer `format` with the bounds it means.
+fn integer_bounds(object: &mut Map<String, Value>) {
+    let Some(format) = object.get("format").and_then(Value::as_str) else {
+        return;
+    };
+    let (low, high): (Value, Value) = match format {
+        "uint8" => (0.into(), u8::MAX.into()),
+        "uint16" => (0.into(), u16::MAX.into()),
+        "uint32" | "uint" => (0.into(), u32::MAX.into()),
+        // 64-bit bounds lie beyond what a JavaScript client can represent
+        // (2^53); the type already says integer, so only the sign is kept.
+        "uint64" | "uint128" | "usize" => {
+            object.remove("format");
+            object.entry("minimum").or_insert(0.into());
+            return;
+        }
+        "int64" | "int128" | "isize" => {
+            object.remove("format");
+            return;
+        }
+        "int8" => (i8::MIN.into(), i8::MAX.into()),
+        "int16" => (i16::MIN.into(), i16::MAX.into()),
+        "int32" | "int" => (i32::MIN.into(), i32::MAX.into()),
+        _ => return,
+    };
+    object.remove("format");
+    object.entry("minimum").or_insert(low);
+    object.entry("maximum").or_insert(high);
+}
+
+/// The keywords that only constrain values of one type.
+fn keyword_type(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "minLength" | "maxLength" | "pattern" | "format" => "string",
+        "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => "number",
+        "items" | "prefixItems" | "minItems" | "maxItems" | "uniqueItems" | "contains" => "array",
+        "properties"
+        | "required"
+        | "additionalProperties"
+        | "patternProperties"
+        | "propertyNames"
+        | "minProperties"
+        | "maxProperties" => "object",
+        _ => return None,
+    })
+}
+
+/// `{"type": ["T", "null"], ...}` becomes `{"anyOf": [{"type": "T", ...},
+/// {"type": "null"}]}`: each branch one type, carrying the keywords that
+/// constrain that type; annotations and `enum`/`const` stay outside.
+fn split_type_union(object: &mut Map<String, Value>) {
+    let Some(Value::Array(types)) = object.get("type") else {
+        return;
+    };
+    let types: Vec<String> = types
+        .iter()
+        .filter_map(|kind| kind.as_str().map(str::to_owned))
+        .collect();
+    object.remove("type");
+    let typed: Vec<String> = object
+        .keys()
+        .filter(|key| keyword_type(key).is_some())
+        .cloned()
+        .collect();
+    let mut moved = Map::new();
+    for key in typed {
+        if let Some(value) = object.remove(&key) {
+            moved.insert(key, value);
+        }
+    }
+    let branches: Vec<Value> = types
+        .iter()
+        .map(|kind| {
+            let mut branch = Map::new();
+            branch.insert("type".to_owned(), Value::String(kind.clone()));
+            for (key, value) in &moved {
+                let applies = keyword_type(key)
+                    .is_some_and(|owner| owner == kind || (owner == "number" && kind == "integer"));
+                if applies {
+                    branch.insert(key.clone(), value.clone());
+                }
+            }
+            Value::Object(branch)
+        })
+        .collect();
+    match object.remove("anyOf") {
+        // Already a union: require both (rare; schemars does not emit it).
+        Some(existing) => {
+            object.insert(
+                "allOf".to_owned(),
+                json!([{"anyOf": existing}, {"anyOf": branches}]),
+            );
+        }
+        None => {
+            object.insert("anyOf".to_owned(), Value::Array(branches));
+        }
+    }
+}
+
+/// A copy of an output schema with `$ref`s inlined, prose dropped, and
+/// structure below `OUTPUT_DEPTH` object levels reduced to the type.
+/// `hops` bounds `$ref` chains so a recursive definition cannot loop.
+fn slim(node: &Value, defs: &Map<String, Value>, depth: usize, hops: usize) -> Value {
+    let Value::Object(object) = node else {
+        return node.clone();
+    };
+    if let Some(target) = object
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|path| path.strip_prefix("#/$defs/"))
+        .and_then(|name| defs.get(name))
+        && hops < 16
+    {
+        return slim(target, defs, depth, hops + 1);
+    }
+    let nested = object.get("type").and_then(Value::as_str) == Some("object");
+    if nested && depth >= OUTPUT_DEPTH {
+        return json!({"type": "object"});
+    }
+    if let Some(compact) = const_choices(object) {
+        return compact;
+    }
+    let mut lean = Map::new();
+    for (key, value) in object {
+        // `required` would repeat each field name; without it the schema
+        // only loosens, so it stays true of every result.
+        let noise = key == "required" && nested;
+        // Bounds of a result's integers say what Rust type holds them, not
+        // anything a client can act on.
+        let bound = matches!(key.as_str(), "minimum" | "maximum");
+        if noise || bound || is_annotation(key) || key == "$defs" {
+            continue;
+        }
+        let deeper = if nested { depth + 1 } else { depth };
+        let value = if ONE.contains(&key.as_str()) {
+            slim(value, defs, deeper, hops)
+        } else if LIST.contains(&key.as_str()) {
+            match value {
+                Value::Array(children) => Value::Array(
+                    children
+                        .iter()
+                        .map(|child| slim(child, defs, depth, hops))
+                        .collect(),
+                ),
+                other => other.clone(),
+            }
+        } else if MAP.contains(&key.as_str()) {
+            match value {
+                Value::Object(children) => Value::Object(
+                    children
+                        .iter()
+                        .map(|(name, child)| (name.clone(), slim(child, defs, deeper, hops)))
+                        .collect(),
+                ),
+                other => other.clone(),
+            }
+        } else {
+            value.clone()
+        };
+        lean.insert(key.clone(), value);
+    }
+    Value::Object(lean)
+}
+
+/// `{"oneOf": [{"const": "a", "type": "string"}, ...]}` (an enum whose
+/// variants carry doc comments) as the equivalent `{"type": "string",
+/// "enum": ["a", ...]}`.
+fn const_choices(object: &Map<String, Value>) -> Option<Value> {
+    let Some(Value::Array(choices)) = object.get("oneOf") else {
+        return None;
+    };
+    let mut kind = None;
+    let mut values = Vec::new();
+    for choice in choices {
+        let choice = choice.as_object()?;
+        let value = choice.get("const")?;
+        let this = choice.get("type")?.as_str()?;
+        if kind.is_some_and(|kind| kind != this)
+            || choice
+                .keys()
+                .any(|key| !matches!(key.as_str(), "const" | "type") && !is_annotation(key))
+        {
+            return None;
+        }
+        kind = Some(this);
+        values.push(value.clone());
+    }
+    Some(json!({"type": kind?, "enum": values}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_become_bounds_and_unions_become_any_of() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer", "format": "uint32", "minimum": 0},
+                "ratio": {"type": ["number", "null"], "format": "double", "minimum": 0.5},
+                "rows": {"type": "array", "items": true},
+                "anything": {}
+            }
+        });
+        portable(&mut schema, true);
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "count": {"type": "integer", "minimum": 0, "maximum": 4294967295u32},
+                    "ratio": {"anyOf": [{"type": "number", "minimum": 0.5}, {"type": "null"}]},
+                    "rows": {"type": "array", "items": any_json()},
+                    "anything": any_json()
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn every_tool_has_a_title_and_an_effect() {
+        let names: Vec<&str> = TOOLS.iter().map(|(name, ..)| *name).collect();
+        for name in super::super::FULL_ONLY {
+            assert!(names.contains(name), "{name} has no entry in TOOLS");
+        }
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "a tool is listed twice");
+    }
+}

@@ -1,0 +1,220 @@
+"""Every tool's metadata, as a client meets it: portable schemas, titles,
+annotations, and the size of the full tools/list.
+
+The schema walk runs through the official Python client. The Node checks
+(the MCP Inspector CLI's `--strict` portability check and strict Ajv 2020
+compilation of every schema) run when `npm` is on PATH: the pinned
+packages of tests/node/ are installed into a temp dir first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.anyio
+
+#: The full tools/list result, compact JSON, must stay at or below this.
+MAX_TOOLS_LIST_BYTES = 75_000
+
+#: The formats JSON Schema 2020-12 defines; any other is unknown to a
+#: strict validator.
+STANDARD_FORMATS = {
+    "date-time", "date", "time", "duration", "email", "idn-email", "hostname",
+    "idn-hostname", "ipv4", "ipv6", "uri", "uri-reference", "iri",
+    "iri-reference", "uuid", "uri-template", "json-pointer",
+    "relative-json-pointer", "regex",
+}  # fmt: skip
+
+#: Keywords whose value is one subschema / a list / a map of subschemas.
+ONE = ("items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else")
+LIST = ("anyOf", "oneOf", "allOf", "prefixItems")
+MAP = ("properties", "$defs", "patternProperties")
+
+NODE_DIR = Path(__file__).resolve().parent.parent / "node"
+
+
+def schema_problems(schema: Any, path: str, is_input: bool) -> list[str]:
+    """What makes a schema unportable, one line per problem."""
+    problems: list[str] = []
+    if isinstance(schema, bool):
+        return [f"{path}: bare {str(schema).lower()} schema"]
+    if not isinstance(schema, dict):
+        return [f"{path}: not a schema: {schema!r}"]
+    fmt = schema.get("format")
+    if fmt is not None and fmt not in STANDARD_FORMATS:
+        problems.append(f"{path}: non-standard format {fmt!r}")
+    if isinstance(schema.get("type"), list):
+        problems.append(f"{path}: type array {schema['type']}")
+    if not schema:
+        problems.append(f"{path}: empty schema accepts anything")
+    if is_input and schema.get("type") == "object" and "properties" in schema:
+        if schema.get("additionalProperties") is not False:
+            problems.append(f"{path}: input object without additionalProperties: false")
+    for key in ONE:
+        if key in schema:
+            child = schema[key]
+            if key == "additionalProperties" and isinstance(child, bool):
+                continue
+            problems += schema_problems(child, f"{path}.{key}", is_input)
+    for key in LIST:
+        for index, child in enumerate(schema.get(key, [])):
+            problems += schema_problems(child, f"{path}.{key}[{index}]", is_input)
+    for key in MAP:
+        for name, child in schema.get(key, {}).items():
+            problems += schema_problems(child, f"{path}.{key}.{name}", is_input)
+    return problems
+
+
+def tool_problems(tool: Any) -> list[str]:
+    problems = schema_problems(tool.input_schema, f"{tool.name} input", True)
+    if tool.output_schema is None:
+        problems.append(f"{tool.name}: no output schema")
+    else:
+        problems += schema_problems(tool.output_schema, f"{tool.name} output", False)
+    if not tool.title:
+        problems.append(f"{tool.name}: no title")
+    notes = hints(tool)
+    if not notes:
+        problems.append(f"{tool.name}: no annotations")
+    else:
+        for hint in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"):
+            if notes.get(hint) is None:
+                problems.append(f"{tool.name}: annotation {hint} unset")
+        if notes.get("openWorldHint") is not False:
+            problems.append(f"{tool.name}: openWorldHint is not false")
+    return problems
+
+
+def hints(tool: Any) -> dict[str, Any]:
+    """A tool's annotations as the wire spells them (camelCase)."""
+    if tool.annotations is None:
+        return {}
+    return tool.annotations.model_dump(by_alias=True, exclude_none=True)
+
+
+def listing_bytes(result: Any) -> bytes:
+    data = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+async def test_every_schema_is_portable_and_every_tool_annotated(full):
+    tools = (await full.session.list_tools()).tools
+    assert len(tools) == 40
+    problems = [problem for tool in tools for problem in tool_problems(tool)]
+    assert problems == []
+
+
+def test_the_walk_finds_what_schemars_writes_by_default():
+    """The checks above would fail on the shapes this change removed."""
+    raw = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "format": "uint64"},
+            "x": {"type": ["number", "null"]},
+            "rows": {"type": "array", "items": True},
+        },
+    }
+    problems = schema_problems(raw, "t", True)
+    assert len(problems) == 4, problems
+
+
+async def test_annotations_tell_reads_from_writes(full):
+    tools = {tool.name: tool for tool in (await full.session.list_tools()).tools}
+    for name in ("solve_minizinc_model", "run_cpsat_python", "load_tabular_data", "get_solve_job"):
+        assert hints(tools[name])["readOnlyHint"] is True, name
+        assert hints(tools[name])["destructiveHint"] is False, name
+    for name in ("save_verified_minizinc_model", "save_verified_cpsat_python", "save_load_plan",
+                 "write_tabular_result"):  # fmt: skip
+        notes = hints(tools[name])
+        assert (notes["readOnlyHint"], notes["destructiveHint"], notes["idempotentHint"]) == (
+            False, True, False,
+        ), name  # fmt: skip
+    for name in ("cancel_solve_job", "cancel_portfolio_job", "cancel_cpsat_python_job"):
+        notes = hints(tools[name])
+        assert (notes["readOnlyHint"], notes["idempotentHint"]) == (False, True), name
+    for name in ("submit_solve_job", "submit_portfolio_job", "submit_cpsat_python_job"):
+        notes = hints(tools[name])
+        assert (notes["readOnlyHint"], notes["idempotentHint"]) == (False, False), name
+
+
+async def test_full_tools_list_stays_lean(full):
+    result = await full.session.list_tools()
+    size = len(listing_bytes(result))
+    assert size <= MAX_TOOLS_LIST_BYTES, f"tools/list is {size} bytes"
+    for tool in result.tools:
+        assert len(tool.description) >= 80, f"{tool.name}: description too thin to choose by"
+
+
+@pytest.fixture(scope="module")
+def node_tools(tmp_path_factory) -> Path:
+    """tests/node/ installed (exact versions, no install scripts) in a temp dir."""
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        pytest.skip("npm/node not on PATH: the Inspector CLI and Ajv checks need Node 20+")
+    where = tmp_path_factory.mktemp("node")
+    for name in ("package.json", "package-lock.json", "check_schemas.mjs"):
+        shutil.copy(NODE_DIR / name, where / name)
+    done = subprocess.run(
+        [npm, "install", "--ignore-scripts", "--no-audit", "--no-fund"],
+        cwd=where, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"npm install could not install tests/node (offline?): {done.stderr[-500:]}")
+    return where
+
+
+def inspector(node_dir: Path, harness, *args: str) -> subprocess.CompletedProcess[str]:
+    env_flags = []
+    for key in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", harness.marker_name):
+        if key in harness.env:
+            env_flags += ["-e", f"{key}={harness.env[key]}"]
+    command = [
+        str(node_dir / "node_modules" / ".bin" / "mcp-inspector"), "--cli", *env_flags,
+        "--method", "tools/list", *args, harness.binary, "stdio", "--toolset", "full",
+    ]  # fmt: skip
+    return subprocess.run(
+        command, cwd=node_dir, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "NO_COLOR": "1"},
+    )  # fmt: skip
+
+
+def test_inspector_strict_check_is_clean(node_tools, harness):
+    done = inspector(node_tools, harness, "--strict")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    findings = [
+        line for line in done.stderr.splitlines() if line.startswith(("Warning:", "Error:"))
+    ]
+    assert findings == []
+    listing = json.loads(done.stdout)
+    assert len(listing["tools"]) == 40
+
+
+def test_every_schema_compiles_in_strict_ajv_2020(node_tools, harness, tmp_path):
+    done = inspector(node_tools, harness)
+    assert done.returncode == 0, done.stderr[-4000:]
+    listing = tmp_path / "tools.json"
+    listing.write_text(done.stdout)
+    checked = subprocess.run(
+        ["node", "check_schemas.mjs", str(listing)],
+        cwd=node_tools, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stdout
+    assert "80 schemas compiled, 0 failed" in checked.stdout
+
+
+async def test_an_unknown_tool_is_invalid_params_naming_it(full):
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(MCPError) as caught:
+        await full.session.call_tool("solve_minizinc_modle", {"model": "solve satisfy;"})
+    assert caught.value.error.code == -32602
+    assert "solve_minizinc_modle" in caught.value.error.message
+    # The server goes on answering.
+    assert (await full.session.list_tools()).tools
