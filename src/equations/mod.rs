@@ -252,8 +252,65 @@ impl Equations {
             },
         };
         let result = self.minizinc.solve(&request, progress, cancel).await?;
-        Ok(read_outcome(&result, &built.outputs))
+        let mut outcome = read_outcome(&result, &built.outputs);
+        let mut proven_infeasible = false;
+        if outcome.status == EquationStatus::Infeasible
+            && built.cuts.is_empty()
+            && !built.worse_cuts.is_empty()
+        {
+            // The objective's bound may be what has no answer: ask whether
+            // the rest of the model has one.
+            let check = SolveRequest {
+                sources: Sources::Inline {
+                    model: built.feasibility.clone(),
+                    data: None,
+                    checker: None,
+                },
+                ..request
+            };
+            let result = self.minizinc.solve(&check, progress, cancel).await?;
+            proven_infeasible = result.status == "unsatisfiable";
+        }
+        if !proven_infeasible {
+            limit_claims(&mut outcome, built);
+        }
+        Ok(outcome)
     }
+}
+
+/// A status claims no more than the model proves: when a ±INT_LIMIT bound
+/// can cut answers, OPTIMAL becomes FEASIBLE and INFEASIBLE becomes
+/// UNKNOWN, with a diagnostic naming the expressions.
+fn limit_claims(outcome: &mut Outcome, built: &model::Built) {
+    let (cuts, downgraded) = match outcome.status {
+        EquationStatus::Optimal if !built.cuts.is_empty() => {
+            (&built.cuts, EquationStatus::Feasible)
+        }
+        EquationStatus::Feasible if !built.cuts.is_empty() => {
+            (&built.cuts, EquationStatus::Feasible)
+        }
+        EquationStatus::Infeasible if !built.cuts.is_empty() => {
+            (&built.cuts, EquationStatus::Unknown)
+        }
+        EquationStatus::Infeasible if !built.worse_cuts.is_empty() => {
+            (&built.worse_cuts, EquationStatus::Unknown)
+        }
+        _ => return,
+    };
+    let mut message = format!(
+        "the search was limited to ±{} scaled units, and {} can leave that range, so answers outside it were not considered and the status claims no more than {}; use smaller bounds (min/max) or mult_factors",
+        request::INT_LIMIT,
+        cuts.join(", "),
+        downgraded.as_str()
+    );
+    if let Some(previous) = &outcome.diagnostic {
+        message.push_str(&format!("; also: {}", previous.message));
+    }
+    outcome.status = downgraded;
+    if downgraded == EquationStatus::Unknown {
+        outcome.values.clear();
+    }
+    outcome.diagnostic = Some(Diagnostic::new(Category::NotVerified, message));
 }
 
 fn invalid_diagnostic(errors: &[String]) -> Diagnostic {

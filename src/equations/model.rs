@@ -31,7 +31,9 @@
 
 use std::collections::BTreeMap;
 
-use super::compile::{CompileError, ModelText, ModelVar, Residual, Term, comment, ident};
+use super::compile::{
+    CompileError, Cut, Interval, ModelText, ModelVar, Residual, Term, comment, ident,
+};
 use super::evaluate::parse_sides;
 use super::parse::{self, Expr};
 use super::request::{
@@ -45,6 +47,14 @@ pub struct Built {
     pub text: String,
     /// The variables to read back, by user name.
     pub outputs: BTreeMap<String, ModelVar>,
+    /// Expressions whose ±[`INT_LIMIT`] bound can cut answers the model
+    /// should allow: neither OPTIMAL nor INFEASIBLE is proven then.
+    pub cuts: Vec<String>,
+    /// Expressions whose bound can only cut worse answers: INFEASIBLE is
+    /// not proven then, unless `feasibility` has no answer either.
+    pub worse_cuts: Vec<String>,
+    /// The model without its objective (`solve satisfy`).
+    pub feasibility: String,
 }
 
 /// Every problem that makes the equations unusable, one line each
@@ -71,27 +81,45 @@ fn parse_all(path: &str, equations: &[Equation], invalid: &mut Invalid) -> Vec<(
     parsed
 }
 
-/// Declares the soft penalty of one equation: the variable holding its
-/// excess over the tolerance and the weighted term; `None` when its
-/// weight is 0.
+/// One soft equation's penalty: the variable holding its excess over the
+/// tolerance, the weighted term, and the largest value the term can take.
+struct Penalty {
+    excess: String,
+    term: String,
+    max: i128,
+}
+
+/// Declares the soft penalty of one equation; `None` when its weight is 0.
+/// `cut` says what the excess variable's upper bound can exclude.
 fn penalty(
     text: &mut ModelText,
     equation: &Equation,
     residual: &Residual,
-) -> Option<(String, String)> {
+    cut: Cut,
+) -> Option<Penalty> {
     if equation.weight == 0 {
         return None;
     }
     let r = &residual.term;
     let tolerance = equation.tolerance;
-    let excess = match equation.relation {
-        Relation::Equal => format!("max(0, abs({r}) - {tolerance})"),
-        Relation::AtMost => format!("max(0, {r} - {tolerance})"),
-        Relation::AtLeast => format!("max(0, (-{r}) - {tolerance})"),
+    let (lo, hi) = residual.bounds;
+    let (excess, largest) = match equation.relation {
+        Relation::Equal => (
+            format!("max(0, abs({r}) - {tolerance})"),
+            lo.abs().max(hi.abs()),
+        ),
+        Relation::AtMost => (format!("max(0, {r} - {tolerance})"), hi),
+        Relation::AtLeast => (format!("max(0, (-{r}) - {tolerance})"), -lo),
     };
-    let name = text.define(0, &excess);
-    let term = format!("{} * {name}", equation.weight);
-    Some((name, term))
+    let values: Interval = (0, (largest - i128::from(tolerance)).max(0));
+    let name = text.define(0, &excess, values, cut);
+    text.objective_only_last();
+    let kept = text.interval(&Term::Id(name.clone()));
+    Some(Penalty {
+        term: format!("{} * {name}", equation.weight),
+        max: kept.1 * i128::from(equation.weight),
+        excess: name,
+    })
 }
 
 /// Adds one equation's compilation, or its error, with its comment.
@@ -104,6 +132,12 @@ fn compile_equation(
     lookup: &dyn Fn(&str) -> Option<ModelVar>,
     invalid: &mut Invalid,
 ) -> Option<Residual> {
+    text.context = format!(
+        "{path}[{index}] ({} {} {})",
+        comment(&equation.lhs),
+        equation.relation.symbol(),
+        comment(&equation.rhs)
+    );
     text.line(format!(
         "% {path}[{index}]: {} {} {} (weight {}, tolerance {})",
         comment(&equation.lhs),
@@ -154,6 +188,7 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
     let mut vars = BTreeMap::new();
     let mut outputs = BTreeMap::new();
     let mut pulls = Vec::new();
+    let mut largest_total: i128 = 0;
     let mut free = Vec::new();
     for (name, variable) in &request.variables {
         let (Ok(Scaled { mult, low, high }), Ok(obs)) = (
@@ -164,9 +199,16 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
             invalid.push(format!("variables.{name}: out of range"));
             continue;
         };
+        let (low, high) = if variable.fixed {
+            (obs, obs)
+        } else {
+            (low, high)
+        };
         let var = ModelVar {
             ident: ident(name),
             mult,
+            low,
+            high,
         };
         if variable.fixed {
             text.line(format!(
@@ -185,6 +227,10 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
                     var.ident,
                     Term::Lit(obs)
                 ));
+                let distance = (i128::from(obs) - i128::from(low))
+                    .abs()
+                    .max((i128::from(high) - i128::from(obs)).abs());
+                largest_total += i128::from(weight) * distance;
             }
             free.push(var.ident.clone());
             outputs.insert(name.clone(), var.clone());
@@ -204,32 +250,40 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
             &lookup,
             &mut invalid,
         );
+        // An excess above the bound makes the total exceed its own bound.
         if let Some(residual) = residual
-            && let Some((excess, term)) = penalty(&mut text, equation, &residual)
+            && let Some(penalty) = penalty(&mut text, equation, &residual, Cut::WorseOnly)
         {
-            excesses.push(excess);
-            terms.push(term);
+            excesses.push(penalty.excess);
+            terms.push(penalty.term);
+            largest_total += penalty.max;
         }
     }
     if !invalid.is_empty() {
         return Err(invalid);
     }
+    text.context = "the total penalty".to_owned();
+    text.note_bound(0, (0, largest_total), Cut::WorseOnly);
     terms.extend(pulls);
     if terms.is_empty() {
         terms.push("0".to_owned());
     }
-    text.line("% equation penalties, then the pull of each observation");
-    text.line(format!(
+    text.objective_line("% equation penalties, then the pull of each observation");
+    text.objective_line(format!(
         "var 0..{INT_LIMIT}: total_penalty = {};",
         terms.join(" + ")
     ));
-    text.line(format!(
+    text.objective_line(format!(
         "solve {}minimize total_penalty;",
         search(&excesses, &free)
     ));
+    let (cuts, worse_cuts) = (text.cuts.clone(), text.worse_cuts.clone());
     Ok(Built {
+        feasibility: text.feasibility(),
         text: text.finish(),
         outputs,
+        cuts,
+        worse_cuts,
     })
 }
 
@@ -266,6 +320,8 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
         let var = ModelVar {
             ident: ident(name),
             mult,
+            low,
+            high,
         };
         text.line(format!("var {low}..{high}: {};  % {name}", var.ident));
         vars.insert(name.clone(), var);
@@ -292,6 +348,7 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
         }
     }
     let mut penalties = Vec::new();
+    let mut largest_penalty: i128 = 0;
     let mut excesses = Vec::new();
     for (index, (equation, sides)) in request.soft_constraints.iter().zip(&soft).enumerate() {
         let residual = compile_equation(
@@ -304,12 +361,14 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
             &mut invalid,
         );
         if let Some(residual) = residual
-            && let Some((excess, term)) = penalty(&mut text, equation, &residual)
+            && let Some(penalty) = penalty(&mut text, equation, &residual, Cut::Real)
         {
-            excesses.push(excess);
-            penalties.push(term);
+            excesses.push(penalty.excess);
+            penalties.push(penalty.term);
+            largest_penalty += penalty.max;
         }
     }
+    text.context = format!("the objective ({})", comment(&request.objective.expr));
     text.line(format!(
         "% objective: {} {}",
         match request.objective.direction {
@@ -339,17 +398,35 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
     for term in &penalties {
         total.push_str(&format!(" {sign} {term}"));
     }
-    text.line(format!(
+    // The bound on the worse side only drops answers worse than any kept;
+    // on the better side it can drop the optimum.
+    text.context = format!("the objective ({})", comment(&request.objective.expr));
+    let (lo, hi) = text.interval(&objective);
+    let limit = i128::from(INT_LIMIT);
+    let (better, worse) = match request.objective.direction {
+        Direction::Maximize => (hi > limit, lo - largest_penalty < -limit),
+        Direction::Minimize => (lo < -limit, hi + largest_penalty > limit),
+    };
+    for (beyond, cut) in [(better, Cut::Real), (worse, Cut::WorseOnly)] {
+        if beyond {
+            text.note_cut(cut);
+        }
+    }
+    text.objective_line(format!(
         "var -{INT_LIMIT}..{INT_LIMIT}: objective = {total};  % in steps of 1/{scale}"
     ));
     let decisions: Vec<String> = vars.values().map(|v| v.ident.clone()).collect();
-    text.line(format!(
+    text.objective_line(format!(
         "solve {}{direction} objective;",
         search(&excesses, &decisions)
     ));
+    let (cuts, worse_cuts) = (text.cuts.clone(), text.worse_cuts.clone());
     Ok(Built {
+        feasibility: text.feasibility(),
         text: text.finish(),
         outputs: vars,
+        cuts,
+        worse_cuts,
     })
 }
 

@@ -349,3 +349,73 @@ async def test_the_longest_equations_are_served_and_longer_ones_refused(full):
     assert "operators" in refused["equations"][0]["errors"][0], refused
     again = await call_ok(full.session, "correct_values", request)
     assert again["status"] == "OPTIMAL"
+
+
+async def test_a_product_beyond_the_integer_range_is_not_called_optimal(full):
+    """x * y can reach 1e10 but the model's terms stop at ±2e9: the answer
+    the solver proves best inside that range is not proven best."""
+    request = {
+        "variables": {
+            "x": {"min": 0, "max": 100000, "mult_factor": 1},
+            "y": {"min": 0, "max": 100000, "mult_factor": 1},
+        },
+        "objective": {"expr": "x * y", "direction": "maximize"},
+        "timeout_seconds": 10,
+    }
+    result = await full.session.call_tool("optimize_expression", request)
+    data = result.structured_content
+    assert not result.is_error, result_text(result)
+    assert data["status"] == "FEASIBLE", data
+    assert data["objective_value"] <= 2e9
+    assert data["diagnostic"]["category"] == "not_verified", data["diagnostic"]
+    message = data["diagnostic"]["message"]
+    assert "±2000000000 scaled units" in message and "the objective (x * y)" in message, message
+    assert "mult_factors" in message
+    assert "limited to ±2000000000" in result_text(result)
+
+
+async def test_a_correction_whose_product_cannot_reach_the_observation_is_not_optimal(full):
+    """gross == qty * rate with all three at mult_factor 100: 250000.00 is
+    2.5e9 cents-squared on the right, beyond the model's range."""
+    request = {
+        "variables": {
+            "gross": {"obs": 250000.0, "confidence": 0.5, "mult_factor": 100},
+            "qty": {"obs": 1000, "mult_factor": 100, "fixed": True},
+            "rate": {"obs": 250, "confidence": 0.5, "mult_factor": 100},
+        },
+        "equations": [{"lhs": "gross", "rhs": "qty * rate"}],
+    }
+    data = await call_ok(full.session, "correct_values", request)
+    # Inside the range rate stops at 200.00, so the model "corrects" a
+    # consistent set of observations: that must not be called optimal.
+    assert data["status"] == "FEASIBLE", data
+    assert "equations[0] (gross == qty * rate)" in data["diagnostic"]["message"], data["diagnostic"]
+
+
+async def test_bounds_inside_the_range_keep_optimal(full):
+    """The same equation with bounds that keep every term inside ±2e9."""
+    request = {
+        "variables": {
+            "gross": {"obs": 2500.0, "confidence": 0.5, "mult_factor": 100, "max": 10000},
+            "qty": {"obs": 10, "fixed": True},
+            "rate": {"obs": 249, "confidence": 0.5, "mult_factor": 100, "max": 1000},
+        },
+        "equations": [{"lhs": "gross", "rhs": "qty * rate"}],
+    }
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "OPTIMAL", data
+    assert data["diagnostic"] is None
+
+
+async def test_no_answer_inside_the_penalty_range_is_unknown_not_infeasible(full):
+    """Every answer moves a by at least 1e8 at 100 per unit: the total
+    penalty leaves ±2e9, so the solver finds nothing; the bounds themselves
+    can hold, so that is not INFEASIBLE."""
+    request = {
+        "variables": {"a": {"obs": 0, "confidence": 1, "min": 100000000, "max": 200000000}},
+        "equations": [{"lhs": "a", "rhs": "a"}],
+    }
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "UNKNOWN", data
+    assert data["corrected"] == {}
+    assert "the total penalty" in data["diagnostic"]["message"], data["diagnostic"]
