@@ -326,7 +326,7 @@ fn invalid_diagnostic(errors: &[String]) -> Diagnostic {
 
 fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> Outcome {
     let has_solution = result.solution.is_some();
-    let status = match result.status.as_str() {
+    let mut status = match result.status.as_str() {
         "optimal" => EquationStatus::Optimal,
         "satisfied" => EquationStatus::Feasible,
         "timeout" if has_solution => EquationStatus::Feasible,
@@ -337,18 +337,27 @@ fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> O
     let mut diagnostic = result.diagnostic.clone();
     if matches!(status, EquationStatus::Optimal | EquationStatus::Feasible) {
         let solution = result.solution.clone().unwrap_or_default();
+        let mut missing = Vec::new();
         for (name, var) in outputs {
             match solution.get(&var.ident).and_then(serde_json::Value::as_i64) {
                 Some(scaled) => {
                     values.insert(name.clone(), scaled as f64 / var.mult as f64);
                 }
-                None => {
-                    diagnostic = Some(Diagnostic::new(
-                        Category::Unknown,
-                        format!("the solver's answer has no value for {name}; see the model"),
-                    ));
-                }
+                None => missing.push(name.as_str()),
             }
+        }
+        // Half an answer is no answer: nothing is claimed.
+        if !missing.is_empty() {
+            status = EquationStatus::Unknown;
+            values.clear();
+            diagnostic = Some(Diagnostic::new(
+                Category::Unknown,
+                format!(
+                    "the solver reported {} but its answer has no integer value for {}; nothing is returned (see the model and the runtime's output)",
+                    result.status,
+                    missing.join(", ")
+                ),
+            ));
         }
     }
     if status == EquationStatus::Infeasible {
@@ -380,5 +389,76 @@ fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> O
         objective,
         solver: result.solver.clone(),
         diagnostic,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn solved(solution: serde_json::Value) -> SolveResult {
+        serde_json::from_value(serde_json::json!({
+            "status": "optimal", "solver": "org.gecode.gecode", "return_code": 0,
+            "timed_out": false, "truncated": false, "stdout": "", "stderr": "",
+            "elapsed_ms": 1, "solution": solution, "solutions": [solution],
+            "objective": 0, "statistics": {}, "checker": null, "diagnostic": null
+        }))
+        .unwrap()
+    }
+
+    fn outputs() -> BTreeMap<String, ModelVar> {
+        ["a", "b"]
+            .into_iter()
+            .map(|name| {
+                let var = ModelVar {
+                    ident: compile::ident(name),
+                    mult: 100,
+                    low: 0,
+                    high: 1000,
+                };
+                (name.to_owned(), var)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_answer_missing_a_value_is_unknown_not_optimal() {
+        let outcome = read_outcome(&solved(serde_json::json!({"v_a": 150})), &outputs());
+        assert_eq!(outcome.status, EquationStatus::Unknown);
+        assert!(outcome.values.is_empty());
+        let diagnostic = outcome.diagnostic.unwrap();
+        assert!(
+            diagnostic.message.contains("no integer value for b"),
+            "{}",
+            diagnostic.message
+        );
+        let result = CorrectionResult {
+            status: outcome.status,
+            corrected: outcome.values,
+            changed: BTreeMap::new(),
+            penalty: None,
+            errors: Vec::new(),
+            solver: None,
+            model: None,
+            diagnostic: Some(diagnostic),
+        };
+        let text = report::correction(&result);
+        assert!(text.starts_with("UNKNOWN: nothing corrected"), "{text}");
+        assert!(
+            text.contains("Diagnostic: unknown — the solver reported optimal"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_complete_answer_stays_optimal() {
+        let outcome = read_outcome(
+            &solved(serde_json::json!({"v_a": 150, "v_b": 7})),
+            &outputs(),
+        );
+        assert_eq!(outcome.status, EquationStatus::Optimal);
+        assert_eq!(outcome.values["a"], 1.5);
+        assert_eq!(outcome.values["b"], 0.07);
+        assert!(outcome.diagnostic.is_none());
     }
 }
