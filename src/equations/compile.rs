@@ -8,8 +8,9 @@
 //! then multiplied through by the common scale and by every divisor — the
 //! reference's "divisions move to the other side" — so no integer division
 //! ever rounds. The integer residual `left − right` counts steps of
-//! 1 / lcm(scale of lhs, scale of rhs) real units: that is what a
-//! tolerance and a weight count ("scaled units").
+//! 1 / lcm(scale of lhs, scale of rhs) real units; [`super::model`]
+//! converts tolerances and weights, given in units of 1 / mult_factor,
+//! to those steps.
 //!
 //! A divisor with variables must be non-zero (`!= 0`, a hard constraint);
 //! in an inequality it must be positive (`> 0`), so multiplying through
@@ -87,6 +88,9 @@ pub struct Residual {
     pub scale: i64,
     /// The values `term` can take.
     pub bounds: Interval,
+    /// A side divides by a term with variables: the residual is the
+    /// relation multiplied through by those divisors' scaled values.
+    pub divided: bool,
 }
 
 /// Writes the model's declarations one line at a time.
@@ -137,7 +141,7 @@ fn check(value: i128, what: &str) -> Compiled<i64> {
     Ok(value as i64)
 }
 
-fn gcd(a: i64, b: i64) -> i64 {
+pub fn gcd(a: i64, b: i64) -> i64 {
     let (mut a, mut b) = (a.abs(), b.abs());
     while b != 0 {
         (a, b) = (b, a % b);
@@ -528,6 +532,7 @@ impl ModelText {
             term,
             scale,
             bounds,
+            divided: !l.divisors.is_empty() || !r.divisors.is_empty(),
         })
     }
 

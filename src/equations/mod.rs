@@ -93,6 +93,9 @@ pub struct CorrectionResult {
     pub solver: Option<String>,
     /// The generated MiniZinc model (run it with plain `minizinc`).
     pub model: Option<String>,
+    /// Per equation: the unit its tolerance and weight count, and the
+    /// real-unit slack applied (empty with INVALID_EQUATION).
+    pub equation_units: Vec<model::EquationUnits>,
     /// `null` on OPTIMAL; otherwise what to act on.
     pub diagnostic: Option<Diagnostic>,
 }
@@ -113,6 +116,9 @@ pub struct OptimizationResult {
     pub errors: Vec<String>,
     pub solver: Option<String>,
     pub model: Option<String>,
+    /// Per hard, then soft constraint: the unit its tolerance and weight
+    /// count, and the real-unit slack applied.
+    pub equation_units: Vec<model::EquationUnits>,
     pub diagnostic: Option<Diagnostic>,
 }
 
@@ -157,6 +163,7 @@ impl Equations {
                     errors,
                     solver: None,
                     model: None,
+                    equation_units: Vec::new(),
                 });
             }
         };
@@ -180,6 +187,7 @@ impl Equations {
             errors: Vec::new(),
             solver: Some(outcome.solver),
             model: Some(built.text),
+            equation_units: built.units,
             diagnostic: outcome.diagnostic,
         })
     }
@@ -205,6 +213,7 @@ impl Equations {
                     errors,
                     solver: None,
                     model: None,
+                    equation_units: Vec::new(),
                 });
             }
         };
@@ -226,6 +235,7 @@ impl Equations {
             errors: Vec::new(),
             solver: Some(outcome.solver),
             model: Some(built.text),
+            equation_units: built.units,
             diagnostic: outcome.diagnostic,
         })
     }
@@ -440,6 +450,7 @@ mod tests {
             errors: Vec::new(),
             solver: None,
             model: None,
+            equation_units: Vec::new(),
             diagnostic: Some(diagnostic),
         };
         let text = report::correction(&result);

@@ -10,10 +10,14 @@
 //! + Σ over free vars   round(100 × confidence) × |x × mult − obs × mult|
 //! ```
 //!
-//! where an equation's residual counts steps of its finest scale (see
-//! [`super::compile`]). So moving a variable by one scaled unit (one cent
-//! at `mult_factor` 100) costs `round(100 × confidence)`, at most 100,
-//! and leaving an equation off by one scaled unit costs its `weight`
+//! where an equation's violation and tolerance count units of 1 / the
+//! largest mult_factor among its variables: the residual (steps of 1 / S,
+//! see [`super::compile`]) is compared with the tolerance converted to
+//! steps (rounded down), and its excess is rounded up to whole units.
+//! So moving a variable by one scaled unit (one cent at `mult_factor`
+//! 100) costs `round(100 × confidence)`, at most 100, and leaving an
+//! equation off by one unit (one cent when its finest value is in cents)
+//! costs its `weight`
 //! (default 1000). With the defaults an equation always outweighs one
 //! fully trusted observation, unit for unit; when the equations cannot all
 //! hold, the values with the lowest confidence move first. A variable with
@@ -31,8 +35,11 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use super::compile::{
-    CompileError, Cut, Interval, ModelText, ModelVar, Residual, Term, comment, ident,
+    CompileError, Cut, Interval, ModelText, ModelVar, Residual, Term, comment, gcd, ident,
 };
 use super::evaluate::parse_sides;
 use super::parse::{self, Expr};
@@ -55,6 +62,71 @@ pub struct Built {
     pub worse_cuts: Vec<String>,
     /// The model without its objective (`solve satisfy`).
     pub feasibility: String,
+    /// How each equation's tolerance and weight were applied.
+    pub units: Vec<EquationUnits>,
+}
+
+/// How one equation's tolerance and weight were applied, in real units.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct EquationUnits {
+    /// `equations[0]`, `hard_constraints[1]`, …
+    pub place: String,
+    /// The unit tolerance and weight count: 1 / the largest mult_factor
+    /// among the equation's variables.
+    pub unit: f64,
+    /// The compiled residual counts steps of 1 / residual_scale.
+    pub residual_scale: i64,
+    /// The slack allowed, in real units: tolerance × unit, rounded down to
+    /// a whole residual step.
+    pub tolerance: f64,
+    /// A side divides by an expression with variables: tolerance and
+    /// weight then apply to the equation multiplied through by those
+    /// divisors (each at its scaled value), not to the plain difference.
+    pub divides_by_variables: bool,
+}
+
+/// An equation's tolerance in residual steps, and how a violation in
+/// residual steps becomes one in the documented unit 1/m: it is rounded up
+/// to whole multiples of `per` steps, each worth `worth` units (exact when
+/// the residual's scale S is a multiple or a divisor of m).
+struct Conversion {
+    tolerance: i64,
+    per: i64,
+    worth: i64,
+    units: EquationUnits,
+}
+
+fn conversion(
+    place: String,
+    equation: &Equation,
+    sides: &(Expr, Expr),
+    residual: &Residual,
+    lookup: &dyn Fn(&str) -> Option<ModelVar>,
+) -> Conversion {
+    let m = sides
+        .0
+        .names()
+        .into_iter()
+        .chain(sides.1.names())
+        .filter_map(|name| lookup(name).map(|var| var.mult))
+        .max()
+        .unwrap_or(1);
+    let scale = residual.scale;
+    let steps = i128::from(equation.tolerance) * i128::from(scale) / i128::from(m);
+    let tolerance = steps.min(i128::from(INT_LIMIT)) as i64;
+    let g = gcd(scale, m);
+    Conversion {
+        tolerance,
+        per: scale / g,
+        worth: m / g,
+        units: EquationUnits {
+            place,
+            unit: 1.0 / m as f64,
+            residual_scale: scale,
+            tolerance: tolerance as f64 / scale as f64,
+            divides_by_variables: residual.divided,
+        },
+    }
 }
 
 /// Every problem that makes the equations unusable, one line each
@@ -95,13 +167,14 @@ fn penalty(
     text: &mut ModelText,
     equation: &Equation,
     residual: &Residual,
+    conversion: &Conversion,
     cut: Cut,
-) -> Option<Penalty> {
+) -> Result<Option<Penalty>, String> {
     if equation.weight == 0 {
-        return None;
+        return Ok(None);
     }
     let r = &residual.term;
-    let tolerance = equation.tolerance;
+    let tolerance = conversion.tolerance;
     let (lo, hi) = residual.bounds;
     let (excess, largest) = match equation.relation {
         Relation::Equal => (
@@ -114,12 +187,33 @@ fn penalty(
     let values: Interval = (0, (largest - i128::from(tolerance)).max(0));
     let name = text.define(0, &excess, values, cut);
     text.objective_only_last();
-    let kept = text.interval(&Term::Id(name.clone()));
-    Some(Penalty {
-        term: format!("{} * {name}", equation.weight),
-        max: kept.1 * i128::from(equation.weight),
+    let mut counted = name.clone();
+    if conversion.per > 1 {
+        // Whole units of 1/m started, without overflowing e + per - 1.
+        let per = conversion.per;
+        let kept = text.interval(&Term::Id(name.clone()));
+        let values = (0, (kept.1 + i128::from(per) - 1) / i128::from(per));
+        counted = text.define(
+            0,
+            &format!("{name} div {per} + bool2int({name} mod {per} > 0)"),
+            values,
+            cut,
+        );
+        text.objective_only_last();
+    }
+    let coefficient = i128::from(equation.weight) * i128::from(conversion.worth);
+    if coefficient > i128::from(INT_LIMIT) {
+        return Err(format!(
+            "weight {} counts units of {}, which the residual resolves {} times more finely; weight × {} is beyond ±{INT_LIMIT}: lower the weight",
+            equation.weight, conversion.units.unit, conversion.worth, conversion.worth
+        ));
+    }
+    let kept = text.interval(&Term::Id(counted.clone()));
+    Ok(Some(Penalty {
+        term: format!("{coefficient} * {counted}"),
+        max: kept.1 * coefficient,
         excess: name,
-    })
+    }))
 }
 
 /// Adds one equation's compilation, or its error, with its comment.
@@ -240,6 +334,7 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
     let lookup = |name: &str| vars.get(name).cloned();
     let mut terms = Vec::new();
     let mut excesses = Vec::new();
+    let mut units = Vec::new();
     for (index, (equation, sides)) in request.equations.iter().zip(&parsed).enumerate() {
         let residual = compile_equation(
             &mut text,
@@ -250,14 +345,20 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
             &lookup,
             &mut invalid,
         );
+        let Some(residual) = residual else { continue };
+        let place = format!("equations[{index}]");
+        let conversion = conversion(place.clone(), equation, sides, &residual, &lookup);
         // An excess above the bound makes the total exceed its own bound.
-        if let Some(residual) = residual
-            && let Some(penalty) = penalty(&mut text, equation, &residual, Cut::WorseOnly)
-        {
-            excesses.push(penalty.excess);
-            terms.push(penalty.term);
-            largest_total += penalty.max;
+        match penalty(&mut text, equation, &residual, &conversion, Cut::WorseOnly) {
+            Ok(Some(penalty)) => {
+                excesses.push(penalty.excess);
+                terms.push(penalty.term);
+                largest_total += penalty.max;
+            }
+            Ok(None) => {}
+            Err(message) => invalid.push(format!("{place}: {message}")),
         }
+        units.push(conversion.units);
     }
     if !invalid.is_empty() {
         return Err(invalid);
@@ -281,6 +382,7 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
     Ok(Built {
         feasibility: text.feasibility(),
         text: text.finish(),
+        units,
         outputs,
         cuts,
         worse_cuts,
@@ -327,6 +429,7 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
         vars.insert(name.clone(), var);
     }
     let lookup = |name: &str| vars.get(name).cloned();
+    let mut units = Vec::new();
     for (index, (equation, sides)) in request.hard_constraints.iter().zip(&hard).enumerate() {
         let residual = compile_equation(
             &mut text,
@@ -337,8 +440,11 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
             &lookup,
             &mut invalid,
         );
-        if let Some(Residual { term, .. }) = residual {
-            let tolerance = equation.tolerance;
+        if let Some(residual) = residual {
+            let place = format!("hard_constraints[{index}]");
+            let conversion = conversion(place, equation, sides, &residual, &lookup);
+            let (term, tolerance) = (residual.term, conversion.tolerance);
+            units.push(conversion.units);
             text.line(match (equation.relation, tolerance) {
                 (Relation::Equal, 0) => format!("constraint {term} = 0;"),
                 (Relation::Equal, _) => format!("constraint abs({term}) <= {tolerance};"),
@@ -360,13 +466,19 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
             &lookup,
             &mut invalid,
         );
-        if let Some(residual) = residual
-            && let Some(penalty) = penalty(&mut text, equation, &residual, Cut::Real)
-        {
-            excesses.push(penalty.excess);
-            penalties.push(penalty.term);
-            largest_penalty += penalty.max;
+        let Some(residual) = residual else { continue };
+        let place = format!("soft_constraints[{index}]");
+        let conversion = conversion(place.clone(), equation, sides, &residual, &lookup);
+        match penalty(&mut text, equation, &residual, &conversion, Cut::Real) {
+            Ok(Some(penalty)) => {
+                excesses.push(penalty.excess);
+                penalties.push(penalty.term);
+                largest_penalty += penalty.max;
+            }
+            Ok(None) => {}
+            Err(message) => invalid.push(format!("{place}: {message}")),
         }
+        units.push(conversion.units);
     }
     text.context = format!("the objective ({})", comment(&request.objective.expr));
     text.line(format!(
@@ -424,6 +536,7 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
     Ok(Built {
         feasibility: text.feasibility(),
         text: text.finish(),
+        units,
         outputs: vars,
         cuts,
         worse_cuts,

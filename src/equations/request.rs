@@ -68,12 +68,15 @@ pub struct Equation {
     /// `==` (default), `<=` or `>=`.
     #[serde(default)]
     pub relation: Relation,
-    /// Penalty per scaled unit of violation beyond the tolerance (soft
-    /// equations); at least 0. Ignored by hard constraints.
+    /// Penalty per unit of violation beyond the tolerance (soft equations);
+    /// at least 0. Ignored by hard constraints. The unit is 1 / the largest
+    /// mult_factor among the equation's variables (0.01 for cents).
     #[serde(default = "default_weight")]
     pub weight: i64,
-    /// Allowed slack in scaled integer units: steps of the finest scale of
-    /// the two sides (0.01 when a side's finest variable has mult_factor 100).
+    /// Allowed slack, in the same unit as `weight` (200 is ±2.00 for
+    /// cents), however finely the sides compile. With a divisor that
+    /// contains variables, slack and weight apply to the equation
+    /// multiplied through by that divisor's scaled value.
     #[serde(default)]
     pub tolerance: i64,
 }
@@ -98,7 +101,8 @@ pub struct EvaluatedEquation {
     /// `==` (default), `<=` or `>=`.
     #[serde(default)]
     pub relation: Relation,
-    /// Allowed difference in real units (not scaled); at least 0.
+    /// Allowed difference in real units; at least 0. (correct_values and
+    /// optimize_expression count theirs in units of 1 / mult_factor.)
     #[serde(default)]
     pub tolerance: f64,
     /// Accepted and ignored (evaluation has no penalties).

@@ -54,7 +54,7 @@ impl IntoRequest for OptimizeRequest {
 #[tool_router(router = equation_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Correct values read from a document (OCR, forms) so they satisfy known equations, e.g. gross = quantity * rate. Each variable has its observed value obs, a confidence 0-1 (how hard it resists change), a mult_factor that scales it to integers (100 for amounts with cents, 1 for counts), optional min/max and fixed (pinned, not returned). Each equation has lhs, rhs (+ - * / % ** with constant integer exponents, parentheses; no unary minus: write (0 - x)), relation ==/<=/>=, weight (default 1000, cost per scaled unit of violation) and tolerance (scaled units). Moving a value one scaled unit costs round(100 x confidence). Solved exactly on the MiniZinc runtime; returns status (OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN, INVALID_EQUATION) and corrected values of the free variables in real units.",
+        description = "Correct values read from a document (OCR, forms) so they satisfy known equations, e.g. gross = quantity * rate. Each variable has its observed value obs, a confidence 0-1 (how hard it resists change), a mult_factor that scales it to integers (100 for amounts with cents, 1 for counts), optional min/max and fixed (pinned, not returned). Each equation has lhs, rhs (+ - * / % ** with constant integer exponents, parentheses; no unary minus: write (0 - x)), relation ==/<=/>=, weight (default 1000, cost per unit of violation) and tolerance, both counted in units of 1/(largest mult_factor in the equation), e.g. cents; result.equation_units shows the unit and real-unit tolerance applied per equation. Moving a value one scaled unit costs round(100 x confidence). Solved exactly on the MiniZinc runtime; returns status (OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN, INVALID_EQUATION; never OPTIMAL when bounds let an intermediate value leave the solver's ±2e9 range) and corrected values of the free variables in real units.",
         input_schema = args::schema::<CorrectRequest>(),
         output_schema = schema_for_output::<CorrectionResult>()
     )]
@@ -114,7 +114,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Maximise or minimise an arithmetic expression over bounded variables (min, max, mult_factor) subject to hard constraints (must hold; contradictory ones give INFEASIBLE) and soft constraints (weight per scaled unit of violation, subtracted from a maximised objective or added to a minimised one). Same expression syntax as correct_values. Returns status, every variable in real units and objective_value recomputed from them.",
+        description = "Maximise or minimise an arithmetic expression over bounded variables (min, max, mult_factor) subject to hard constraints (must hold; contradictory ones give INFEASIBLE) and soft constraints (weight per unit of violation, the unit being 1/(largest mult_factor in the constraint), as for tolerance; subtracted from a maximised objective or added to a minimised one). Same expression syntax as correct_values. Returns status, every variable in real units and objective_value recomputed from them.",
         input_schema = args::schema::<OptimizeRequest>(),
         output_schema = schema_for_output::<OptimizationResult>()
     )]

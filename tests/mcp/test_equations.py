@@ -419,3 +419,66 @@ async def test_no_answer_inside_the_penalty_range_is_unknown_not_infeasible(full
     assert data["status"] == "UNKNOWN", data
     assert data["corrected"] == {}
     assert "the total penalty" in data["diagnostic"]["message"], data["diagnostic"]
+
+
+def _tax(tax_obs, tolerance, weight=1000):
+    return {
+        "variables": {
+            "net": {"obs": 100.0, "mult_factor": 100, "fixed": True},
+            "tax_rate": {"obs": 0.19, "mult_factor": 100, "fixed": True},
+            "tax": {"obs": tax_obs, "confidence": 1, "mult_factor": 100, "max": 1000},
+        },
+        "equations": [{"lhs": "tax", "rhs": "net * tax_rate", "tolerance": tolerance, "weight": weight}],
+    }
+
+
+async def test_a_product_equation_counts_tolerance_and_weight_in_the_documented_unit(full):
+    """net * tax_rate has scale 100 × 100; tolerance and weight still count
+    cents (1 / the largest mult_factor), not 1e-4."""
+    # 19.50 is within 1.00 (100 cents) of 19.00: it stays.
+    data = await call_ok(full.session, "correct_values", _tax(19.5, 100))
+    assert data["status"] == "OPTIMAL", data
+    assert data["corrected"] == {"tax": 19.5} and data["changed"] == {}
+    assert data["equation_units"] == [
+        {"place": "equations[0]", "unit": 0.01, "residual_scale": 10000, "tolerance": 1.0, "divides_by_variables": False}
+    ]
+    # Off by 50 cents at 50 per cent (2500) is cheaper than moving 50 cents at
+    # 100 per cent (5000): the observation stays.
+    data = await call_ok(full.session, "correct_values", _tax(19.5, 0, weight=50))
+    assert data["corrected"] == {"tax": 19.5}, data
+    assert data["penalty"] == 2500
+    # With the default weight the equation wins.
+    data = await call_ok(full.session, "correct_values", _tax(19.5, 0))
+    assert data["corrected"] == {"tax": 19.0}, data
+
+
+async def test_a_constant_divisor_keeps_the_tolerance_in_the_documented_unit(full):
+    """gross / 4 has scale 400; a tolerance of 10 is still 0.10."""
+    request = {
+        "variables": {
+            "gross": {"obs": 100.0, "mult_factor": 100, "fixed": True},
+            "rate": {"obs": 25.05, "confidence": 1, "mult_factor": 100, "max": 1000},
+        },
+        "equations": [{"lhs": "gross / 4", "rhs": "rate", "tolerance": 10}],
+    }
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["corrected"] == {"rate": 25.05} and data["changed"] == {}, data
+    assert data["equation_units"][0]["residual_scale"] == 400
+    assert data["equation_units"][0]["tolerance"] == 0.1
+    request["equations"][0]["tolerance"] = 2
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["corrected"] == {"rate": 25.02}, data
+
+
+async def test_a_variable_divisor_is_flagged_in_the_units(full):
+    request = {
+        "variables": {
+            "rate": {"obs": 5, "confidence": 0.5, "max": 100},
+            "total": {"obs": 100, "fixed": True},
+            "qty": {"obs": 20, "fixed": True},
+        },
+        "equations": [{"lhs": "rate", "rhs": "total / qty"}],
+    }
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "OPTIMAL"
+    assert data["equation_units"][0]["divides_by_variables"] is True
