@@ -101,8 +101,9 @@ pub struct EvaluatedEquation {
     /// `==` (default), `<=` or `>=`.
     #[serde(default)]
     pub relation: Relation,
-    /// Allowed difference in real units; at least 0. (correct_values and
-    /// optimize_expression count theirs in units of 1 / mult_factor.)
+    /// Allowed difference, at least 0: in real units, or, when the request
+    /// gives `mult_factors`, in units of 1 / mult_factor as correct_values
+    /// counts it.
     #[serde(default)]
     pub tolerance: f64,
     /// Accepted and ignored (evaluation has no penalties).
@@ -212,6 +213,13 @@ pub struct EvaluateRequest {
     pub equations: Vec<EvaluatedEquation>,
     /// Variable values in real units.
     pub values: BTreeMap<String, f64>,
+    /// The variables' mult_factors as given to correct_values (a name not
+    /// listed has 1). When present, each `tolerance` counts units of
+    /// 1 / the largest mult_factor among the equation's variables, exactly
+    /// as in correct_values, and must be a whole number; when absent it is
+    /// in real units.
+    #[serde(default)]
+    pub mult_factors: Option<BTreeMap<String, i64>>,
 }
 
 /// Arguments of `optimize_expression`.
@@ -437,6 +445,21 @@ impl EvaluateRequest {
                 return Err(ToolError::invalid(format!(
                     "equations[{index}].tolerance must be a number of at least 0, got {}",
                     equation.tolerance
+                )));
+            }
+            if self.mult_factors.is_some()
+                && (equation.tolerance.fract() != 0.0 || equation.tolerance > INT_LIMIT as f64)
+            {
+                return Err(ToolError::invalid(format!(
+                    "equations[{index}].tolerance is {}; with mult_factors it counts units of 1/mult_factor as in correct_values, so give a whole number from 0 to {INT_LIMIT} (or omit mult_factors for a tolerance in real units)",
+                    equation.tolerance
+                )));
+            }
+        }
+        for (name, mult) in self.mult_factors.iter().flatten() {
+            if !(1..=MAX_MULT_FACTOR).contains(mult) {
+                return Err(ToolError::invalid(format!(
+                    "mult_factors.{name} must be from 1 to {MAX_MULT_FACTOR}, got {mult}"
                 )));
             }
         }

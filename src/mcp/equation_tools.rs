@@ -95,7 +95,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Evaluate equations with given values (real units) and say per equation whether it holds: status passed, failed, missing_values (a variable has no value) or error (does not parse, division by zero), with actual (lhs value), computed (rhs value), error (the difference beyond the relation) and the tolerance (real units). No solver runs; use it to decide whether correct_values is needed.",
+        description = "Evaluate equations with given values (real units) and say per equation whether it holds: status passed, failed, missing_values (a variable has no value) or error (does not parse, division by zero), with actual (lhs value), computed (rhs value), error (the difference beyond the relation) and the tolerance applied (real units). tolerance is in real units, unless mult_factors ({name: factor}, as given to correct_values) is passed: then it counts units of 1/(largest mult_factor in the equation) exactly as correct_values does, so the same equations give the same verdict in both tools. No solver runs; use it to decide whether correct_values is needed.",
         input_schema = args::schema::<EvaluateRequest>(),
         output_schema = schema_for_output::<EvaluationResult>()
     )]

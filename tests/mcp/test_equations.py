@@ -482,3 +482,40 @@ async def test_a_variable_divisor_is_flagged_in_the_units(full):
     data = await call_ok(full.session, "correct_values", request)
     assert data["status"] == "OPTIMAL"
     assert data["equation_units"][0]["divides_by_variables"] is True
+
+
+async def test_evaluate_reads_tolerance_like_correct_values_when_given_mult_factors(full):
+    """One equation list, one unit: with mult_factors, tolerance 100 is
+    ±1.00 in evaluate_equations as in correct_values."""
+    equations = [{"lhs": "gross", "rhs": "qty * rate", "tolerance": 100}]
+    values = {"gross": 521.5, "qty": 10, "rate": 52}
+    mults = {"gross": 100, "rate": 100}
+    data = await call_ok(
+        full.session, "evaluate_equations", {"equations": equations, "values": values, "mult_factors": mults}
+    )
+    assert data["results"][0]["status"] == "failed", data
+    assert data["results"][0]["tolerance"] == 1.0
+    equations[0]["tolerance"] = 200
+    data = await call_ok(
+        full.session, "evaluate_equations", {"equations": equations, "values": values, "mult_factors": mults}
+    )
+    assert data["results"][0]["status"] == "passed" and data["results"][0]["tolerance"] == 2.0, data
+    # correct_values agrees: 521.50 is within 200 cents and stays.
+    request = {
+        "variables": {
+            "gross": {"obs": 521.5, "confidence": 1, "mult_factor": 100},
+            "qty": {"obs": 10, "fixed": True},
+            "rate": {"obs": 52, "mult_factor": 100, "fixed": True},
+        },
+        "equations": equations,
+    }
+    assert (await call_ok(full.session, "correct_values", request))["changed"] == {}
+    # Without mult_factors the tolerance is in real units, as before.
+    data = await call_ok(full.session, "evaluate_equations", {"equations": equations, "values": values})
+    assert data["results"][0]["tolerance"] == 200.0
+    # A fraction of a unit is refused rather than guessed.
+    equations[0]["tolerance"] = 0.5
+    error = await call_error(
+        full.session, "evaluate_equations", {"equations": equations, "values": values, "mult_factors": mults}
+    )
+    assert "whole number" in error.message and "tolerance" in error.message
