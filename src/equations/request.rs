@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::budget::{MAX_TIMEOUT_MS, validate_budget};
 use crate::diagnostics::ToolError;
-use crate::minizinc::MAX_PARALLEL;
+use crate::minizinc::{MAX_PARALLEL, SolveControls};
 
 /// Largest magnitude of any scaled integer the solver sees: a bound, an
 /// observation, a constant, a residual, a penalty or the objective. Gecode,
@@ -21,8 +22,10 @@ use crate::minizinc::MAX_PARALLEL;
 pub const INT_LIMIT: i64 = 2_000_000_000;
 /// Largest `mult_factor`.
 pub const MAX_MULT_FACTOR: i64 = 1_000_000_000;
-/// Longest budget, in seconds: one day.
-pub const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
+/// Longest budget, in seconds: the shared cap on every run (one day).
+pub const MAX_TIMEOUT_SECONDS: f64 = (MAX_TIMEOUT_MS / 1000) as f64;
+/// The default budget (5 s), in milliseconds, for messages.
+const DEFAULT_TIMEOUT_SECONDS_MS: i64 = 5000;
 
 fn default_mult() -> i64 {
     1
@@ -31,7 +34,7 @@ fn default_weight() -> i64 {
     1000
 }
 fn default_timeout() -> f64 {
-    5.0
+    DEFAULT_TIMEOUT_SECONDS_MS as f64 / 1000.0
 }
 
 /// How the two sides of an equation relate.
@@ -355,20 +358,31 @@ fn check_equation(path: &str, equation: &Equation) -> Result<(), ToolError> {
 impl SolverSettings<'_> {
     /// The budget in milliseconds, and the checked worker count.
     pub fn validate(&self) -> Result<i64, ToolError> {
+        // The shared checks decide; the messages name this tool's fields
+        // and units.
         let seconds = self.timeout_seconds;
-        if !seconds.is_finite() || seconds <= 0.0 || seconds > MAX_TIMEOUT_SECONDS {
+        let ms = if seconds.is_finite() {
+            // Saturates for huge values, which the budget check refuses.
+            (seconds * 1000.0).ceil() as i64
+        } else {
+            0
+        };
+        let budget = validate_budget("timeout_seconds", ms, Some(DEFAULT_TIMEOUT_SECONDS_MS));
+        let Ok(ms) = budget else {
             return Err(ToolError::invalid(format!(
                 "timeout_seconds must be above 0 and at most {MAX_TIMEOUT_SECONDS}, got {seconds}"
             )));
-        }
-        if let Some(workers) = self.num_workers
-            && !(1..=MAX_PARALLEL).contains(&workers)
-        {
+        };
+        let controls = SolveControls {
+            parallel: self.num_workers,
+            ..SolveControls::default()
+        };
+        if let (Some(workers), Err(_)) = (self.num_workers, controls.validate()) {
             return Err(ToolError::invalid(format!(
                 "num_workers must be from 1 to {MAX_PARALLEL}, got {workers}; omit it for the solver's default"
             )));
         }
-        Ok(((seconds * 1000.0).ceil() as i64).max(1))
+        Ok(i64::try_from(ms).unwrap_or(MAX_TIMEOUT_MS))
     }
 }
 
@@ -487,6 +501,43 @@ mod tests {
         assert!(scaled_domain("x", 100, Some(5.0), Some(4.0)).is_err());
         assert!(scaled_domain("x", 0, None, None).is_err());
         assert!(scaled_domain("x", 100, None, Some(1e9)).is_err());
+    }
+
+    #[test]
+    fn settings_use_the_shared_budget_and_parallel_checks() {
+        let settings = |timeout_seconds: f64, num_workers: Option<i64>| SolverSettings {
+            timeout_seconds,
+            num_workers,
+            solver: None,
+        };
+        assert_eq!(settings(0.0001, None).validate().unwrap(), 1);
+        assert_eq!(settings(2.5, Some(1)).validate().unwrap(), 2500);
+        assert_eq!(
+            settings(MAX_TIMEOUT_SECONDS, Some(MAX_PARALLEL))
+                .validate()
+                .unwrap(),
+            MAX_TIMEOUT_MS
+        );
+        for bad in [
+            0.0,
+            -1.0,
+            MAX_TIMEOUT_SECONDS + 0.001,
+            f64::INFINITY,
+            f64::NAN,
+        ] {
+            let error = settings(bad, None).validate().unwrap_err();
+            assert!(
+                error.0.message.contains("timeout_seconds must be above 0"),
+                "{bad}"
+            );
+        }
+        for bad in [0, -3, MAX_PARALLEL + 1] {
+            let error = settings(1.0, Some(bad)).validate().unwrap_err();
+            assert!(
+                error.0.message.contains("num_workers must be from 1"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
