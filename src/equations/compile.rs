@@ -8,8 +8,9 @@
 //! then multiplied through by the common scale and by every divisor — the
 //! reference's "divisions move to the other side" — so no integer division
 //! ever rounds. The integer residual `left − right` counts steps of
-//! 1 / lcm(scale of lhs, scale of rhs) real units: that is what a
-//! tolerance and a weight count ("scaled units").
+//! 1 / lcm(scale of lhs, scale of rhs) real units; [`super::model`]
+//! converts tolerances and weights, given in units of 1 / mult_factor,
+//! to those steps.
 //!
 //! A divisor with variables must be non-zero (`!= 0`, a hard constraint);
 //! in an inequality it must be positive (`> 0`), so multiplying through
@@ -18,8 +19,13 @@
 //! Every intermediate value is its own MiniZinc variable bounded to
 //! ±[`INT_LIMIT`]: Gecode works in 32-bit integers and refuses a model
 //! whose products are merely *bounded* beyond that, so we state the bound.
-//! A value that would leave the range makes its assignment infeasible.
-//! Constants and scales beyond it are compile errors here.
+//! A value that would leave the range makes its assignment infeasible, so
+//! the bound can cut real solutions. To know when, every term carries the
+//! interval it can take (from the variables' scaled domains; a fixed value
+//! is a point), computed exactly in `i128`; a declared bound that the
+//! interval leaves is recorded in [`ModelText::cuts`] with the equation it
+//! belongs to, and the caller must not claim OPTIMAL or INFEASIBLE then.
+//! Constants and scales beyond the range are compile errors here.
 //!
 //! Do not break: the text written into the model comes only from parsed
 //! names (prefixed `v_`) and numbers we format — never from raw input.
@@ -60,7 +66,13 @@ pub struct ModelVar {
     /// `v_<name>`.
     pub ident: String,
     pub mult: i64,
+    /// The scaled domain (`low == high` for a fixed value).
+    pub low: i64,
+    pub high: i64,
 }
+
+/// The values a term can take, `lo..=hi`, in scaled integers.
+pub type Interval = (i128, i128);
 
 /// Why an expression cannot be compiled (beyond parsing).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,14 +86,50 @@ pub struct Residual {
     /// `left − right`, in steps of 1 / `scale` real units.
     pub term: Term,
     pub scale: i64,
+    /// The values `term` can take.
+    pub bounds: Interval,
+    /// A side divides by a term with variables: the residual is the
+    /// relation multiplied through by those divisors' scaled values.
+    pub divided: bool,
 }
 
 /// Writes the model's declarations one line at a time.
 #[derive(Debug, Default)]
 pub struct ModelText {
     lines: Vec<String>,
+    /// Indexes into `lines` of what only the objective needs (the
+    /// penalty excesses, the total, the solve item).
+    objective_only: Vec<usize>,
     guards: Vec<String>,
     next: usize,
+    /// The interval of every declared term, by identifier.
+    bounds: std::collections::HashMap<String, Interval>,
+    /// What is being compiled (`equations[0] (a == b * c)`), for [`Self::cuts`].
+    pub context: String,
+    /// The expressions whose declared ±[`INT_LIMIT`] bound can exclude
+    /// assignments the model should allow, one entry each.
+    pub cuts: Vec<String>,
+    /// Bounds that can only exclude answers worse than any answer inside
+    /// them (the minimised total's upper side): optimality stands, but "no
+    /// answer" does not.
+    pub worse_cuts: Vec<String>,
+}
+
+/// Whether a declared bound that cuts can only exclude worse answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// It can exclude answers the model should allow.
+    Real,
+    /// It can only exclude answers worse than any it keeps.
+    WorseOnly,
+}
+
+fn corners(a: Interval, b: Interval) -> Interval {
+    let products = [a.0 * b.0, a.0 * b.1, a.1 * b.0, a.1 * b.1];
+    (
+        products.iter().copied().min().unwrap_or(0),
+        products.iter().copied().max().unwrap_or(0),
+    )
 }
 
 fn check(value: i128, what: &str) -> Compiled<i64> {
@@ -93,7 +141,7 @@ fn check(value: i128, what: &str) -> Compiled<i64> {
     Ok(value as i64)
 }
 
-fn gcd(a: i64, b: i64) -> i64 {
+pub fn gcd(a: i64, b: i64) -> i64 {
     let (mut a, mut b) = (a.abs(), b.abs());
     while b != 0 {
         (a, b) = (b, a % b);
@@ -123,28 +171,105 @@ impl ModelText {
         self.lines.push(line.into());
     }
 
+    /// A line only the objective needs.
+    pub fn objective_line(&mut self, line: impl Into<String>) {
+        self.objective_only.push(self.lines.len());
+        self.lines.push(line.into());
+    }
+
+    /// Marks the last line as one only the objective needs.
+    pub fn objective_only_last(&mut self) {
+        if let Some(last) = self.lines.len().checked_sub(1) {
+            self.objective_only.push(last);
+        }
+    }
+
     /// The declarations so far, then the guards.
-    pub fn finish(self) -> String {
-        let mut text = self.lines.join("\n");
+    pub fn finish(&self) -> String {
+        self.render(false)
+    }
+
+    /// The model without the objective, as a satisfaction problem: it has
+    /// an answer exactly when the bounds, fixed values, divisors and
+    /// intermediate ranges can hold together.
+    pub fn feasibility(&self) -> String {
+        self.render(true)
+    }
+
+    fn render(&self, feasibility: bool) -> String {
+        let kept: Vec<&str> = self
+            .lines
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| !feasibility || !self.objective_only.contains(index))
+            .map(|(_, line)| line.as_str())
+            .collect();
+        let mut text = kept.join("\n");
         if !self.guards.is_empty() {
             text.push_str("\n% divisors that contain variables\n");
             text.push_str(&self.guards.join("\n"));
+        }
+        if feasibility {
+            text.push_str("\nsolve satisfy;");
         }
         text.push('\n');
         text
     }
 
-    /// A bounded variable holding `expr`.
-    pub fn define(&mut self, low: i64, expr: &str) -> String {
+    /// The values a term can take.
+    pub fn interval(&self, term: &Term) -> Interval {
+        match term {
+            Term::Lit(value) => (i128::from(*value), i128::from(*value)),
+            Term::Id(id) => self
+                .bounds
+                .get(id)
+                .copied()
+                .unwrap_or((-i128::from(INT_LIMIT), i128::from(INT_LIMIT))),
+        }
+    }
+
+    /// Notes a declared bound `low..INT_LIMIT` on a value that can take
+    /// `values`; returns the values the declared variable can take.
+    pub fn note_bound(&mut self, low: i64, values: Interval, cut: Cut) -> Interval {
+        let (low, high) = (i128::from(low), i128::from(INT_LIMIT));
+        if values.0 < low || values.1 > high {
+            self.note_cut(cut);
+        }
+        (values.0.max(low), values.1.min(high))
+    }
+
+    /// Records that a bound in the current context can cut.
+    pub fn note_cut(&mut self, cut: Cut) {
+        let list = match cut {
+            Cut::Real => &mut self.cuts,
+            Cut::WorseOnly => &mut self.worse_cuts,
+        };
+        if !list.contains(&self.context) {
+            list.push(self.context.clone());
+        }
+    }
+
+    /// A bounded variable holding `expr`, which can take `values`.
+    pub fn define(&mut self, low: i64, expr: &str, values: Interval, cut: Cut) -> String {
         self.next += 1;
         let name = format!("t{}", self.next);
         self.lines
             .push(format!("var {low}..{INT_LIMIT}: {name} = {expr};"));
+        let kept = self.note_bound(low, values, cut);
+        self.bounds.insert(name.clone(), kept);
         name
     }
 
-    fn aux(&mut self, expr: String) -> Term {
-        Term::Id(self.define(-INT_LIMIT, &expr))
+    /// Registers a user's variable with its scaled domain.
+    pub fn variable(&mut self, var: &ModelVar) {
+        self.bounds.insert(
+            var.ident.clone(),
+            (i128::from(var.low), i128::from(var.high)),
+        );
+    }
+
+    fn aux(&mut self, expr: String, values: Interval) -> Term {
+        Term::Id(self.define(-INT_LIMIT, &expr, values, Cut::Real))
     }
 
     fn times(&mut self, a: &Term, b: &Term) -> Compiled<Term> {
@@ -156,10 +281,14 @@ impl ModelText {
             (Term::Lit(1), other) | (other, Term::Lit(1)) => Ok(other.clone()),
             (Term::Lit(0), _) | (_, Term::Lit(0)) => Ok(Term::Lit(0)),
             (Term::Lit(k), Term::Id(id)) | (Term::Id(id), Term::Lit(k)) => {
+                let values = corners(self.interval(a), self.interval(b));
                 let k = Term::Lit(*k);
-                Ok(self.aux(format!("{k} * {id}")))
+                Ok(self.aux(format!("{k} * {id}"), values))
             }
-            _ => Ok(self.aux(format!("{a} * {b}"))),
+            _ => {
+                let values = corners(self.interval(a), self.interval(b));
+                Ok(self.aux(format!("{a} * {b}"), values))
+            }
         }
     }
 
@@ -182,7 +311,15 @@ impl ModelText {
                 "a difference of constants",
             )?)),
             (other, _, Term::Lit(0)) => Ok(other.clone()),
-            _ => Ok(self.aux(format!("{a} {op} {b}"))),
+            _ => {
+                let (x, y) = (self.interval(a), self.interval(b));
+                let values = if op == "+" {
+                    (x.0 + y.0, x.1 + y.1)
+                } else {
+                    (x.0 - y.1, x.1 - y.0)
+                };
+                Ok(self.aux(format!("{a} {op} {b}"), values))
+            }
         }
     }
 
@@ -233,6 +370,7 @@ impl ModelText {
                         "unknown variable '{name}': add it to variables (with its mult_factor and bounds)"
                     ))
                 })?;
+                self.variable(&var);
                 Ok(Frac {
                     num: Term::Id(var.ident),
                     scale: var.mult,
@@ -356,7 +494,12 @@ impl ModelText {
             (Term::Lit(x), Term::Lit(y)) => Term::Lit(x % y),
             _ => {
                 self.guard(&right, false);
-                self.aux(format!("{left} mod {right}"))
+                // MiniZinc's mod truncates: the sign of the dividend, and
+                // smaller in magnitude than both operands' largest value.
+                let (x, y) = (self.interval(&left), self.interval(&right));
+                let below = y.0.abs().max(y.1.abs()) - 1;
+                let values = (x.0.min(0).max(-below), x.1.max(0).min(below));
+                self.aux(format!("{left} mod {right}"), values)
             }
         };
         Ok(Frac {
@@ -384,7 +527,13 @@ impl ModelText {
         let left = self.product(&l.num, &r.divisors, scale / l.scale)?;
         let right = self.product(&r.num, &l.divisors, scale / r.scale)?;
         let term = self.combine(&left, "-", &right)?;
-        Ok(Residual { term, scale })
+        let bounds = self.interval(&term);
+        Ok(Residual {
+            term,
+            scale,
+            bounds,
+            divided: !l.divisors.is_empty() || !r.divisors.is_empty(),
+        })
     }
 
     /// Compiles an objective: its integer value and scale (value / scale
@@ -419,6 +568,8 @@ mod tests {
         Some(ModelVar {
             ident: ident(name),
             mult,
+            low: 0,
+            high: 100_000 * mult,
         })
     }
 
@@ -498,6 +649,52 @@ mod tests {
             )
             .unwrap_err();
         assert!(error.0.contains("unknown variable 'nope'"));
+    }
+
+    #[test]
+    fn a_term_that_can_leave_the_range_is_a_cut() {
+        // qty ≤ 1e5 times rate ≤ 1e7 scaled: up to 1e12, beyond ±2e9.
+        let mut text = ModelText {
+            context: "equations[0]".to_owned(),
+            ..ModelText::default()
+        };
+        let residual = text
+            .relation(
+                &parse("gross").unwrap(),
+                Relation::Equal,
+                &parse("qty * rate").unwrap(),
+                &lookup,
+            )
+            .unwrap();
+        assert_eq!(text.cuts, ["equations[0]"]);
+        // The product is kept to ±2e9 downstream: that is what the model holds.
+        assert_eq!(residual.bounds, (-2_000_000_000, 10_000_000));
+        // Sums of bounded values stay inside: no cut.
+        let mut text = ModelText::default();
+        let residual = text
+            .relation(
+                &parse("units + price").unwrap(),
+                Relation::AtMost,
+                &parse("120").unwrap(),
+                &lookup,
+            )
+            .unwrap();
+        assert!(text.cuts.is_empty(), "{:?}", text.cuts);
+        assert_eq!(
+            residual.bounds,
+            (-12_000, 100 * 100_000 + 10_000_000 - 12_000)
+        );
+        // '%' is smaller than its divisor whatever the dividend.
+        let mut text = ModelText::default();
+        let residual = text
+            .relation(
+                &parse("units % 7").unwrap(),
+                Relation::Equal,
+                &parse("0").unwrap(),
+                &lookup,
+            )
+            .unwrap();
+        assert_eq!(residual.bounds, (0, 6));
     }
 
     #[test]

@@ -133,7 +133,7 @@ pub struct EquationEvaluation {
     pub lhs: String,
     pub rhs: String,
     pub relation: Relation,
-    /// Real units.
+    /// The tolerance applied, in real units.
     pub tolerance: f64,
     pub status: EvaluationStatus,
     /// The left-hand side's value.
@@ -167,7 +167,7 @@ pub fn evaluate(request: &EvaluateRequest) -> EvaluationResult {
     let results: Vec<EquationEvaluation> = request
         .equations
         .iter()
-        .map(|equation| evaluate_one(equation, &request.values))
+        .map(|equation| evaluate_one(equation, &request.values, request.mult_factors.as_ref()))
         .collect();
     EvaluationResult {
         all_passed: results.iter().all(|r| r.status == EvaluationStatus::Passed),
@@ -178,6 +178,7 @@ pub fn evaluate(request: &EvaluateRequest) -> EvaluationResult {
 fn evaluate_one(
     equation: &EvaluatedEquation,
     values: &BTreeMap<String, f64>,
+    mult_factors: Option<&BTreeMap<String, i64>>,
 ) -> EquationEvaluation {
     let mut result = EquationEvaluation {
         lhs: equation.lhs.clone(),
@@ -199,6 +200,16 @@ fn evaluate_one(
             return result;
         }
     };
+    if let Some(mults) = mult_factors {
+        // correct_values' unit: 1 / the largest mult_factor of the equation.
+        let m = lhs
+            .names()
+            .union(&rhs.names())
+            .map(|name| mults.get(*name).copied().unwrap_or(1))
+            .max()
+            .unwrap_or(1);
+        result.tolerance = equation.tolerance / m as f64;
+    }
     let mut missing: Vec<String> = lhs
         .names()
         .union(&rhs.names())
@@ -232,7 +243,7 @@ fn evaluate_one(
     result.actual = Some(actual);
     result.computed = Some(computed);
     result.error = Some(error);
-    result.status = if error <= equation.tolerance + slack {
+    result.status = if error <= result.tolerance + slack {
         EvaluationStatus::Passed
     } else {
         EvaluationStatus::Failed
@@ -291,6 +302,7 @@ mod tests {
             .map(|(k, v)| (k.to_owned(), v))
             .collect();
         let request = EvaluateRequest {
+            mult_factors: None,
             equations: vec![
                 eq("a", "q * r", Relation::Equal, 0.0),
                 eq("a", "q * r + 1", Relation::Equal, 0.5),

@@ -93,6 +93,9 @@ pub struct CorrectionResult {
     pub solver: Option<String>,
     /// The generated MiniZinc model (run it with plain `minizinc`).
     pub model: Option<String>,
+    /// Per equation: the unit its tolerance and weight count, and the
+    /// real-unit slack applied (empty with INVALID_EQUATION).
+    pub equation_units: Vec<model::EquationUnits>,
     /// `null` on OPTIMAL; otherwise what to act on.
     pub diagnostic: Option<Diagnostic>,
 }
@@ -113,6 +116,9 @@ pub struct OptimizationResult {
     pub errors: Vec<String>,
     pub solver: Option<String>,
     pub model: Option<String>,
+    /// Per hard, then soft constraint: the unit its tolerance and weight
+    /// count, and the real-unit slack applied.
+    pub equation_units: Vec<model::EquationUnits>,
     pub diagnostic: Option<Diagnostic>,
 }
 
@@ -157,6 +163,7 @@ impl Equations {
                     errors,
                     solver: None,
                     model: None,
+                    equation_units: Vec::new(),
                 });
             }
         };
@@ -180,6 +187,7 @@ impl Equations {
             errors: Vec::new(),
             solver: Some(outcome.solver),
             model: Some(built.text),
+            equation_units: built.units,
             diagnostic: outcome.diagnostic,
         })
     }
@@ -205,6 +213,7 @@ impl Equations {
                     errors,
                     solver: None,
                     model: None,
+                    equation_units: Vec::new(),
                 });
             }
         };
@@ -226,6 +235,7 @@ impl Equations {
             errors: Vec::new(),
             solver: Some(outcome.solver),
             model: Some(built.text),
+            equation_units: built.units,
             diagnostic: outcome.diagnostic,
         })
     }
@@ -252,8 +262,65 @@ impl Equations {
             },
         };
         let result = self.minizinc.solve(&request, progress, cancel).await?;
-        Ok(read_outcome(&result, &built.outputs))
+        let mut outcome = read_outcome(&result, &built.outputs);
+        let mut proven_infeasible = false;
+        if outcome.status == EquationStatus::Infeasible
+            && built.cuts.is_empty()
+            && !built.worse_cuts.is_empty()
+        {
+            // The objective's bound may be what has no answer: ask whether
+            // the rest of the model has one.
+            let check = SolveRequest {
+                sources: Sources::Inline {
+                    model: built.feasibility.clone(),
+                    data: None,
+                    checker: None,
+                },
+                ..request
+            };
+            let result = self.minizinc.solve(&check, progress, cancel).await?;
+            proven_infeasible = result.status == "unsatisfiable";
+        }
+        if !proven_infeasible {
+            limit_claims(&mut outcome, built);
+        }
+        Ok(outcome)
     }
+}
+
+/// A status claims no more than the model proves: when a ±INT_LIMIT bound
+/// can cut answers, OPTIMAL becomes FEASIBLE and INFEASIBLE becomes
+/// UNKNOWN, with a diagnostic naming the expressions.
+fn limit_claims(outcome: &mut Outcome, built: &model::Built) {
+    let (cuts, downgraded) = match outcome.status {
+        EquationStatus::Optimal if !built.cuts.is_empty() => {
+            (&built.cuts, EquationStatus::Feasible)
+        }
+        EquationStatus::Feasible if !built.cuts.is_empty() => {
+            (&built.cuts, EquationStatus::Feasible)
+        }
+        EquationStatus::Infeasible if !built.cuts.is_empty() => {
+            (&built.cuts, EquationStatus::Unknown)
+        }
+        EquationStatus::Infeasible if !built.worse_cuts.is_empty() => {
+            (&built.worse_cuts, EquationStatus::Unknown)
+        }
+        _ => return,
+    };
+    let mut message = format!(
+        "the search was limited to ±{} scaled units, and {} can leave that range, so answers outside it were not considered and the status claims no more than {}; use smaller bounds (min/max) or mult_factors",
+        request::INT_LIMIT,
+        cuts.join(", "),
+        downgraded.as_str()
+    );
+    if let Some(previous) = &outcome.diagnostic {
+        message.push_str(&format!("; also: {}", previous.message));
+    }
+    outcome.status = downgraded;
+    if downgraded == EquationStatus::Unknown {
+        outcome.values.clear();
+    }
+    outcome.diagnostic = Some(Diagnostic::new(Category::NotVerified, message));
 }
 
 fn invalid_diagnostic(errors: &[String]) -> Diagnostic {
@@ -269,7 +336,7 @@ fn invalid_diagnostic(errors: &[String]) -> Diagnostic {
 
 fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> Outcome {
     let has_solution = result.solution.is_some();
-    let status = match result.status.as_str() {
+    let mut status = match result.status.as_str() {
         "optimal" => EquationStatus::Optimal,
         "satisfied" => EquationStatus::Feasible,
         "timeout" if has_solution => EquationStatus::Feasible,
@@ -280,18 +347,27 @@ fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> O
     let mut diagnostic = result.diagnostic.clone();
     if matches!(status, EquationStatus::Optimal | EquationStatus::Feasible) {
         let solution = result.solution.clone().unwrap_or_default();
+        let mut missing = Vec::new();
         for (name, var) in outputs {
             match solution.get(&var.ident).and_then(serde_json::Value::as_i64) {
                 Some(scaled) => {
                     values.insert(name.clone(), scaled as f64 / var.mult as f64);
                 }
-                None => {
-                    diagnostic = Some(Diagnostic::new(
-                        Category::Unknown,
-                        format!("the solver's answer has no value for {name}; see the model"),
-                    ));
-                }
+                None => missing.push(name.as_str()),
             }
+        }
+        // Half an answer is no answer: nothing is claimed.
+        if !missing.is_empty() {
+            status = EquationStatus::Unknown;
+            values.clear();
+            diagnostic = Some(Diagnostic::new(
+                Category::Unknown,
+                format!(
+                    "the solver reported {} but its answer has no integer value for {}; nothing is returned (see the model and the runtime's output)",
+                    result.status,
+                    missing.join(", ")
+                ),
+            ));
         }
     }
     if status == EquationStatus::Infeasible {
@@ -323,5 +399,77 @@ fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> O
         objective,
         solver: result.solver.clone(),
         diagnostic,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn solved(solution: serde_json::Value) -> SolveResult {
+        serde_json::from_value(serde_json::json!({
+            "status": "optimal", "solver": "org.gecode.gecode", "return_code": 0,
+            "timed_out": false, "truncated": false, "stdout": "", "stderr": "",
+            "elapsed_ms": 1, "solution": solution, "solutions": [solution],
+            "objective": 0, "statistics": {}, "checker": null, "diagnostic": null
+        }))
+        .unwrap()
+    }
+
+    fn outputs() -> BTreeMap<String, ModelVar> {
+        ["a", "b"]
+            .into_iter()
+            .map(|name| {
+                let var = ModelVar {
+                    ident: compile::ident(name),
+                    mult: 100,
+                    low: 0,
+                    high: 1000,
+                };
+                (name.to_owned(), var)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_answer_missing_a_value_is_unknown_not_optimal() {
+        let outcome = read_outcome(&solved(serde_json::json!({"v_a": 150})), &outputs());
+        assert_eq!(outcome.status, EquationStatus::Unknown);
+        assert!(outcome.values.is_empty());
+        let diagnostic = outcome.diagnostic.unwrap();
+        assert!(
+            diagnostic.message.contains("no integer value for b"),
+            "{}",
+            diagnostic.message
+        );
+        let result = CorrectionResult {
+            status: outcome.status,
+            corrected: outcome.values,
+            changed: BTreeMap::new(),
+            penalty: None,
+            errors: Vec::new(),
+            solver: None,
+            model: None,
+            equation_units: Vec::new(),
+            diagnostic: Some(diagnostic),
+        };
+        let text = report::correction(&result);
+        assert!(text.starts_with("UNKNOWN: nothing corrected"), "{text}");
+        assert!(
+            text.contains("Diagnostic: unknown — the solver reported optimal"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_complete_answer_stays_optimal() {
+        let outcome = read_outcome(
+            &solved(serde_json::json!({"v_a": 150, "v_b": 7})),
+            &outputs(),
+        );
+        assert_eq!(outcome.status, EquationStatus::Optimal);
+        assert_eq!(outcome.values["a"], 1.5);
+        assert_eq!(outcome.values["b"], 0.07);
+        assert!(outcome.diagnostic.is_none());
     }
 }

@@ -10,10 +10,14 @@
 //! + Σ over free vars   round(100 × confidence) × |x × mult − obs × mult|
 //! ```
 //!
-//! where an equation's residual counts steps of its finest scale (see
-//! [`super::compile`]). So moving a variable by one scaled unit (one cent
-//! at `mult_factor` 100) costs `round(100 × confidence)`, at most 100,
-//! and leaving an equation off by one scaled unit costs its `weight`
+//! where an equation's violation and tolerance count units of 1 / the
+//! largest mult_factor among its variables: the residual (steps of 1 / S,
+//! see [`super::compile`]) is compared with the tolerance converted to
+//! steps (rounded down), and its excess is rounded up to whole units.
+//! So moving a variable by one scaled unit (one cent at `mult_factor`
+//! 100) costs `round(100 × confidence)`, at most 100, and leaving an
+//! equation off by one unit (one cent when its finest value is in cents)
+//! costs its `weight`
 //! (default 1000). With the defaults an equation always outweighs one
 //! fully trusted observation, unit for unit; when the equations cannot all
 //! hold, the values with the lowest confidence move first. A variable with
@@ -31,7 +35,12 @@
 
 use std::collections::BTreeMap;
 
-use super::compile::{CompileError, ModelText, ModelVar, Residual, Term, comment, ident};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::compile::{
+    CompileError, Cut, Interval, ModelText, ModelVar, Residual, Term, comment, gcd, ident,
+};
 use super::evaluate::parse_sides;
 use super::parse::{self, Expr};
 use super::request::{
@@ -45,6 +54,79 @@ pub struct Built {
     pub text: String,
     /// The variables to read back, by user name.
     pub outputs: BTreeMap<String, ModelVar>,
+    /// Expressions whose ±[`INT_LIMIT`] bound can cut answers the model
+    /// should allow: neither OPTIMAL nor INFEASIBLE is proven then.
+    pub cuts: Vec<String>,
+    /// Expressions whose bound can only cut worse answers: INFEASIBLE is
+    /// not proven then, unless `feasibility` has no answer either.
+    pub worse_cuts: Vec<String>,
+    /// The model without its objective (`solve satisfy`).
+    pub feasibility: String,
+    /// How each equation's tolerance and weight were applied.
+    pub units: Vec<EquationUnits>,
+}
+
+/// How one equation's tolerance and weight were applied, in real units.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct EquationUnits {
+    /// `equations[0]`, `hard_constraints[1]`, …
+    pub place: String,
+    /// The unit tolerance and weight count: 1 / the largest mult_factor
+    /// among the equation's variables.
+    pub unit: f64,
+    /// The compiled residual counts steps of 1 / residual_scale.
+    pub residual_scale: i64,
+    /// The slack allowed, in real units: tolerance × unit, rounded down to
+    /// a whole residual step.
+    pub tolerance: f64,
+    /// A side divides by an expression with variables: tolerance and
+    /// weight then apply to the equation multiplied through by those
+    /// divisors (each at its scaled value), not to the plain difference.
+    pub divides_by_variables: bool,
+}
+
+/// An equation's tolerance in residual steps, and how a violation in
+/// residual steps becomes one in the documented unit 1/m: it is rounded up
+/// to whole multiples of `per` steps, each worth `worth` units (exact when
+/// the residual's scale S is a multiple or a divisor of m).
+struct Conversion {
+    tolerance: i64,
+    per: i64,
+    worth: i64,
+    units: EquationUnits,
+}
+
+fn conversion(
+    place: String,
+    equation: &Equation,
+    sides: &(Expr, Expr),
+    residual: &Residual,
+    lookup: &dyn Fn(&str) -> Option<ModelVar>,
+) -> Conversion {
+    let m = sides
+        .0
+        .names()
+        .into_iter()
+        .chain(sides.1.names())
+        .filter_map(|name| lookup(name).map(|var| var.mult))
+        .max()
+        .unwrap_or(1);
+    let scale = residual.scale;
+    let steps = i128::from(equation.tolerance) * i128::from(scale) / i128::from(m);
+    let tolerance = steps.min(i128::from(INT_LIMIT)) as i64;
+    let g = gcd(scale, m);
+    Conversion {
+        tolerance,
+        per: scale / g,
+        worth: m / g,
+        units: EquationUnits {
+            place,
+            unit: 1.0 / m as f64,
+            residual_scale: scale,
+            tolerance: tolerance as f64 / scale as f64,
+            divides_by_variables: residual.divided,
+        },
+    }
 }
 
 /// Every problem that makes the equations unusable, one line each
@@ -71,27 +153,67 @@ fn parse_all(path: &str, equations: &[Equation], invalid: &mut Invalid) -> Vec<(
     parsed
 }
 
-/// Declares the soft penalty of one equation: the variable holding its
-/// excess over the tolerance and the weighted term; `None` when its
-/// weight is 0.
+/// One soft equation's penalty: the variable holding its excess over the
+/// tolerance, the weighted term, and the largest value the term can take.
+struct Penalty {
+    excess: String,
+    term: String,
+    max: i128,
+}
+
+/// Declares the soft penalty of one equation; `None` when its weight is 0.
+/// `cut` says what the excess variable's upper bound can exclude.
 fn penalty(
     text: &mut ModelText,
     equation: &Equation,
     residual: &Residual,
-) -> Option<(String, String)> {
+    conversion: &Conversion,
+    cut: Cut,
+) -> Result<Option<Penalty>, String> {
     if equation.weight == 0 {
-        return None;
+        return Ok(None);
     }
     let r = &residual.term;
-    let tolerance = equation.tolerance;
-    let excess = match equation.relation {
-        Relation::Equal => format!("max(0, abs({r}) - {tolerance})"),
-        Relation::AtMost => format!("max(0, {r} - {tolerance})"),
-        Relation::AtLeast => format!("max(0, (-{r}) - {tolerance})"),
+    let tolerance = conversion.tolerance;
+    let (lo, hi) = residual.bounds;
+    let (excess, largest) = match equation.relation {
+        Relation::Equal => (
+            format!("max(0, abs({r}) - {tolerance})"),
+            lo.abs().max(hi.abs()),
+        ),
+        Relation::AtMost => (format!("max(0, {r} - {tolerance})"), hi),
+        Relation::AtLeast => (format!("max(0, (-{r}) - {tolerance})"), -lo),
     };
-    let name = text.define(0, &excess);
-    let term = format!("{} * {name}", equation.weight);
-    Some((name, term))
+    let values: Interval = (0, (largest - i128::from(tolerance)).max(0));
+    let name = text.define(0, &excess, values, cut);
+    text.objective_only_last();
+    let mut counted = name.clone();
+    if conversion.per > 1 {
+        // Whole units of 1/m started, without overflowing e + per - 1.
+        let per = conversion.per;
+        let kept = text.interval(&Term::Id(name.clone()));
+        let values = (0, (kept.1 + i128::from(per) - 1) / i128::from(per));
+        counted = text.define(
+            0,
+            &format!("{name} div {per} + bool2int({name} mod {per} > 0)"),
+            values,
+            cut,
+        );
+        text.objective_only_last();
+    }
+    let coefficient = i128::from(equation.weight) * i128::from(conversion.worth);
+    if coefficient > i128::from(INT_LIMIT) {
+        return Err(format!(
+            "weight {} counts units of {}, which the residual resolves {} times more finely; weight × {} is beyond ±{INT_LIMIT}: lower the weight",
+            equation.weight, conversion.units.unit, conversion.worth, conversion.worth
+        ));
+    }
+    let kept = text.interval(&Term::Id(counted.clone()));
+    Ok(Some(Penalty {
+        term: format!("{coefficient} * {counted}"),
+        max: kept.1 * coefficient,
+        excess: name,
+    }))
 }
 
 /// Adds one equation's compilation, or its error, with its comment.
@@ -104,6 +226,12 @@ fn compile_equation(
     lookup: &dyn Fn(&str) -> Option<ModelVar>,
     invalid: &mut Invalid,
 ) -> Option<Residual> {
+    text.context = format!(
+        "{path}[{index}] ({} {} {})",
+        comment(&equation.lhs),
+        equation.relation.symbol(),
+        comment(&equation.rhs)
+    );
     text.line(format!(
         "% {path}[{index}]: {} {} {} (weight {}, tolerance {})",
         comment(&equation.lhs),
@@ -154,6 +282,7 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
     let mut vars = BTreeMap::new();
     let mut outputs = BTreeMap::new();
     let mut pulls = Vec::new();
+    let mut largest_total: i128 = 0;
     let mut free = Vec::new();
     for (name, variable) in &request.variables {
         let (Ok(Scaled { mult, low, high }), Ok(obs)) = (
@@ -164,9 +293,16 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
             invalid.push(format!("variables.{name}: out of range"));
             continue;
         };
+        let (low, high) = if variable.fixed {
+            (obs, obs)
+        } else {
+            (low, high)
+        };
         let var = ModelVar {
             ident: ident(name),
             mult,
+            low,
+            high,
         };
         if variable.fixed {
             text.line(format!(
@@ -185,6 +321,10 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
                     var.ident,
                     Term::Lit(obs)
                 ));
+                let distance = (i128::from(obs) - i128::from(low))
+                    .abs()
+                    .max((i128::from(high) - i128::from(obs)).abs());
+                largest_total += i128::from(weight) * distance;
             }
             free.push(var.ident.clone());
             outputs.insert(name.clone(), var.clone());
@@ -194,6 +334,7 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
     let lookup = |name: &str| vars.get(name).cloned();
     let mut terms = Vec::new();
     let mut excesses = Vec::new();
+    let mut units = Vec::new();
     for (index, (equation, sides)) in request.equations.iter().zip(&parsed).enumerate() {
         let residual = compile_equation(
             &mut text,
@@ -204,32 +345,47 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
             &lookup,
             &mut invalid,
         );
-        if let Some(residual) = residual
-            && let Some((excess, term)) = penalty(&mut text, equation, &residual)
-        {
-            excesses.push(excess);
-            terms.push(term);
+        let Some(residual) = residual else { continue };
+        let place = format!("equations[{index}]");
+        let conversion = conversion(place.clone(), equation, sides, &residual, &lookup);
+        // An excess above the bound makes the total exceed its own bound.
+        match penalty(&mut text, equation, &residual, &conversion, Cut::WorseOnly) {
+            Ok(Some(penalty)) => {
+                excesses.push(penalty.excess);
+                terms.push(penalty.term);
+                largest_total += penalty.max;
+            }
+            Ok(None) => {}
+            Err(message) => invalid.push(format!("{place}: {message}")),
         }
+        units.push(conversion.units);
     }
     if !invalid.is_empty() {
         return Err(invalid);
     }
+    text.context = "the total penalty".to_owned();
+    text.note_bound(0, (0, largest_total), Cut::WorseOnly);
     terms.extend(pulls);
     if terms.is_empty() {
         terms.push("0".to_owned());
     }
-    text.line("% equation penalties, then the pull of each observation");
-    text.line(format!(
+    text.objective_line("% equation penalties, then the pull of each observation");
+    text.objective_line(format!(
         "var 0..{INT_LIMIT}: total_penalty = {};",
         terms.join(" + ")
     ));
-    text.line(format!(
+    text.objective_line(format!(
         "solve {}minimize total_penalty;",
         search(&excesses, &free)
     ));
+    let (cuts, worse_cuts) = (text.cuts.clone(), text.worse_cuts.clone());
     Ok(Built {
+        feasibility: text.feasibility(),
         text: text.finish(),
+        units,
         outputs,
+        cuts,
+        worse_cuts,
     })
 }
 
@@ -266,11 +422,14 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
         let var = ModelVar {
             ident: ident(name),
             mult,
+            low,
+            high,
         };
         text.line(format!("var {low}..{high}: {};  % {name}", var.ident));
         vars.insert(name.clone(), var);
     }
     let lookup = |name: &str| vars.get(name).cloned();
+    let mut units = Vec::new();
     for (index, (equation, sides)) in request.hard_constraints.iter().zip(&hard).enumerate() {
         let residual = compile_equation(
             &mut text,
@@ -281,8 +440,11 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
             &lookup,
             &mut invalid,
         );
-        if let Some(Residual { term, .. }) = residual {
-            let tolerance = equation.tolerance;
+        if let Some(residual) = residual {
+            let place = format!("hard_constraints[{index}]");
+            let conversion = conversion(place, equation, sides, &residual, &lookup);
+            let (term, tolerance) = (residual.term, conversion.tolerance);
+            units.push(conversion.units);
             text.line(match (equation.relation, tolerance) {
                 (Relation::Equal, 0) => format!("constraint {term} = 0;"),
                 (Relation::Equal, _) => format!("constraint abs({term}) <= {tolerance};"),
@@ -292,6 +454,7 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
         }
     }
     let mut penalties = Vec::new();
+    let mut largest_penalty: i128 = 0;
     let mut excesses = Vec::new();
     for (index, (equation, sides)) in request.soft_constraints.iter().zip(&soft).enumerate() {
         let residual = compile_equation(
@@ -303,13 +466,21 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
             &lookup,
             &mut invalid,
         );
-        if let Some(residual) = residual
-            && let Some((excess, term)) = penalty(&mut text, equation, &residual)
-        {
-            excesses.push(excess);
-            penalties.push(term);
+        let Some(residual) = residual else { continue };
+        let place = format!("soft_constraints[{index}]");
+        let conversion = conversion(place.clone(), equation, sides, &residual, &lookup);
+        match penalty(&mut text, equation, &residual, &conversion, Cut::Real) {
+            Ok(Some(penalty)) => {
+                excesses.push(penalty.excess);
+                penalties.push(penalty.term);
+                largest_penalty += penalty.max;
+            }
+            Ok(None) => {}
+            Err(message) => invalid.push(format!("{place}: {message}")),
         }
+        units.push(conversion.units);
     }
+    text.context = format!("the objective ({})", comment(&request.objective.expr));
     text.line(format!(
         "% objective: {} {}",
         match request.objective.direction {
@@ -339,17 +510,36 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
     for term in &penalties {
         total.push_str(&format!(" {sign} {term}"));
     }
-    text.line(format!(
+    // The bound on the worse side only drops answers worse than any kept;
+    // on the better side it can drop the optimum.
+    text.context = format!("the objective ({})", comment(&request.objective.expr));
+    let (lo, hi) = text.interval(&objective);
+    let limit = i128::from(INT_LIMIT);
+    let (better, worse) = match request.objective.direction {
+        Direction::Maximize => (hi > limit, lo - largest_penalty < -limit),
+        Direction::Minimize => (lo < -limit, hi + largest_penalty > limit),
+    };
+    for (beyond, cut) in [(better, Cut::Real), (worse, Cut::WorseOnly)] {
+        if beyond {
+            text.note_cut(cut);
+        }
+    }
+    text.objective_line(format!(
         "var -{INT_LIMIT}..{INT_LIMIT}: objective = {total};  % in steps of 1/{scale}"
     ));
     let decisions: Vec<String> = vars.values().map(|v| v.ident.clone()).collect();
-    text.line(format!(
+    text.objective_line(format!(
         "solve {}{direction} objective;",
         search(&excesses, &decisions)
     ));
+    let (cuts, worse_cuts) = (text.cuts.clone(), text.worse_cuts.clone());
     Ok(Built {
+        feasibility: text.feasibility(),
         text: text.finish(),
+        units,
         outputs: vars,
+        cuts,
+        worse_cuts,
     })
 }
 

@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::budget::{MAX_TIMEOUT_MS, validate_budget};
 use crate::diagnostics::ToolError;
-use crate::minizinc::MAX_PARALLEL;
+use crate::minizinc::{MAX_PARALLEL, SolveControls};
 
 /// Largest magnitude of any scaled integer the solver sees: a bound, an
 /// observation, a constant, a residual, a penalty or the objective. Gecode,
@@ -21,8 +22,10 @@ use crate::minizinc::MAX_PARALLEL;
 pub const INT_LIMIT: i64 = 2_000_000_000;
 /// Largest `mult_factor`.
 pub const MAX_MULT_FACTOR: i64 = 1_000_000_000;
-/// Longest budget, in seconds: one day.
-pub const MAX_TIMEOUT_SECONDS: f64 = 86_400.0;
+/// Longest budget, in seconds: the shared cap on every run (one day).
+pub const MAX_TIMEOUT_SECONDS: f64 = (MAX_TIMEOUT_MS / 1000) as f64;
+/// The default budget (5 s), in milliseconds, for messages.
+const DEFAULT_TIMEOUT_SECONDS_MS: i64 = 5000;
 
 fn default_mult() -> i64 {
     1
@@ -31,7 +34,7 @@ fn default_weight() -> i64 {
     1000
 }
 fn default_timeout() -> f64 {
-    5.0
+    DEFAULT_TIMEOUT_SECONDS_MS as f64 / 1000.0
 }
 
 /// How the two sides of an equation relate.
@@ -68,11 +71,11 @@ pub struct Equation {
     /// `==` (default), `<=` or `>=`.
     #[serde(default)]
     pub relation: Relation,
-    /// Penalty per scaled unit of violation beyond the tolerance; at least 0.
+    /// Penalty per unit of violation beyond the tolerance; at least 0. The
+    /// unit is 1 / the largest mult_factor among the equation's variables.
     #[serde(default = "default_weight")]
     pub weight: i64,
-    /// Allowed slack in steps of the two sides' finest scale (0.01 when
-    /// mult_factor is 100).
+    /// Allowed slack, in the same unit as `weight` (200 is ±2.00 for cents).
     #[serde(default)]
     pub tolerance: i64,
 }
@@ -97,7 +100,9 @@ pub struct EvaluatedEquation {
     /// `==` (default), `<=` or `>=`.
     #[serde(default)]
     pub relation: Relation,
-    /// Allowed difference in real units (not scaled); at least 0.
+    /// Allowed difference, at least 0: in real units, or, when the request
+    /// gives `mult_factors`, in units of 1 / mult_factor as correct_values
+    /// counts it.
     #[serde(default)]
     pub tolerance: f64,
     /// Accepted and ignored (evaluation has no penalties).
@@ -206,6 +211,13 @@ pub struct EvaluateRequest {
     pub equations: Vec<EvaluatedEquation>,
     /// Variable values in real units.
     pub values: BTreeMap<String, f64>,
+    /// The variables' mult_factors as given to correct_values (a name not
+    /// listed has 1). When present, each `tolerance` counts units of
+    /// 1 / the largest mult_factor among the equation's variables, exactly
+    /// as in correct_values, and must be a whole number; when absent it is
+    /// in real units.
+    #[serde(default)]
+    pub mult_factors: Option<BTreeMap<String, i64>>,
 }
 
 /// Arguments of `optimize_expression`.
@@ -340,20 +352,31 @@ fn check_equation(path: &str, equation: &Equation) -> Result<(), ToolError> {
 impl SolverSettings<'_> {
     /// The budget in milliseconds, and the checked worker count.
     pub fn validate(&self) -> Result<i64, ToolError> {
+        // The shared checks decide; the messages name this tool's fields
+        // and units.
         let seconds = self.timeout_seconds;
-        if !seconds.is_finite() || seconds <= 0.0 || seconds > MAX_TIMEOUT_SECONDS {
+        let ms = if seconds.is_finite() {
+            // Saturates for huge values, which the budget check refuses.
+            (seconds * 1000.0).ceil() as i64
+        } else {
+            0
+        };
+        let budget = validate_budget("timeout_seconds", ms, Some(DEFAULT_TIMEOUT_SECONDS_MS));
+        let Ok(ms) = budget else {
             return Err(ToolError::invalid(format!(
                 "timeout_seconds must be above 0 and at most {MAX_TIMEOUT_SECONDS}, got {seconds}"
             )));
-        }
-        if let Some(workers) = self.num_workers
-            && !(1..=MAX_PARALLEL).contains(&workers)
-        {
+        };
+        let controls = SolveControls {
+            parallel: self.num_workers,
+            ..SolveControls::default()
+        };
+        if let (Some(workers), Err(_)) = (self.num_workers, controls.validate()) {
             return Err(ToolError::invalid(format!(
                 "num_workers must be from 1 to {MAX_PARALLEL}, got {workers}; omit it for the solver's default"
             )));
         }
-        Ok(((seconds * 1000.0).ceil() as i64).max(1))
+        Ok(i64::try_from(ms).unwrap_or(MAX_TIMEOUT_MS))
     }
 }
 
@@ -432,6 +455,21 @@ impl EvaluateRequest {
                     equation.tolerance
                 )));
             }
+            if self.mult_factors.is_some()
+                && (equation.tolerance.fract() != 0.0 || equation.tolerance > INT_LIMIT as f64)
+            {
+                return Err(ToolError::invalid(format!(
+                    "equations[{index}].tolerance is {}; with mult_factors it counts units of 1/mult_factor as in correct_values, so give a whole number from 0 to {INT_LIMIT} (or omit mult_factors for a tolerance in real units)",
+                    equation.tolerance
+                )));
+            }
+        }
+        for (name, mult) in self.mult_factors.iter().flatten() {
+            if !(1..=MAX_MULT_FACTOR).contains(mult) {
+                return Err(ToolError::invalid(format!(
+                    "mult_factors.{name} must be from 1 to {MAX_MULT_FACTOR}, got {mult}"
+                )));
+            }
         }
         for (name, value) in &self.values {
             if !value.is_finite() {
@@ -457,6 +495,43 @@ mod tests {
         assert!(scaled_domain("x", 100, Some(5.0), Some(4.0)).is_err());
         assert!(scaled_domain("x", 0, None, None).is_err());
         assert!(scaled_domain("x", 100, None, Some(1e9)).is_err());
+    }
+
+    #[test]
+    fn settings_use_the_shared_budget_and_parallel_checks() {
+        let settings = |timeout_seconds: f64, num_workers: Option<i64>| SolverSettings {
+            timeout_seconds,
+            num_workers,
+            solver: None,
+        };
+        assert_eq!(settings(0.0001, None).validate().unwrap(), 1);
+        assert_eq!(settings(2.5, Some(1)).validate().unwrap(), 2500);
+        assert_eq!(
+            settings(MAX_TIMEOUT_SECONDS, Some(MAX_PARALLEL))
+                .validate()
+                .unwrap(),
+            MAX_TIMEOUT_MS
+        );
+        for bad in [
+            0.0,
+            -1.0,
+            MAX_TIMEOUT_SECONDS + 0.001,
+            f64::INFINITY,
+            f64::NAN,
+        ] {
+            let error = settings(bad, None).validate().unwrap_err();
+            assert!(
+                error.0.message.contains("timeout_seconds must be above 0"),
+                "{bad}"
+            );
+        }
+        for bad in [0, -3, MAX_PARALLEL + 1] {
+            let error = settings(1.0, Some(bad)).validate().unwrap_err();
+            assert!(
+                error.0.message.contains("num_workers must be from 1"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -349,3 +349,173 @@ async def test_the_longest_equations_are_served_and_longer_ones_refused(full):
     assert "operators" in refused["equations"][0]["errors"][0], refused
     again = await call_ok(full.session, "correct_values", request)
     assert again["status"] == "OPTIMAL"
+
+
+async def test_a_product_beyond_the_integer_range_is_not_called_optimal(full):
+    """x * y can reach 1e10 but the model's terms stop at ±2e9: the answer
+    the solver proves best inside that range is not proven best."""
+    request = {
+        "variables": {
+            "x": {"min": 0, "max": 100000, "mult_factor": 1},
+            "y": {"min": 0, "max": 100000, "mult_factor": 1},
+        },
+        "objective": {"expr": "x * y", "direction": "maximize"},
+        "timeout_seconds": 10,
+    }
+    result = await full.session.call_tool("optimize_expression", request)
+    data = result.structured_content
+    assert not result.is_error, result_text(result)
+    assert data["status"] == "FEASIBLE", data
+    assert data["objective_value"] <= 2e9
+    assert data["diagnostic"]["category"] == "not_verified", data["diagnostic"]
+    message = data["diagnostic"]["message"]
+    assert "±2000000000 scaled units" in message and "the objective (x * y)" in message, message
+    assert "mult_factors" in message
+    assert "limited to ±2000000000" in result_text(result)
+
+
+async def test_a_correction_whose_product_cannot_reach_the_observation_is_not_optimal(full):
+    """gross == qty * rate with all three at mult_factor 100: 250000.00 is
+    2.5e9 cents-squared on the right, beyond the model's range."""
+    request = {
+        "variables": {
+            "gross": {"obs": 250000.0, "confidence": 0.5, "mult_factor": 100},
+            "qty": {"obs": 1000, "mult_factor": 100, "fixed": True},
+            "rate": {"obs": 250, "confidence": 0.5, "mult_factor": 100},
+        },
+        "equations": [{"lhs": "gross", "rhs": "qty * rate"}],
+    }
+    data = await call_ok(full.session, "correct_values", request)
+    # Inside the range rate stops at 200.00, so the model "corrects" a
+    # consistent set of observations: that must not be called optimal.
+    assert data["status"] == "FEASIBLE", data
+    assert "equations[0] (gross == qty * rate)" in data["diagnostic"]["message"], data["diagnostic"]
+
+
+async def test_bounds_inside_the_range_keep_optimal(full):
+    """The same equation with bounds that keep every term inside ±2e9."""
+    request = {
+        "variables": {
+            "gross": {"obs": 2500.0, "confidence": 0.5, "mult_factor": 100, "max": 10000},
+            "qty": {"obs": 10, "fixed": True},
+            "rate": {"obs": 249, "confidence": 0.5, "mult_factor": 100, "max": 1000},
+        },
+        "equations": [{"lhs": "gross", "rhs": "qty * rate"}],
+    }
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "OPTIMAL", data
+    assert data["diagnostic"] is None
+
+
+async def test_no_answer_inside_the_penalty_range_is_unknown_not_infeasible(full):
+    """Every answer moves a by at least 1e8 at 100 per unit: the total
+    penalty leaves ±2e9, so the solver finds nothing; the bounds themselves
+    can hold, so that is not INFEASIBLE."""
+    request = {
+        "variables": {"a": {"obs": 0, "confidence": 1, "min": 100000000, "max": 200000000}},
+        "equations": [{"lhs": "a", "rhs": "a"}],
+    }
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "UNKNOWN", data
+    assert data["corrected"] == {}
+    assert "the total penalty" in data["diagnostic"]["message"], data["diagnostic"]
+
+
+def _tax(tax_obs, tolerance, weight=1000):
+    return {
+        "variables": {
+            "net": {"obs": 100.0, "mult_factor": 100, "fixed": True},
+            "tax_rate": {"obs": 0.19, "mult_factor": 100, "fixed": True},
+            "tax": {"obs": tax_obs, "confidence": 1, "mult_factor": 100, "max": 1000},
+        },
+        "equations": [{"lhs": "tax", "rhs": "net * tax_rate", "tolerance": tolerance, "weight": weight}],
+    }
+
+
+async def test_a_product_equation_counts_tolerance_and_weight_in_the_documented_unit(full):
+    """net * tax_rate has scale 100 × 100; tolerance and weight still count
+    cents (1 / the largest mult_factor), not 1e-4."""
+    # 19.50 is within 1.00 (100 cents) of 19.00: it stays.
+    data = await call_ok(full.session, "correct_values", _tax(19.5, 100))
+    assert data["status"] == "OPTIMAL", data
+    assert data["corrected"] == {"tax": 19.5} and data["changed"] == {}
+    assert data["equation_units"] == [
+        {"place": "equations[0]", "unit": 0.01, "residual_scale": 10000, "tolerance": 1.0, "divides_by_variables": False}
+    ]
+    # Off by 50 cents at 50 per cent (2500) is cheaper than moving 50 cents at
+    # 100 per cent (5000): the observation stays.
+    data = await call_ok(full.session, "correct_values", _tax(19.5, 0, weight=50))
+    assert data["corrected"] == {"tax": 19.5}, data
+    assert data["penalty"] == 2500
+    # With the default weight the equation wins.
+    data = await call_ok(full.session, "correct_values", _tax(19.5, 0))
+    assert data["corrected"] == {"tax": 19.0}, data
+
+
+async def test_a_constant_divisor_keeps_the_tolerance_in_the_documented_unit(full):
+    """gross / 4 has scale 400; a tolerance of 10 is still 0.10."""
+    request = {
+        "variables": {
+            "gross": {"obs": 100.0, "mult_factor": 100, "fixed": True},
+            "rate": {"obs": 25.05, "confidence": 1, "mult_factor": 100, "max": 1000},
+        },
+        "equations": [{"lhs": "gross / 4", "rhs": "rate", "tolerance": 10}],
+    }
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["corrected"] == {"rate": 25.05} and data["changed"] == {}, data
+    assert data["equation_units"][0]["residual_scale"] == 400
+    assert data["equation_units"][0]["tolerance"] == 0.1
+    request["equations"][0]["tolerance"] = 2
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["corrected"] == {"rate": 25.02}, data
+
+
+async def test_a_variable_divisor_is_flagged_in_the_units(full):
+    request = {
+        "variables": {
+            "rate": {"obs": 5, "confidence": 0.5, "max": 100},
+            "total": {"obs": 100, "fixed": True},
+            "qty": {"obs": 20, "fixed": True},
+        },
+        "equations": [{"lhs": "rate", "rhs": "total / qty"}],
+    }
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "OPTIMAL"
+    assert data["equation_units"][0]["divides_by_variables"] is True
+
+
+async def test_evaluate_reads_tolerance_like_correct_values_when_given_mult_factors(full):
+    """One equation list, one unit: with mult_factors, tolerance 100 is
+    ±1.00 in evaluate_equations as in correct_values."""
+    equations = [{"lhs": "gross", "rhs": "qty * rate", "tolerance": 100}]
+    values = {"gross": 521.5, "qty": 10, "rate": 52}
+    mults = {"gross": 100, "rate": 100}
+    data = await call_ok(
+        full.session, "evaluate_equations", {"equations": equations, "values": values, "mult_factors": mults}
+    )
+    assert data["results"][0]["status"] == "failed", data
+    assert data["results"][0]["tolerance"] == 1.0
+    equations[0]["tolerance"] = 200
+    data = await call_ok(
+        full.session, "evaluate_equations", {"equations": equations, "values": values, "mult_factors": mults}
+    )
+    assert data["results"][0]["status"] == "passed" and data["results"][0]["tolerance"] == 2.0, data
+    # correct_values agrees: 521.50 is within 200 cents and stays.
+    request = {
+        "variables": {
+            "gross": {"obs": 521.5, "confidence": 1, "mult_factor": 100},
+            "qty": {"obs": 10, "fixed": True},
+            "rate": {"obs": 52, "mult_factor": 100, "fixed": True},
+        },
+        "equations": equations,
+    }
+    assert (await call_ok(full.session, "correct_values", request))["changed"] == {}
+    # Without mult_factors the tolerance is in real units, as before.
+    data = await call_ok(full.session, "evaluate_equations", {"equations": equations, "values": values})
+    assert data["results"][0]["tolerance"] == 200.0
+    # A fraction of a unit is refused rather than guessed.
+    equations[0]["tolerance"] = 0.5
+    error = await call_error(
+        full.session, "evaluate_equations", {"equations": equations, "values": values, "mult_factors": mults}
+    )
+    assert "whole number" in error.message and "tolerance" in error.message
