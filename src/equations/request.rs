@@ -100,9 +100,8 @@ pub struct EvaluatedEquation {
     /// `==` (default), `<=` or `>=`.
     #[serde(default)]
     pub relation: Relation,
-    /// Allowed difference, at least 0: in real units, or, when the request
-    /// gives `mult_factors`, in units of 1 / mult_factor as correct_values
-    /// counts it.
+    /// Allowed difference, at least 0: real units, or with `mult_factors`
+    /// correct_values' units.
     #[serde(default)]
     pub tolerance: f64,
     /// Accepted and ignored (evaluation has no penalties).
@@ -211,11 +210,8 @@ pub struct EvaluateRequest {
     pub equations: Vec<EvaluatedEquation>,
     /// Variable values in real units.
     pub values: BTreeMap<String, f64>,
-    /// The variables' mult_factors as given to correct_values (a name not
-    /// listed has 1). When present, each `tolerance` counts units of
-    /// 1 / the largest mult_factor among the equation's variables, exactly
-    /// as in correct_values, and must be a whole number; when absent it is
-    /// in real units.
+    /// The mult_factors given to correct_values (unlisted: 1); with them a
+    /// `tolerance` is a whole number in correct_values' units.
     #[serde(default)]
     pub mult_factors: Option<BTreeMap<String, i64>>,
 }

@@ -54,7 +54,7 @@ impl IntoRequest for OptimizeRequest {
 #[tool_router(router = equation_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Correct values read from a document (OCR, forms) so they satisfy known equations such as gross = quantity * rate. Per variable: observed value obs, confidence 0-1 (resistance to change), mult_factor to scale it to integers (100 for cents), optional min/max, fixed (pinned). Per equation: lhs, rhs (+ - * / % **, parentheses; write (0 - x) for minus), relation ==/<=/>=, weight and tolerance in units of 1/(largest mult_factor in the equation), e.g. cents (result.equation_units shows them). Solved exactly with MiniZinc; returns status (OPTIMAL, FEASIBLE, INFEASIBLE, UNKNOWN, INVALID_EQUATION; never OPTIMAL when the solver's ±2e9 integer range could have cut answers) and the corrected free values in real units.",
+        description = "Correct values read from a document (OCR, forms) so they satisfy known equations such as gross = quantity * rate. Variables: obs, confidence 0-1 (resistance to change), mult_factor (100 for cents), optional min/max, fixed. Equations: lhs, rhs (+ - * / % **, parentheses; (0 - x) for minus), relation ==/<=/>=, weight and tolerance in units of 1/(largest mult_factor), see equation_units. Solved exactly with MiniZinc; status OPTIMAL (never when the ±2e9 integer range could cut answers), FEASIBLE, INFEASIBLE, UNKNOWN or INVALID_EQUATION, and the corrected free values.",
         input_schema = args::schema::<CorrectRequest>(),
         output_schema = schema_for_output::<CorrectionResult>()
     )]
@@ -95,7 +95,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Evaluate equations with given values (real units) and say per equation whether it holds: status passed, failed, missing_values (a variable has no value) or error (does not parse, division by zero), with actual (lhs value), computed (rhs value), error (the difference beyond the relation) and the tolerance applied (real units). tolerance is in real units, unless mult_factors ({name: factor}, as given to correct_values) is passed: then it counts units of 1/(largest mult_factor in the equation) exactly as correct_values does, so the same equations give the same verdict in both tools. No solver runs; use it to decide whether correct_values is needed.",
+        description = "Evaluate equations with given values (real units): per equation passed, failed, missing_values or error (does not parse, division by zero), with actual (lhs), computed (rhs), error (the difference beyond the relation) and the tolerance applied. tolerance is in real units, or with mult_factors ({name: factor}) in correct_values' units, so both tools agree. No solver runs; use it to decide whether correct_values is needed.",
         input_schema = args::schema::<EvaluateRequest>(),
         output_schema = schema_for_output::<EvaluationResult>()
     )]
@@ -114,7 +114,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Maximise or minimise an arithmetic expression over bounded variables (min, max, mult_factor) subject to hard constraints (must hold; contradictory ones give INFEASIBLE) and soft constraints (weight per unit of violation, the unit being 1/(largest mult_factor in the constraint), as for tolerance; subtracted from a maximised objective or added to a minimised one). Same expression syntax as correct_values. Returns status, every variable in real units and objective_value recomputed from them.",
+        description = "Maximise or minimise an arithmetic expression over bounded variables (min, max, mult_factor) subject to hard constraints (must hold; contradictory ones give INFEASIBLE) and soft constraints (weight per unit of violation, in correct_values' units; subtracted from a maximised objective, added to a minimised one). Same expression syntax as correct_values. Returns status, every variable in real units and objective_value recomputed from them.",
         input_schema = args::schema::<OptimizeRequest>(),
         output_schema = schema_for_output::<OptimizationResult>()
     )]
