@@ -537,6 +537,26 @@ pub(crate) fn interrupted() -> ExitCode {
     ExitCode::from(130)
 }
 
+/// The start-up banner's runtime lines (stdio and HTTP servers), on stderr.
+pub(crate) fn print_runtimes(runtime: &Runtime, cpsat: &CpsatRuntime) {
+    let location = runtime.location();
+    eprintln!(
+        "runtime dir: {} ({})",
+        location.dir.display(),
+        location.source.describe()
+    );
+    if runtime.is_installed() {
+        eprintln!("minizinc: installed at {}", runtime.binary().display());
+    } else {
+        eprintln!("minizinc: not installed — {}", runtime::INSTALL_HINT);
+    }
+    eprintln!(
+        "cp-sat python: {} ({}); probed on first use",
+        cpsat.python.display(),
+        cpsat.source.describe_python()
+    );
+}
+
 /// Resolves on SIGINT, SIGTERM or SIGHUP.
 pub(crate) async fn interrupt_signal() {
     use tokio::signal::unix::{SignalKind, signal};
@@ -589,7 +609,6 @@ async fn serve_stdio(
 ) -> ExitCode {
     use rmcp::ServiceExt;
 
-    let location = runtime.location();
     eprintln!(
         "solvergate {} — MCP server on stdio, {} toolset",
         env!("CARGO_PKG_VERSION"),
@@ -598,21 +617,7 @@ async fn serve_stdio(
             Toolset::Full => "full",
         }
     );
-    eprintln!(
-        "runtime dir: {} ({})",
-        location.dir.display(),
-        location.source.describe()
-    );
-    if runtime.is_installed() {
-        eprintln!("minizinc: installed at {}", runtime.binary().display());
-    } else {
-        eprintln!("minizinc: not installed — {}", runtime::INSTALL_HINT);
-    }
-    eprintln!(
-        "cp-sat python: {} ({}); probed on first use",
-        cpsat.python.display(),
-        cpsat.source.describe_python()
-    );
+    print_runtimes(&runtime, &cpsat);
 
     let journal = dirs.data_dir.join(ARTIFACT_JOURNAL);
     let recovered = crate::artifacts::target::recover_interrupted(&journal);

@@ -37,7 +37,7 @@ use super::{ARTIFACT_JOURNAL, JOB_SHUTDOWN_DEADLINE, PLANNER_STORE, refuse, shut
 use crate::mcp::{ServerSetup, SolvergateServer, Toolset};
 use crate::planner::ResultStore;
 use crate::runtime::cpsat::CpsatRuntime;
-use crate::runtime::{self, Runtime, UserDirs};
+use crate::runtime::{Runtime, UserDirs};
 use crate::settings::{HTTP_TOKEN_VAR, Settings};
 
 /// The one path the MCP endpoint answers on.
@@ -236,22 +236,7 @@ fn banner(
             ""
         }
     );
-    let location = runtime.location();
-    eprintln!(
-        "runtime dir: {} ({})",
-        location.dir.display(),
-        location.source.describe()
-    );
-    if runtime.is_installed() {
-        eprintln!("minizinc: installed at {}", runtime.binary().display());
-    } else {
-        eprintln!("minizinc: not installed — {}", runtime::INSTALL_HINT);
-    }
-    eprintln!(
-        "cp-sat python: {} ({}); probed on first use",
-        cpsat.python.display(),
-        cpsat.source.describe_python()
-    );
+    super::print_runtimes(runtime, cpsat);
 }
 
 /// What every session's server is built from.
