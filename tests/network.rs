@@ -1,14 +1,18 @@
-//! Only `install-runtime` may touch the network.
+//! Only `install-runtime` may reach out over the network, and only
+//! `serve --http` may listen on it.
 //!
-//! Two proofs: the sources name the HTTP client in exactly one file, and
-//! the other commands do their whole job inside a network namespace with no
-//! interface up (`unshare --map-root-user --net`: a user namespace makes it
-//! work without root where the kernel allows unprivileged namespaces).
+//! Two proofs: the sources name an HTTP client or an outgoing socket in
+//! exactly one file and a listening socket or HTTP server in exactly one
+//! other, and the other commands do their whole job inside a network
+//! namespace with no interface up (`unshare --map-root-user --net`: a user
+//! namespace makes it work without root where the kernel allows
+//! unprivileged namespaces).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const NETWORK_FILE: &str = "src/runtime/install/download.rs";
+const SERVER_FILE: &str = "src/cli/serve_command.rs";
 
 fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
@@ -21,18 +25,15 @@ fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
-#[test]
-fn only_the_downloader_names_an_http_client() {
+/// The source files (relative to the crate) that name any of `needles`.
+fn files_naming(needles: &[&str]) -> Vec<String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
     let mut users = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
-        if ["reqwest", "TcpStream", "UdpSocket", "hyper::"]
-            .iter()
-            .any(|needle| text.contains(needle))
-        {
+        if needles.iter().any(|needle| text.contains(needle)) {
             users.push(
                 file.strip_prefix(root)
                     .unwrap()
@@ -41,7 +42,25 @@ fn only_the_downloader_names_an_http_client() {
             );
         }
     }
-    assert_eq!(users, [NETWORK_FILE], "network code outside the installer");
+    users
+}
+
+#[test]
+fn only_the_downloader_names_an_http_client() {
+    assert_eq!(
+        files_naming(&["reqwest", "TcpStream", "UdpSocket"]),
+        [NETWORK_FILE],
+        "outgoing network code outside the installer"
+    );
+}
+
+#[test]
+fn only_serve_http_listens() {
+    assert_eq!(
+        files_naming(&["TcpListener", "hyper::", "axum::", "StreamableHttpService"]),
+        [SERVER_FILE],
+        "a listening socket or HTTP server outside serve --http"
+    );
 }
 
 /// Whether this machine lets us make a network namespace as a user
