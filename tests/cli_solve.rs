@@ -66,6 +66,27 @@ impl Home {
     }
 
     /// Live processes started with this home's marker.
+    /// Starts `solve` on the hard model (a minute's budget) with stdout and
+    /// stderr made by `output`, and returns once Gecode runs.
+    fn start_a_long_solve(&self, output: fn() -> Stdio) -> std::process::Child {
+        let hard = self.write("hard.mzn", HARD);
+        let child = self
+            .command(&[
+                "solve",
+                &hard,
+                "--solver",
+                "gecode",
+                "--timeout-ms",
+                "60000",
+            ])
+            .stdout(output())
+            .stderr(output())
+            .spawn()
+            .unwrap();
+        self.wait_for_the_solver();
+        child
+    }
+
     /// Waits until this home's solve has started Gecode (a minute at most,
     /// as a guard against a hang).
     fn wait_for_the_solver(&self) {
@@ -204,21 +225,7 @@ fn sigterm_prints_the_incumbent_exits_130_and_leaves_nothing() {
     use nix::unistd::Pid;
     for signal in [Signal::SIGTERM, Signal::SIGHUP, Signal::SIGINT] {
         let home = Home::new();
-        let hard = home.write("hard.mzn", HARD);
-        let child = home
-            .command(&[
-                "solve",
-                &hard,
-                "--solver",
-                "gecode",
-                "--timeout-ms",
-                "60000",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        home.wait_for_the_solver();
+        let child = home.start_a_long_solve(Stdio::piped);
         // Let the solver find a few incumbents.
         std::thread::sleep(Duration::from_millis(700));
         kill(Pid::from_raw(child.id() as i32), signal).unwrap();
@@ -247,21 +254,7 @@ fn sigkill_leaves_no_solver_behind() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
     let home = Home::new();
-    let hard = home.write("hard.mzn", HARD);
-    let mut child = home
-        .command(&[
-            "solve",
-            &hard,
-            "--solver",
-            "gecode",
-            "--timeout-ms",
-            "60000",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    home.wait_for_the_solver();
+    let mut child = home.start_a_long_solve(Stdio::null);
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
     child.wait().unwrap();
     // The watchdog stops the tree once it sees solvergate gone; the wait
