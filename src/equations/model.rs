@@ -217,6 +217,51 @@ fn penalty(
 }
 
 /// Adds one equation's compilation, or its error, with its comment.
+/// The penalties of soft equations: their terms, the excess variables the
+/// search tries at 0 first, and the largest total they can reach.
+struct SoftPenalties {
+    terms: Vec<String>,
+    excesses: Vec<String>,
+    largest: i128,
+}
+
+/// Compiles each soft equation of `path` and declares its penalty; each
+/// equation's units go to `units`, each problem to `invalid`.
+fn soft_penalties<'a>(
+    text: &mut ModelText,
+    path: &str,
+    equations: impl Iterator<Item = (&'a Equation, &'a (Expr, Expr))>,
+    lookup: &dyn Fn(&str) -> Option<ModelVar>,
+    cut: Cut,
+    invalid: &mut Invalid,
+    units: &mut Vec<EquationUnits>,
+) -> SoftPenalties {
+    let mut soft = SoftPenalties {
+        terms: Vec::new(),
+        excesses: Vec::new(),
+        largest: 0,
+    };
+    for (index, (equation, sides)) in equations.enumerate() {
+        let Some(residual) = compile_equation(text, path, index, equation, sides, lookup, invalid)
+        else {
+            continue;
+        };
+        let place = format!("{path}[{index}]");
+        let conversion = conversion(place.clone(), equation, sides, &residual, lookup);
+        match penalty(text, equation, &residual, &conversion, cut) {
+            Ok(Some(penalty)) => {
+                soft.excesses.push(penalty.excess);
+                soft.terms.push(penalty.term);
+                soft.largest += penalty.max;
+            }
+            Ok(None) => {}
+            Err(message) => invalid.push(format!("{place}: {message}")),
+        }
+        units.push(conversion.units);
+    }
+    soft
+}
+
 fn compile_equation(
     text: &mut ModelText,
     path: &str,
@@ -332,34 +377,19 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
         vars.insert(name.clone(), var);
     }
     let lookup = |name: &str| vars.get(name).cloned();
-    let mut terms = Vec::new();
-    let mut excesses = Vec::new();
     let mut units = Vec::new();
-    for (index, (equation, sides)) in request.equations.iter().zip(&parsed).enumerate() {
-        let residual = compile_equation(
-            &mut text,
-            "equations",
-            index,
-            equation,
-            sides,
-            &lookup,
-            &mut invalid,
-        );
-        let Some(residual) = residual else { continue };
-        let place = format!("equations[{index}]");
-        let conversion = conversion(place.clone(), equation, sides, &residual, &lookup);
-        // An excess above the bound makes the total exceed its own bound.
-        match penalty(&mut text, equation, &residual, &conversion, Cut::WorseOnly) {
-            Ok(Some(penalty)) => {
-                excesses.push(penalty.excess);
-                terms.push(penalty.term);
-                largest_total += penalty.max;
-            }
-            Ok(None) => {}
-            Err(message) => invalid.push(format!("{place}: {message}")),
-        }
-        units.push(conversion.units);
-    }
+    // An excess above its bound makes the total exceed its own bound.
+    let soft = soft_penalties(
+        &mut text,
+        "equations",
+        request.equations.iter().zip(&parsed),
+        &lookup,
+        Cut::WorseOnly,
+        &mut invalid,
+        &mut units,
+    );
+    let (mut terms, excesses) = (soft.terms, soft.excesses);
+    largest_total += soft.largest;
     if !invalid.is_empty() {
         return Err(invalid);
     }
@@ -453,33 +483,19 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
             });
         }
     }
-    let mut penalties = Vec::new();
-    let mut largest_penalty: i128 = 0;
-    let mut excesses = Vec::new();
-    for (index, (equation, sides)) in request.soft_constraints.iter().zip(&soft).enumerate() {
-        let residual = compile_equation(
-            &mut text,
-            "soft_constraints",
-            index,
-            equation,
-            sides,
-            &lookup,
-            &mut invalid,
-        );
-        let Some(residual) = residual else { continue };
-        let place = format!("soft_constraints[{index}]");
-        let conversion = conversion(place.clone(), equation, sides, &residual, &lookup);
-        match penalty(&mut text, equation, &residual, &conversion, Cut::Real) {
-            Ok(Some(penalty)) => {
-                excesses.push(penalty.excess);
-                penalties.push(penalty.term);
-                largest_penalty += penalty.max;
-            }
-            Ok(None) => {}
-            Err(message) => invalid.push(format!("{place}: {message}")),
-        }
-        units.push(conversion.units);
-    }
+    let SoftPenalties {
+        terms: penalties,
+        excesses,
+        largest: largest_penalty,
+    } = soft_penalties(
+        &mut text,
+        "soft_constraints",
+        request.soft_constraints.iter().zip(&soft),
+        &lookup,
+        Cut::Real,
+        &mut invalid,
+        &mut units,
+    );
     text.context = format!("the objective ({})", comment(&request.objective.expr));
     text.line(format!(
         "% objective: {} {}",
