@@ -426,12 +426,9 @@ struct Jail {
 
 impl Jail {
     fn new() -> io::Result<Jail> {
-        let dir = match watchdog::scratch_dir("solvergate-sandbox-") {
-            Ok(dir) => dir,
-            Err(_) => tempfile::Builder::new()
-                .prefix("solvergate-sandbox-")
-                .tempdir()?,
-        };
+        // scratch_dir already falls back to the system temp dir.
+        let dir = watchdog::scratch_dir("solvergate-sandbox-")
+            .map_err(|error| io::Error::other(error.0.message))?;
         let write_dir = dir.path().join("tmp");
         std::fs::create_dir(&write_dir)?;
         Ok(Jail {
