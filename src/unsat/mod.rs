@@ -183,22 +183,28 @@ impl UnsatCores {
         search.calls = 1;
         progress.report(Stage::Parsing, "reading findMUS's output");
         let items = scan::scan(text).unwrap_or_default();
-        let core = findmus::core(&run.stdout, &prepared.model, &items);
+        let reading = findmus::read(&run.stdout, &prepared.model, &items);
+        // findMUS's MUS is minimal; our `core` is only when it lists all of it.
+        let minimal = reading.complete() && !run.truncated;
         let (status, message, category) = if run.timed_out() {
             (
                 "timeout",
                 format!("findMUS did not finish within {timeout_ms} ms"),
                 Some(Category::TimeoutNoIncumbent),
             )
-        } else if findmus::found_mus(&run.stdout) {
-            (
-                "mus_found",
+        } else if reading.muses > 0 {
+            let located = if minimal {
                 format!(
-                    "findMUS reported a minimal unsatisfiable subset; {} entry-model constraint(s) located — stdout is authoritative",
-                    core.len()
-                ),
-                Some(Category::Infeasible),
-            )
+                    "findMUS reported a minimal unsatisfiable subset: {} constraint item(s) of the model",
+                    reading.core.len()
+                )
+            } else {
+                format!(
+                    "findMUS reported a minimal unsatisfiable subset; {} of its {} member(s) lie outside the model's constraint items (a declaration, an included file or the library), so `core` is partial — stdout is authoritative",
+                    reading.unplaced, reading.traces
+                )
+            };
+            ("mus_found", located, Some(Category::Infeasible))
         } else if run.return_code != Some(0) {
             (
                 "error",
@@ -223,8 +229,8 @@ impl UnsatCores {
         Ok(UnsatCoreResult {
             status: status.to_owned(),
             method: "findmus".to_owned(),
-            minimal: status == "mus_found",
-            core,
+            minimal: status == "mus_found" && minimal,
+            core: reading.core,
             solver_calls: search.calls,
             solver: search.solver,
             message,

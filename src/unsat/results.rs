@@ -30,10 +30,13 @@ pub struct UnsatCoreResult {
     /// The conflicting constraints of the entry model. With `deletion` and
     /// `minimal: true` removing any one of them makes the rest satisfiable;
     /// with `minimal: false` the set is unsatisfiable but may hold extras.
-    /// Constraints of the data or of included files are never listed.
+    /// With `findmus` and `minimal: false` the MUS has members that are not
+    /// top-level constraint items of the model (see `stdout`). Constraints
+    /// of the data or of included files are never listed.
     pub core: Vec<UnsatCoreConstraint>,
-    /// Whether the core is known to be minimal; false when the search was
-    /// cut short (budget spent, or a check that ended without a verdict).
+    /// Whether `core` is known to be a whole minimal set; false when the
+    /// search was cut short (budget spent, a check without a verdict) or
+    /// when findMUS's MUS reaches beyond the model's constraint items.
     pub minimal: bool,
     /// How many solver runs the search made (its cost).
     pub solver_calls: u32,
