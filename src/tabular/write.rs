@@ -3,11 +3,14 @@
 //!
 //! Order matters: every refusal (a bad cell, a formula-like CSV string, an
 //! XLSX value that would not read back as sent, a bad target) happens
-//! before the filesystem is touched. Publishing never clobbers unless asked:
-//! without `overwrite` the staged file is hard-linked to the target name,
-//! which fails if anything — even a file created a moment ago — holds it;
-//! with `overwrite` it is renamed over the target. The staged file is
-//! removed on every path (by its guard).
+//! before the filesystem is touched. The bytes are staged in a file without
+//! a name (`O_TMPFILE`), so a write killed at any moment — SIGKILL included
+//! — leaves nothing behind. Publishing never clobbers unless asked: without
+//! `overwrite` the staged file is linked to the target name, which fails if
+//! anything — even a file created a moment ago — holds it; with `overwrite`
+//! it is linked under a staging name and renamed over the target. Where the
+//! filesystem has no nameless files the staging file has a name, removed on
+//! every path but a kill (by its guard).
 
 use std::fs;
 use std::io::{self, Write};
@@ -296,6 +299,103 @@ fn publish(target: &Path, parent: &Path, bytes: &[u8], overwrite: bool) -> Resul
             target.display()
         ))
     };
+    match Staged::anonymous(parent, bytes).map_err(failed)? {
+        Some(staged) => staged.link(target, parent, overwrite)?,
+        None => publish_named(target, parent, bytes, overwrite)?,
+    }
+    if let Ok(directory) = fs::File::open(parent) {
+        let _ = directory.sync_all();
+    }
+    Ok(())
+}
+
+/// A file with the table's bytes that has no name yet (`O_TMPFILE`): if
+/// the process dies before it is linked, the kernel frees it and the
+/// directory never saw it.
+struct Staged(fs::File);
+
+impl Staged {
+    /// `None` when the filesystem (or a missing `/proc`) cannot give
+    /// nameless files; the caller stages under a name instead.
+    fn anonymous(parent: &Path, bytes: &[u8]) -> io::Result<Option<Staged>> {
+        use nix::errno::Errno;
+        use nix::fcntl::{OFlag, open};
+        use nix::sys::stat::Mode;
+        if !Path::new("/proc/self/fd").is_dir() {
+            return Ok(None);
+        }
+        let flags = OFlag::O_TMPFILE | OFlag::O_WRONLY | OFlag::O_CLOEXEC;
+        let fd = match open(parent, flags, Mode::from_bits_truncate(0o644)) {
+            Ok(fd) => fd,
+            Err(Errno::EOPNOTSUPP | Errno::EISDIR | Errno::EINVAL) => return Ok(None),
+            Err(errno) => return Err(errno.into()),
+        };
+        let mut file = fs::File::from(fd);
+        file.write_all(bytes)?;
+        file.set_permissions(fs::Permissions::from_mode(0o644))?;
+        file.sync_all()?;
+        Ok(Some(Staged(file)))
+    }
+
+    /// Gives the file a name: the target itself when it must not exist
+    /// (the link fails if anything holds the name), or a staging name
+    /// renamed over the target with `overwrite` (the only moment a name
+    /// other than the target exists is between those two calls).
+    fn link(self, target: &Path, parent: &Path, overwrite: bool) -> Result<(), ToolError> {
+        use nix::errno::Errno;
+        use nix::fcntl::{AT_FDCWD, AtFlags};
+        use std::os::fd::AsRawFd;
+        let failed = |error: io::Error| {
+            bad_target(format!(
+                "could not write {}: {error}; nothing was written",
+                target.display()
+            ))
+        };
+        let source = format!("/proc/self/fd/{}", self.0.as_raw_fd());
+        let link_to = |name: &Path| {
+            nix::unistd::linkat(
+                AT_FDCWD,
+                source.as_str(),
+                AT_FDCWD,
+                name,
+                AtFlags::AT_SYMLINK_FOLLOW,
+            )
+        };
+        if !overwrite {
+            return match link_to(target) {
+                Ok(()) => Ok(()),
+                Err(Errno::EEXIST) => Err(exists(target)),
+                Err(errno) => Err(failed(errno.into())),
+            };
+        }
+        let staging = loop {
+            let name = parent.join(format!("{STAGING_PREFIX}{}", uuid::Uuid::new_v4().simple()));
+            match link_to(&name) {
+                Ok(()) => break name,
+                Err(Errno::EEXIST) => continue,
+                Err(errno) => return Err(failed(errno.into())),
+            }
+        };
+        fs::rename(&staging, target).map_err(|error| {
+            let _ = fs::remove_file(&staging);
+            failed(error)
+        })
+    }
+}
+
+/// Staging under a name, for filesystems without nameless files.
+fn publish_named(
+    target: &Path,
+    parent: &Path,
+    bytes: &[u8],
+    overwrite: bool,
+) -> Result<(), ToolError> {
+    let failed = |error: io::Error| {
+        bad_target(format!(
+            "could not write {}: {error}; nothing was written",
+            target.display()
+        ))
+    };
     let mut staged = tempfile::Builder::new()
         .prefix(STAGING_PREFIX)
         .tempfile_in(parent)
@@ -320,9 +420,6 @@ fn publish(target: &Path, parent: &Path, bytes: &[u8], overwrite: bool) -> Resul
         }
         // `staged` is removed when it drops; the target keeps the bytes.
     }
-    if let Ok(directory) = fs::File::open(parent) {
-        let _ = directory.sync_all();
-    }
     Ok(())
 }
 
@@ -339,6 +436,33 @@ mod tests {
 
     fn headers(names: &[&str]) -> Vec<String> {
         names.iter().map(|name| (*name).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_staged_table_has_no_name_until_it_is_published() {
+        let dir = tempfile::tempdir().unwrap();
+        let staged = Staged::anonymous(dir.path(), b"a,b\n1,2\n")
+            .unwrap()
+            .expect("the test's temp dir supports O_TMPFILE");
+        // A kill here leaves the directory as it was: nothing has a name.
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        let target = dir.path().join("t.csv");
+        staged.link(&target, dir.path(), false).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"a,b\n1,2\n");
+        let mode = fs::metadata(&target).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644);
+
+        let again = Staged::anonymous(dir.path(), b"x\n").unwrap().unwrap();
+        let refused = again.link(&target, dir.path(), false).unwrap_err();
+        assert!(refused.to_string().contains("already exists"), "{refused}");
+        let replace = Staged::anonymous(dir.path(), b"y\n").unwrap().unwrap();
+        replace.link(&target, dir.path(), true).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"y\n");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["t.csv"]);
     }
 
     #[test]
