@@ -17,6 +17,23 @@ use crate::diagnostics::{Category, ToolError};
 /// their size alone, before a byte is read.
 pub const MAX_USER_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
+/// A ceiling on the size of a file named by path, with the words an error
+/// uses when a file is over it.
+pub struct SizeLimit {
+    pub bytes: u64,
+    /// What the limit is on, e.g. "files named by path".
+    pub applies_to: &'static str,
+    /// What the caller can do instead, e.g. "pass a smaller file".
+    pub remedy: &'static str,
+}
+
+/// The limit on models, data, checkers and scripts named by path.
+pub const USER_FILE_LIMIT: SizeLimit = SizeLimit {
+    bytes: MAX_USER_FILE_BYTES,
+    applies_to: "files named by path",
+    remedy: "pass a smaller file",
+};
+
 /// Bytes read at a time when a file is only checked, not kept.
 const CHUNK_BYTES: usize = 64 * 1024;
 
@@ -45,19 +62,19 @@ pub fn existing_file(argument: &str, path: &str) -> Result<PathBuf, ToolError> {
             resolved.display()
         )));
     }
-    within_limit(argument, &resolved, meta.len())?;
+    within_limit(argument, &resolved, meta.len(), &USER_FILE_LIMIT)?;
     Ok(resolved)
 }
 
 /// Reads a file as UTF-8 text.
 pub fn utf8_text(argument: &str, path: &Path) -> Result<String, ToolError> {
-    let (file, size) = open_bounded(argument, path)?;
+    let (file, size) = open_bounded(argument, path, &USER_FILE_LIMIT)?;
     let mut bytes = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
     file.take(MAX_USER_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|error| cannot_read(argument, path, &error))?;
     // The file may have grown since it was measured.
-    within_limit(argument, path, bytes.len() as u64)?;
+    within_limit(argument, path, bytes.len() as u64, &USER_FILE_LIMIT)?;
     String::from_utf8(bytes)
         .map_err(|error| not_utf8(argument, path, error.utf8_error().valid_up_to() as u64))
 }
@@ -65,12 +82,12 @@ pub fn utf8_text(argument: &str, path: &Path) -> Result<String, ToolError> {
 /// Checks that a file is UTF-8 without holding it in memory: it is read in
 /// chunks of 64 KiB.
 pub fn check_utf8(argument: &str, path: &Path) -> Result<(), ToolError> {
-    let (file, _) = open_bounded(argument, path)?;
+    let (file, _) = open_bounded(argument, path, &USER_FILE_LIMIT)?;
     let scan = scan_utf8(file.take(MAX_USER_FILE_BYTES + 1), CHUNK_BYTES)
         .map_err(|error| cannot_read(argument, path, &error))?;
     match scan {
         Utf8Scan::Invalid { offset } => Err(not_utf8(argument, path, offset)),
-        Utf8Scan::Valid { len } => within_limit(argument, path, len),
+        Utf8Scan::Valid { len } => within_limit(argument, path, len, &USER_FILE_LIMIT),
     }
 }
 
@@ -111,28 +128,53 @@ where
     }
 }
 
-/// Opens `path` and checks its size on the open handle.
-fn open_bounded(argument: &str, path: &Path) -> Result<(File, u64), ToolError> {
-    let file = File::open(path).map_err(|error| cannot_read(argument, path, &error))?;
-    let size = file
+/// Opens `path`, checks on the open handle that it is a regular file
+/// within `limit`, and gives its size.
+pub fn open_bounded(
+    argument: &str,
+    path: &Path,
+    limit: &SizeLimit,
+) -> Result<(File, u64), ToolError> {
+    let file = File::open(path).map_err(|error| {
+        if error.kind() == io::ErrorKind::NotFound {
+            ToolError::invalid(format!("{argument} {} does not exist", path.display()))
+        } else {
+            cannot_read(argument, path, &error)
+        }
+    })?;
+    let meta = file
         .metadata()
-        .map_err(|error| cannot_read(argument, path, &error))?
-        .len();
-    within_limit(argument, path, size)?;
-    Ok((file, size))
+        .map_err(|error| cannot_read(argument, path, &error))?;
+    if !meta.is_file() {
+        return Err(ToolError::invalid(format!(
+            "{argument} {} is not a regular file",
+            path.display()
+        )));
+    }
+    within_limit(argument, path, meta.len(), limit)?;
+    Ok((file, meta.len()))
 }
 
-fn within_limit(argument: &str, path: &Path, size: u64) -> Result<(), ToolError> {
-    if size <= MAX_USER_FILE_BYTES {
+fn within_limit(
+    argument: &str,
+    path: &Path,
+    size: u64,
+    limit: &SizeLimit,
+) -> Result<(), ToolError> {
+    if size <= limit.bytes {
         return Ok(());
     }
     Err(ToolError::invalid(format!(
-        "{argument} {} is {size} bytes, over the {MAX_USER_FILE_BYTES}-byte (16 MiB) limit on files named by path; pass a smaller file",
-        path.display()
+        "{argument} {} is {size} bytes, over the {}-byte ({} MiB) limit on {}; {}",
+        path.display(),
+        limit.bytes,
+        limit.bytes / (1024 * 1024),
+        limit.applies_to,
+        limit.remedy,
     )))
 }
 
-fn cannot_read(argument: &str, path: &Path, error: &io::Error) -> ToolError {
+pub fn cannot_read(argument: &str, path: &Path, error: &io::Error) -> ToolError {
     ToolError::invalid(format!(
         "{argument} {} cannot be read: {error}",
         path.display()

@@ -26,10 +26,17 @@ use super::guard::{self, MAX_GRID_CELLS};
 use super::page::{self, PAGE_CEILING_BYTES, PageError};
 use super::{Format, LoadRequest, TabularData, TruncationReason, absolute_path};
 use crate::diagnostics::ToolError;
+use crate::userfiles::{self, SizeLimit};
 
 /// The largest file `load_tabular_data` reads: 64 MiB, checked on the open
 /// handle before a byte is parsed.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+const TABLE_LIMIT: SizeLimit = SizeLimit {
+    bytes: MAX_FILE_BYTES,
+    applies_to: "tables read",
+    remedy: "split the file",
+};
 
 /// The most a `.xlsx` or `.ods` file may declare unpacked, all entries
 /// together: 128 MiB.
@@ -93,7 +100,7 @@ pub fn load(request: &LoadRequest) -> Result<TabularData, ToolError> {
         })?;
     let path = absolute_path("path", &request.path)?;
     let format = Format::of("path", path)?;
-    let file = open_bounded(path)?;
+    let (file, _) = userfiles::open_bounded("path", path, &TABLE_LIMIT)?;
     let (mut source, sheets, sheet) = open(format, path, file, request.sheet.as_deref())?;
     let area = used_area(&mut source, path, sheet.as_deref())?;
     if let Some(area) = area
@@ -125,34 +132,8 @@ pub fn load(request: &LoadRequest) -> Result<TabularData, ToolError> {
     )
 }
 
-/// Opens `path` and checks it is a regular file within [`MAX_FILE_BYTES`].
-fn open_bounded(path: &Path) -> Result<File, ToolError> {
-    let file = File::open(path).map_err(|error| {
-        if error.kind() == io::ErrorKind::NotFound {
-            ToolError::invalid(format!("path {} does not exist", path.display()))
-        } else {
-            cannot_read(path, &error)
-        }
-    })?;
-    let meta = file.metadata().map_err(|error| cannot_read(path, &error))?;
-    if !meta.is_file() {
-        return Err(ToolError::invalid(format!(
-            "path {} is not a regular file",
-            path.display()
-        )));
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(ToolError::invalid(format!(
-            "path {} is {} bytes, over the {MAX_FILE_BYTES}-byte (64 MiB) limit on tables read; split the file",
-            path.display(),
-            meta.len()
-        )));
-    }
-    Ok(file)
-}
-
 fn cannot_read(path: &Path, error: &io::Error) -> ToolError {
-    ToolError::invalid(format!("path {} cannot be read: {error}", path.display()))
+    userfiles::cannot_read("path", path, error)
 }
 
 fn unreadable(path: &Path, format: Format, error: impl std::fmt::Display) -> ToolError {

@@ -74,7 +74,7 @@ fn is_entry(file: &str, model: &Path) -> bool {
 /// columns as MiniZinc does; when a position falls outside every span (a
 /// column counted in bytes past wide characters), a line that only one
 /// constraint item covers still places it.
-fn place<'a>(items: &'a [Item], line: u32, column: u32) -> Option<&'a Item> {
+fn place(items: &[Item], line: u32, column: u32) -> Option<&Item> {
     let constraints = || {
         items
             .iter()
