@@ -86,6 +86,18 @@ fn judge(line: &[u8]) -> Verdict {
     }
     let message: Value = match serde_json::from_slice(line) {
         Ok(message) => message,
+        Err(_) if nesting(line) > MAX_NESTING => {
+            // Well-formed, perhaps, but deeper than the parser follows: the
+            // id is still at the top level, so the client gets its answer.
+            return Verdict::Reply(error_reply(
+                recover_id(window_head(line), window_tail(line)),
+                INVALID_REQUEST,
+                format!(
+                    "Invalid Request: the message nests {} levels deep, over the {MAX_NESTING} levels the server reads; send flatter arguments",
+                    nesting(line)
+                ),
+            ));
+        }
         Err(error) if error.is_syntax() || error.is_eof() => {
             return Verdict::Reply(error_reply(
                 Value::Null,
@@ -111,6 +123,45 @@ fn judge(line: &[u8]) -> Verdict {
         ));
     }
     Verdict::Forward
+}
+
+/// How deep serde_json follows nested arrays and objects (its fixed limit).
+const MAX_NESTING: usize = 127;
+
+/// The deepest nesting of arrays and objects in `line`, brackets inside
+/// strings not counted.
+fn nesting(line: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &byte in line {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+fn window_head(line: &[u8]) -> &[u8] {
+    &line[..line.len().min(ID_WINDOW)]
+}
+
+fn window_tail(line: &[u8]) -> &[u8] {
+    &line[line.len().saturating_sub(ID_WINDOW)..]
 }
 
 fn kind_of(value: &Value) -> &'static str {
@@ -336,6 +387,40 @@ mod tests {
         };
         assert_eq!(reply["id"], Value::Null);
         assert_eq!(reply["error"]["code"], PARSE_ERROR);
+    }
+
+    #[test]
+    fn a_message_nested_too_deep_is_answered_with_its_id() {
+        let mut deep = "1".to_owned();
+        for _ in 0..200 {
+            deep = format!("{{\"a\":[{deep}]}}");
+        }
+        for line in [
+            format!(
+                r#"{{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{{"name":"x","arguments":{{"k":{deep}}}}}}}"#
+            ),
+            format!(
+                r#"{{"method":"tools/call","params":{{"name":"x","arguments":{{"k":{deep}}}}},"jsonrpc":"2.0","id":41}}"#
+            ),
+        ] {
+            let Verdict::Reply(reply) = judge(line.as_bytes()) else {
+                panic!("a deep message must be answered");
+            };
+            assert_eq!(reply["id"], 41);
+            assert_eq!(reply["error"]["code"], INVALID_REQUEST);
+            let message = reply["error"]["message"].as_str().unwrap();
+            assert!(message.contains("nests 403 levels deep"), "{message}");
+        }
+        // Brackets inside strings do not count; 100 levels still parse.
+        assert_eq!(nesting(br#"{"a":"[[[[\"{{{{"}"#), 1);
+        let mut fine = "1".to_owned();
+        for _ in 0..50 {
+            fine = format!("[{fine}]");
+        }
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"x","arguments":{{"k":{fine}}}}}}}"#
+        );
+        assert_eq!(judge(line.as_bytes()), Verdict::Forward);
     }
 
     #[test]
