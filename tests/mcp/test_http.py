@@ -277,6 +277,8 @@ async def test_sessionless_jobs_outlive_their_requests(harness):
             done, _ = await wait_job(client, quick["job_id"])
             assert done["state"] == "succeeded" and done["result"]["objective"] == OPT_OBJECTIVE, done
             long = await call_ok(client, "submit_solve_job", LONG_JOB)
+            # The id is the capability: a random (version 4) UUID, 122 bits nobody else was given.
+            assert re.fullmatch(r"[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}", long["job_id"]), long
             assert wait_for_solver_procs(server.marker, timeout=15, comm="fzn-gecode"), "the job never ran"
         # Another client, another connection: the id is all it takes.
         async with sessionless_client(server.url) as other:
