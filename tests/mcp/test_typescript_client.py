@@ -60,7 +60,10 @@ def test_every_tool_through_the_typescript_sdk(node_tools, harness, tmp_path):
 @pytest.mark.timeout(200)
 def test_a_70_s_solve_outlives_the_60_s_request_timeout(node_tools, harness):
     if not os.environ.get("SOLVERGATE_TEST_ONCE"):
-        pytest.skip("the 70 s proof runs once per CI pass: set SOLVERGATE_TEST_ONCE=1 (scripts/test does, on the first runtime)")
+        pytest.skip(
+            "the 70 s proof runs once per CI pass: set SOLVERGATE_TEST_ONCE=1 "
+            "(scripts/test does, on the first runtime)"
+        )
     done = subprocess.run(
         ["node", "long_solve.mjs", harness.binary, str(LONG_SOLVE_MS)],
         cwd=node_tools, env=node_env(harness), capture_output=True, text=True, timeout=180,
