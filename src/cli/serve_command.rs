@@ -13,7 +13,11 @@
 //! admission bounds and its log level are its own: a session cannot see,
 //! poll or cancel another's job, and the job limits apply per session; at
 //! most `SOLVERGATE_HTTP_MAX_SESSIONS` sessions are open at once (503
-//! beyond), which bounds the whole server. A
+//! beyond), which bounds the whole server. Requests without a session (MCP
+//! 2026-07-28 and later: rmcp builds a server per request) keep their jobs
+//! in one shared set of registries that outlives every request, under the
+//! same bounds as one session's: such a job is reached by its unguessable
+//! id alone, and listing is refused (see `mcp::JobPools`). A
 //! session that ends (closed by the client, or idle past rmcp's five-minute
 //! keep-alive) takes its calls and jobs with it within a sweep interval. SIGTERM or SIGINT cancels every
 //! session's calls and jobs and waits until their process trees are gone.
@@ -34,7 +38,7 @@ use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
 use super::{ARTIFACT_JOURNAL, JOB_SHUTDOWN_DEADLINE, PLANNER_STORE, refuse, shutdown_signal};
-use crate::mcp::{ServerSetup, SolvergateServer, Toolset};
+use crate::mcp::{JobPools, ServerSetup, SolvergateServer, Toolset};
 use crate::planner::ResultStore;
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{Runtime, UserDirs};
@@ -106,23 +110,32 @@ pub async fn serve_http(
     }
 
     let shutdown = CancellationToken::new();
+    let template = Template {
+        minizinc: runtime,
+        cpsat,
+        toolset: args.toolset,
+        settings: settings.clone(),
+        artifact_journal: journal,
+        planner_store: ResultStore::new(
+            dirs.data_dir.join(PLANNER_STORE),
+            settings.planner_max_results,
+        ),
+        sessionless_jobs: None,
+    };
+    // The server whose job registries every request without a session
+    // shares; they end only with the whole server.
+    let sessionless = template.build(shutdown.child_token());
     let sessions = Arc::new(Sessions {
         template: Template {
-            minizinc: runtime,
-            cpsat,
-            toolset: args.toolset,
-            settings: settings.clone(),
-            artifact_journal: journal,
-            planner_store: ResultStore::new(
-                dirs.data_dir.join(PLANNER_STORE),
-                settings.planner_max_results,
-            ),
+            sessionless_jobs: Some(sessionless.job_pools()),
+            ..template
         },
         shutdown: shutdown.clone(),
         live: Mutex::new(Vec::new()),
+        sessionless: sessionless.clone(),
     });
     // Probe the runtimes once, not per session.
-    sessions.template.build(shutdown.child_token()).warm_up();
+    sessionless.warm_up();
 
     let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();
     origins.extend(args.allow_origins.iter().cloned());
@@ -247,11 +260,13 @@ struct Template {
     settings: Settings,
     artifact_journal: std::path::PathBuf,
     planner_store: ResultStore,
+    /// The job registries of requests without a session.
+    sessionless_jobs: Option<JobPools>,
 }
 
 impl Template {
     fn build(&self, shutdown: CancellationToken) -> SolvergateServer {
-        SolvergateServer::new(ServerSetup {
+        let server = SolvergateServer::new(ServerSetup {
             minizinc: self.minizinc.clone(),
             cpsat: self.cpsat.clone(),
             toolset: self.toolset,
@@ -265,7 +280,11 @@ impl Template {
             // would multiply Python processes by the session count, so
             // scripts over HTTP start cold.
             cpsat_warm: 0,
-        })
+        });
+        match &self.sessionless_jobs {
+            Some(pools) => server.with_sessionless_jobs(pools.clone()),
+            None => server,
+        }
     }
 }
 
@@ -274,6 +293,8 @@ struct Sessions {
     template: Template,
     shutdown: CancellationToken,
     live: Mutex<Vec<Session>>,
+    /// Holds the registries of requests without a session.
+    sessionless: SolvergateServer,
 }
 
 struct Session {
@@ -331,6 +352,7 @@ impl Sessions {
             .collect();
         let waits = servers
             .iter()
+            .chain([&self.sessionless])
             .map(|server| server.shutdown_jobs(JOB_SHUTDOWN_DEADLINE));
         futures_util::future::join_all(waits)
             .await

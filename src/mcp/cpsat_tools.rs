@@ -121,7 +121,7 @@ impl SolvergateServer {
         self.quick_call::<SubmitCpsatArgs, _>(
             arguments,
             &context,
-            async |request, cancel| self.cpsat_jobs.submit(request, cancel).await,
+            async |request, cancel| self.jobs(&context).cpsat_jobs.submit(request, cancel).await,
             render::cpsat_job,
         )
         .await
@@ -140,7 +140,7 @@ impl SolvergateServer {
         self.quick_call::<SubmitCpsatFileArgs, _>(
             arguments,
             &context,
-            async |request, cancel| self.cpsat_jobs.submit(request, cancel).await,
+            async |request, cancel| self.jobs(&context).cpsat_jobs.submit(request, cancel).await,
             render::cpsat_job,
         )
         .await
@@ -159,7 +159,7 @@ impl SolvergateServer {
         self.quick_call::<JobIdArgs, _>(
             arguments,
             &context,
-            async |request, _cancel| self.cpsat_jobs.get(&request),
+            async |request, _cancel| self.jobs(&context).cpsat_jobs.get(&request),
             render::cpsat_job,
         )
         .await
@@ -178,7 +178,7 @@ impl SolvergateServer {
         self.quick_call::<JobIdArgs, _>(
             arguments,
             &context,
-            async |request, _cancel| self.cpsat_jobs.cancel(&request).await,
+            async |request, _cancel| self.jobs(&context).cpsat_jobs.cancel(&request).await,
             render::cpsat_job,
         )
         .await
@@ -197,7 +197,12 @@ impl SolvergateServer {
         self.quick_call::<NoArgs, _>(
             arguments,
             &context,
-            async |_request, _cancel| Ok(self.cpsat_jobs.list()),
+            async |_request, _cancel| {
+                Ok(self
+                    .listed_jobs(&context, "get_cpsat_python_job")?
+                    .cpsat_jobs
+                    .list())
+            },
             render::cpsat_jobs,
         )
         .await

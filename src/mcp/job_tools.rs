@@ -25,7 +25,7 @@ impl SolvergateServer {
         self.quick_call::<SolveModelArgs, _>(
             arguments,
             &context,
-            async |request, cancel| self.solve_jobs.submit(request, cancel).await,
+            async |request, cancel| self.jobs(&context).solve_jobs.submit(request, cancel).await,
             render::solve_job,
         )
         .await
@@ -44,7 +44,7 @@ impl SolvergateServer {
         self.quick_call::<JobIdArgs, _>(
             arguments,
             &context,
-            async |request, _cancel| self.solve_jobs.get(&request),
+            async |request, _cancel| self.jobs(&context).solve_jobs.get(&request),
             render::solve_job,
         )
         .await
@@ -63,7 +63,7 @@ impl SolvergateServer {
         self.quick_call::<JobIdArgs, _>(
             arguments,
             &context,
-            async |request, _cancel| self.solve_jobs.cancel(&request).await,
+            async |request, _cancel| self.jobs(&context).solve_jobs.cancel(&request).await,
             render::solve_job,
         )
         .await
@@ -82,7 +82,12 @@ impl SolvergateServer {
         self.quick_call::<NoArgs, _>(
             arguments,
             &context,
-            async |_request, _cancel| Ok(self.solve_jobs.list()),
+            async |_request, _cancel| {
+                Ok(self
+                    .listed_jobs(&context, "get_solve_job")?
+                    .solve_jobs
+                    .list())
+            },
             render::solve_jobs,
         )
         .await
@@ -101,7 +106,7 @@ impl SolvergateServer {
         self.quick_call::<PortfolioArgs, _>(
             arguments,
             &context,
-            async |request, cancel| self.portfolios.submit(request, cancel).await,
+            async |request, cancel| self.jobs(&context).portfolios.submit(request, cancel).await,
             render::portfolio_job,
         )
         .await
@@ -120,7 +125,7 @@ impl SolvergateServer {
         self.quick_call::<JobIdArgs, _>(
             arguments,
             &context,
-            async |request, _cancel| self.portfolios.get(&request),
+            async |request, _cancel| self.jobs(&context).portfolios.get(&request),
             render::portfolio_job,
         )
         .await
@@ -139,7 +144,7 @@ impl SolvergateServer {
         self.quick_call::<JobIdArgs, _>(
             arguments,
             &context,
-            async |request, _cancel| self.portfolios.cancel(&request).await,
+            async |request, _cancel| self.jobs(&context).portfolios.cancel(&request).await,
             render::portfolio_job,
         )
         .await
@@ -158,7 +163,12 @@ impl SolvergateServer {
         self.quick_call::<NoArgs, _>(
             arguments,
             &context,
-            async |_request, _cancel| Ok(self.portfolios.list()),
+            async |_request, _cancel| {
+                Ok(self
+                    .listed_jobs(&context, "get_portfolio_job")?
+                    .portfolios
+                    .list())
+            },
             render::portfolio_jobs,
         )
         .await

@@ -171,9 +171,11 @@ pub struct SolvergateServer {
     unsat: UnsatCores,
     equations: Equations,
     cpsat_service: Cpsat,
-    cpsat_jobs: CpsatJobs,
-    solve_jobs: SolveJobs,
-    portfolios: Portfolios,
+    /// This server's own background jobs (stdio, an HTTP session).
+    jobs: JobPools,
+    /// Over HTTP: the jobs of requests that come without a session (MCP
+    /// 2026-07-28 and later), shared by every per-request server.
+    sessionless_jobs: Option<JobPools>,
     cpsat: Arc<CpsatRuntime>,
     /// Cancelled when the client goes away; every call runs under a child.
     shutdown: CancellationToken,
@@ -182,6 +184,56 @@ pub struct SolvergateServer {
     toolset: Toolset,
     log_level: Arc<Mutex<LoggingLevel>>,
     cpsat_warm: usize,
+}
+
+/// The background job registries a job tool works on. Over stdio and in an
+/// HTTP session they are the server's own, so a job is visible only to
+/// the client that submitted it. Requests without a session (MCP 2026-07-28
+/// and later over HTTP: every request is served by a fresh server) share
+/// one set kept by the HTTP face; there a job is reached by its id alone —
+/// 122 random bits, a capability only its submitter was given — and the
+/// list tools, which would show everyone's, refuse.
+#[derive(Clone)]
+pub struct JobPools {
+    solve_jobs: SolveJobs,
+    portfolios: Portfolios,
+    cpsat_jobs: CpsatJobs,
+}
+
+impl JobPools {
+    fn new(
+        minizinc: &MiniZinc,
+        cpsat: &Cpsat,
+        bounds: JobBounds,
+        cpsat_bounds: JobBounds,
+        shutdown: &CancellationToken,
+    ) -> Self {
+        let solve_jobs = SolveJobs::new(minizinc.clone(), bounds, shutdown.clone());
+        JobPools {
+            portfolios: Portfolios::new(solve_jobs.clone(), bounds, shutdown.clone()),
+            solve_jobs,
+            cpsat_jobs: CpsatJobs::new(cpsat.clone(), cpsat_bounds, shutdown.clone()),
+        }
+    }
+
+    /// Stops every job and waits until their processes are gone, or until
+    /// `deadline` passes; returns how many jobs had not ended by then.
+    pub async fn shutdown(&self, deadline: std::time::Duration) -> usize {
+        let (portfolios, solves, cpsat) = tokio::join!(
+            self.portfolios.shutdown(deadline),
+            self.solve_jobs.shutdown(deadline),
+            self.cpsat_jobs.shutdown(deadline),
+        );
+        portfolios + solves + cpsat
+    }
+}
+
+/// Whether a request came without a session: a protocol revision without
+/// the initialize handshake (2026-07-28 and later).
+fn sessionless(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|version| !version.has_initialize())
 }
 
 /// Structured content plus its readable rendering.
@@ -247,10 +299,8 @@ impl SolvergateServer {
         }
         schema::finish(&mut tool_router);
         let minizinc = MiniZinc::new(runtime).with_test_hooks(test_hooks);
-        let solve_jobs = SolveJobs::new(minizinc.clone(), bounds, shutdown.clone());
-        let portfolios = Portfolios::new(solve_jobs.clone(), bounds, shutdown.clone());
         let cpsat_service = Cpsat::new(cpsat.clone());
-        let cpsat_jobs = CpsatJobs::new(cpsat_service.clone(), cpsat_jobs, shutdown.clone());
+        let jobs = JobPools::new(&minizinc, &cpsat_service, bounds, cpsat_jobs, &shutdown);
         let planner = Planner::new(minizinc.clone(), planner_store);
         let equations = Equations::new(minizinc.clone());
         let artifacts = Artifacts::new(
@@ -267,9 +317,8 @@ impl SolvergateServer {
             planner,
             equations,
             cpsat_service,
-            cpsat_jobs,
-            solve_jobs,
-            portfolios,
+            jobs,
+            sessionless_jobs: None,
             cpsat,
             shutdown,
             tool_router,
@@ -310,12 +359,46 @@ impl SolvergateServer {
     /// gone, or until `deadline` passes; returns how many jobs had not
     /// ended by then.
     pub async fn shutdown_jobs(&self, deadline: std::time::Duration) -> usize {
-        let (portfolios, solves, cpsat) = tokio::join!(
-            self.portfolios.shutdown(deadline),
-            self.solve_jobs.shutdown(deadline),
-            self.cpsat_jobs.shutdown(deadline),
-        );
-        portfolios + solves + cpsat
+        self.jobs.shutdown(deadline).await
+    }
+
+    /// This server's own job registries, for [`Self::with_sessionless_jobs`].
+    pub fn job_pools(&self) -> JobPools {
+        self.jobs.clone()
+    }
+
+    /// Serves the job tools of requests without a session from `pools`
+    /// (the HTTP face passes one set to every server it builds).
+    pub fn with_sessionless_jobs(mut self, pools: JobPools) -> Self {
+        self.sessionless_jobs = Some(pools);
+        self
+    }
+
+    /// The registries this request's job tools use.
+    fn jobs(&self, context: &RequestContext<RoleServer>) -> &JobPools {
+        match &self.sessionless_jobs {
+            Some(shared) if sessionless(context) => shared,
+            _ => &self.jobs,
+        }
+    }
+
+    /// The registries a list tool shows: the caller's own. A request
+    /// without a session has none (it would see every sessionless
+    /// client's jobs), so it is refused with what to do instead.
+    fn listed_jobs(
+        &self,
+        context: &RequestContext<RoleServer>,
+        get_tool: &str,
+    ) -> Result<&JobPools, ToolError> {
+        if self.sessionless_jobs.is_some() && sessionless(context) {
+            return Err(ToolError::new(
+                Category::InvalidRequest,
+                format!(
+                    "job lists need a session, and this request came without one (MCP 2026-07-28 or later over HTTP): its jobs are reached by id alone. Keep the job_id the submit call returned and pass it to {get_tool}; or connect with a session (protocol 2025-11-25 or earlier) to list jobs"
+                ),
+            ));
+        }
+        Ok(&self.jobs)
     }
 
     /// A token cancelled when this request is cancelled or the server shuts

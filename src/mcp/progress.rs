@@ -4,7 +4,9 @@
 //!
 //! While a call runs, the client hears from it at least every
 //! [`HEARTBEAT`]: the stage, the time so far and, for a solve, the solutions
-//! found and the latest objective (at most one such update a second). A
+//! found and the latest objective (new figures go out within a second, at
+//! most one such update a second); the 5 s count from the last notification
+//! sent, whatever it was. A
 //! client that resets its request timeout on progress (the TypeScript SDK
 //! does) then never gives up on a healthy long solve. Progress values rise
 //! strictly, as the protocol requires: each stage has the whole numbers from
@@ -49,14 +51,22 @@ pub fn start(
         let mut last_sent = started;
         let mut stage_message = String::from("starting");
         let mut live: Option<LiveFigures> = None;
-        let mut heartbeat = tokio::time::interval_at(started + HEARTBEAT, HEARTBEAT);
+        // New figures that came within LIVE_GAP of the last notification.
+        let mut held = false;
         loop {
+            // Due HEARTBEAT after whatever went out last, not on a fixed
+            // grid (a figures update between two grid ticks must not push
+            // the next notification almost two heartbeats away); held
+            // figures go out once LIVE_GAP has passed.
+            let due = last_sent + if held { LIVE_GAP } else { HEARTBEAT };
+            let heartbeat = tokio::time::sleep_until(due);
             let (message, log_it) = tokio::select! {
                 update = updates.recv() => {
                     let Some(update) = update else { break };
                     if update.stage == Stage::Incumbent {
                         live = update.live;
                         if last_sent.elapsed() < LIVE_GAP {
+                            held = true;
                             continue;
                         }
                         value = creep(value);
@@ -67,15 +77,13 @@ pub fn start(
                         (update.message, true)
                     }
                 }
-                _ = heartbeat.tick() => {
-                    if last_sent.elapsed() < HEARTBEAT - Duration::from_millis(500) {
-                        continue;
-                    }
+                () = heartbeat => {
                     value = creep(value);
                     (running_message(&stage_message, started, live.as_ref()), false)
                 }
             };
             last_sent = Instant::now();
+            held = false;
             if let Some(token) = &token {
                 let param = ProgressNotificationParam::new(token.clone(), value)
                     .with_message(message.clone());

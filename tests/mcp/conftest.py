@@ -19,6 +19,7 @@ Environment knobs:
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import uuid
 from collections.abc import AsyncIterator
@@ -33,6 +34,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 DEFAULT_BIN = "/work/main/target/debug/solvergate"
+NODE_DIR = Path(__file__).resolve().parent.parent / "node"
 DEFAULT_RUNTIME = "/usr"
 
 #: How long `Harness.open` waits for a server's start-up probes.
@@ -197,3 +199,24 @@ async def full(harness: Harness) -> AsyncIterator[Launched]:
 def workdir(harness: Harness) -> Path:
     """A fresh directory for a test's files."""
     return harness.scratch("work")
+
+
+@pytest.fixture(scope="session")
+def node_tools(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/node/ (its pinned packages: the MCP Inspector CLI, the
+    TypeScript SDK, Ajv; and its scripts) installed with exact versions and
+    no install scripts in a temp dir, once per test session."""
+    npm = shutil.which("npm")
+    if npm is None or shutil.which("node") is None:
+        pytest.skip("npm/node not on PATH: the Inspector CLI, TypeScript SDK and Ajv checks need Node 20+")
+    where = tmp_path_factory.mktemp("node")
+    for source in NODE_DIR.iterdir():
+        if source.is_file():
+            shutil.copy(source, where / source.name)
+    done = subprocess.run(
+        [npm, "install", "--ignore-scripts", "--no-audit", "--no-fund"],
+        cwd=where, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"npm install could not install tests/node (offline?): {done.stderr[-500:]}")
+    return where

@@ -1,7 +1,9 @@
 """`solvergate serve --http`: the official SDK's Streamable HTTP client
 against the built binary — the same tools as stdio and a real solve; the
-bind, token and Origin rules; jobs private to their session; and shutdown
-that leaves no solver running."""
+bind, token and Origin rules; jobs private to their session; jobs of
+clients without a session (MCP 2026-07-28: a fresh server per request)
+that outlive their requests and are reached by id alone; and shutdown that
+leaves no solver running."""
 
 from __future__ import annotations
 
@@ -26,8 +28,9 @@ from helpers import (
     describe,
     solver_procs,
     wait_for_solver_procs,
+    wait_job,
 )
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -254,6 +257,61 @@ async def test_sessions_are_capped_and_a_closed_one_frees_its_place(harness):
         assert reply.status_code == 200, reply.text
 
 
+@asynccontextmanager
+async def sessionless_client(url: str) -> AsyncIterator[Client]:
+    """The SDK's high-level client as it connects by default: it discovers
+    the server's newest revision (2026-07-28), which has no session, so
+    every call is a request of its own served by a fresh server."""
+    async with Client(url) as client:
+        assert client.protocol_version == "2026-07-28", client.protocol_version
+        yield client
+
+
+# ---- clients without a session -----------------------------------------------------------
+
+
+async def test_sessionless_jobs_outlive_their_requests(harness):
+    with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full") as server:
+        async with sessionless_client(server.url) as client:
+            quick = await call_ok(client, "submit_solve_job", {"model": OPT_MODEL})
+            done, _ = await wait_job(client, quick["job_id"])
+            assert done["state"] == "succeeded" and done["result"]["objective"] == OPT_OBJECTIVE, done
+            long = await call_ok(client, "submit_solve_job", LONG_JOB)
+            # The id is the capability: a random (version 4) UUID, 122 bits nobody else was given.
+            assert re.fullmatch(r"[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}", long["job_id"]), long
+            assert wait_for_solver_procs(server.marker, timeout=15, comm="fzn-gecode"), "the job never ran"
+        # Another client, another connection: the id is all it takes.
+        async with sessionless_client(server.url) as other:
+            running = await call_ok(other, "get_solve_job", {"job_id": long["job_id"]})
+            assert running["state"] == "running", running
+            cancelled = await call_ok(other, "cancel_solve_job", {"job_id": long["job_id"]})
+            assert cancelled["state"] == "cancelled", cancelled
+        assert not solver_procs(server.marker), describe(solver_procs(server.marker))
+
+
+async def test_sessionless_and_session_jobs_do_not_mix(harness):
+    with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full") as server:
+        async with sessionless_client(server.url) as client, http_session(server.url) as session:
+            loose = await call_ok(client, "submit_solve_job", LONG_JOB)
+            owned = await call_ok(session, "submit_solve_job", LONG_JOB)
+            for caller, foreign in ((session, loose), (client, owned)):
+                error = await call_error(caller, "get_solve_job", {"job_id": foreign["job_id"]})
+                assert error.category == "invalid_request" and foreign["job_id"] in error.message, error
+            listed = await call_ok(session, "list_solve_jobs", {})
+            assert [job["job_id"] for job in listed["jobs"]] == [owned["job_id"]], listed
+            for tool, get_tool in (
+                ("list_solve_jobs", "get_solve_job"),
+                ("list_portfolio_jobs", "get_portfolio_job"),
+                ("list_cpsat_python_jobs", "get_cpsat_python_job"),
+            ):
+                error = await call_error(client, tool, {})
+                assert error.category == "invalid_request", error
+                assert "need a session" in error.message and get_tool in error.message, error
+            for caller, job in ((client, loose), (session, owned)):
+                cancelled = await call_ok(caller, "cancel_solve_job", {"job_id": job["job_id"]})
+                assert cancelled["state"] == "cancelled", cancelled
+
+
 def call_in_background(url: str, name: str, arguments: dict) -> threading.Thread:
     """A raw session whose tools/call is left waiting in a thread (the
     server's exit ends it)."""
@@ -283,11 +341,15 @@ async def test_shutdown_kills_every_sessions_jobs_and_calls(harness, how):
             async with http_session(server.url, close=False) as session:
                 job = await call_ok(session, "submit_solve_job", LONG_JOB)
                 assert job["state"] == "running", job
+        # ... a job of a client without a session ...
+        async with sessionless_client(server.url) as client:
+            job = await call_ok(client, "submit_solve_job", LONG_JOB)
+            assert job["state"] == "running", job
         # ... and a third session in the middle of a synchronous solve.
         call = call_in_background(server.url, "solve_minizinc_model", LONG_JOB)
         deadline = time.monotonic() + 15
-        while len({p for p in solver_procs(server.marker) if p.comm == "fzn-gecode"}) < 3:
-            assert time.monotonic() < deadline, "the three solvers never all ran: the scan would prove nothing"
+        while len({p for p in solver_procs(server.marker) if p.comm == "fzn-gecode"}) < 4:
+            assert time.monotonic() < deadline, "the four solvers never all ran: the scan would prove nothing"
             time.sleep(0.05)
         server.proc.send_signal(how)
         code = server.proc.wait(timeout=15)

@@ -2,21 +2,23 @@
 annotations, and the size of the full tools/list.
 
 The schema walk runs through the official Python client. The Node checks
-(the MCP Inspector CLI's `--strict` portability check and strict Ajv 2020
-compilation of every schema) run when `npm` is on PATH: the pinned
-packages of tests/node/ are installed into a temp dir first.
+(the MCP Inspector CLI's `--strict` portability check, strict Ajv 2020
+compilation of every schema, and the Inspector CLI's `tools/call` and
+`prompts/get` against the stdio binary) run when `npm` is on PATH: the
+pinned packages of tests/node/ are installed into a temp dir first
+(the `node_tools` fixture of conftest.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import OPT_MODEL, OPT_OBJECTIVE
 
 pytestmark = pytest.mark.anyio
 
@@ -36,9 +38,6 @@ STANDARD_FORMATS = {
 ONE = ("items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else")
 LIST = ("anyOf", "oneOf", "allOf", "prefixItems")
 MAP = ("properties", "$defs", "patternProperties")
-
-NODE_DIR = Path(__file__).resolve().parent.parent / "node"
-
 
 def schema_problems(schema: Any, path: str, is_input: bool) -> list[str]:
     """What makes a schema unportable, one line per problem."""
@@ -152,32 +151,17 @@ async def test_full_tools_list_stays_lean(full):
         assert len(tool.description) >= 80, f"{tool.name}: description too thin to choose by"
 
 
-@pytest.fixture(scope="module")
-def node_tools(tmp_path_factory) -> Path:
-    """tests/node/ installed (exact versions, no install scripts) in a temp dir."""
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("node") is None:
-        pytest.skip("npm/node not on PATH: the Inspector CLI and Ajv checks need Node 20+")
-    where = tmp_path_factory.mktemp("node")
-    for name in ("package.json", "package-lock.json", "check_schemas.mjs"):
-        shutil.copy(NODE_DIR / name, where / name)
-    done = subprocess.run(
-        [npm, "install", "--ignore-scripts", "--no-audit", "--no-fund"],
-        cwd=where, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    if done.returncode != 0:
-        pytest.skip(f"npm install could not install tests/node (offline?): {done.stderr[-500:]}")
-    return where
-
-
-def inspector(node_dir: Path, harness, *args: str) -> subprocess.CompletedProcess[str]:
+def inspector(node_dir: Path, harness, method: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The Inspector CLI's `method` against `solvergate stdio --toolset full`
+    (the target comes after `--`: `--tool-arg` and `--prompt-args` take
+    every word up to the next option)."""
     env_flags = []
     for key in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", harness.marker_name):
         if key in harness.env:
             env_flags += ["-e", f"{key}={harness.env[key]}"]
     command = [
         str(node_dir / "node_modules" / ".bin" / "mcp-inspector"), "--cli", *env_flags,
-        "--method", "tools/list", *args, harness.binary, "stdio", "--toolset", "full",
+        "--method", method, *args, "--", harness.binary, "stdio", "--toolset", "full",
     ]  # fmt: skip
     return subprocess.run(
         command, cwd=node_dir, capture_output=True, text=True, timeout=120,
@@ -186,7 +170,7 @@ def inspector(node_dir: Path, harness, *args: str) -> subprocess.CompletedProces
 
 
 def test_inspector_strict_check_is_clean(node_tools, harness):
-    done = inspector(node_tools, harness, "--strict")
+    done = inspector(node_tools, harness, "tools/list", "--strict")
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     findings = [
         line for line in done.stderr.splitlines() if line.startswith(("Warning:", "Error:"))
@@ -197,7 +181,7 @@ def test_inspector_strict_check_is_clean(node_tools, harness):
 
 
 def test_every_schema_compiles_in_strict_ajv_2020(node_tools, harness, tmp_path):
-    done = inspector(node_tools, harness)
+    done = inspector(node_tools, harness, "tools/list")
     assert done.returncode == 0, done.stderr[-4000:]
     listing = tmp_path / "tools.json"
     listing.write_text(done.stdout)
@@ -207,6 +191,47 @@ def test_every_schema_compiles_in_strict_ajv_2020(node_tools, harness, tmp_path)
     )  # fmt: skip
     assert checked.returncode == 0, checked.stdout
     assert "80 schemas compiled, 0 failed" in checked.stdout
+
+
+def test_inspector_calls_a_tool(node_tools, harness):
+    done = inspector(
+        node_tools, harness, "tools/call", "--tool-name", "solve_minizinc_model",
+        "--tool-arg", f"model={OPT_MODEL}", "timeout_ms=20000",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    result = json.loads(done.stdout)
+    assert result["isError"] is False, result
+    data = result["structuredContent"]
+    assert (data["status"], data["objective"], data["solution"]) == ("optimal", OPT_OBJECTIVE, {"x": 10, "y": 2})
+    assert result["content"][0]["text"].startswith("Status: optimal\n"), result["content"]
+
+
+def test_inspector_sees_a_refused_argument_as_a_tool_error(node_tools, harness):
+    done = inspector(
+        node_tools, harness, "tools/call", "--tool-name", "solve_minizinc_model",
+        "--tool-arg", f"model={OPT_MODEL}", "timeout_ms=0",
+    )  # fmt: skip
+    # The CLI prints the result, then says on stderr why it exits 5.
+    assert done.returncode == 5, done.stdout[-2000:] + done.stderr[-4000:]
+    result = json.loads(done.stdout)
+    assert result["isError"] is True, result
+    assert result["content"][0]["text"].startswith("Diagnostic: invalid_request — timeout_ms "), result
+    said = json.loads(done.stderr.strip().splitlines()[-1])
+    assert said["error"]["code"] == "tool_is_error", said
+
+
+def test_inspector_gets_a_prompt(node_tools, harness):
+    problem = "Seat 8 guests at two tables of four; Ann and Bob apart."
+    done = inspector(
+        node_tools, harness, "prompts/get", "--prompt-name", "solve_constraint_problem",
+        "--prompt-args", f"problem={problem}",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    messages = json.loads(done.stdout)["messages"]
+    assert [message["role"] for message in messages] == ["user"], messages
+    text = messages[0]["content"]["text"]
+    assert text.startswith("Solve the constraint problem below with the solvergate tools."), text[:200]
+    assert text.rstrip().endswith(problem), text[-300:]
 
 
 async def test_an_unknown_tool_is_invalid_params_naming_it(full):

@@ -1,0 +1,75 @@
+// The issue's proof with the official TypeScript SDK client: a synchronous
+// solve of about 70 s under the SDK's default 60 s request timeout with
+// resetTimeoutOnProgress completes, because the server reports progress at
+// least every 5 s. Prints one JSON object: the call's outcome, its length,
+// and every progress notification with the seconds since the call started.
+// The pytest side (tests/mcp/test_typescript_client.py) judges it.
+//
+//   node long_solve.mjs SOLVERGATE_BINARY SOLVE_MS
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { DEFAULT_REQUEST_TIMEOUT_MSEC } from "@modelcontextprotocol/sdk/shared/protocol.js";
+
+const [binary, solveMs] = process.argv.slice(2);
+if (!binary || !solveMs) {
+  console.error("usage: node long_solve.mjs SOLVERGATE_BINARY SOLVE_MS");
+  process.exit(2);
+}
+
+// 60 queens maximising a weighted sum: Gecode keeps improving for minutes.
+const HARD_MODEL = `int: n = 60;
+array[1..n] of var 1..n: q;
+include "alldifferent.mzn";
+constraint alldifferent(q);
+constraint alldifferent([q[i]+i | i in 1..n]);
+constraint alldifferent([q[i]-i | i in 1..n]);
+constraint sum(i in 1..n)(q[i]*i) mod 7 = 3;
+solve maximize sum(i in 1..n)(q[i]*q[i] * i);
+`;
+
+const client = new Client({ name: "solvergate-long-solve", version: "1.0.0" });
+await client.connect(
+  new StdioClientTransport({
+    command: binary,
+    args: ["stdio", "--toolset", "full"],
+    env: Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)),
+    stderr: "inherit",
+  }),
+);
+await client.listTools();
+
+const progress = [];
+const started = performance.now();
+const seconds = () => (performance.now() - started) / 1000;
+let outcome;
+try {
+  const result = await client.callTool(
+    {
+      name: "solve_minizinc_model",
+      // all_solutions: MiniZinc prints every improving solution as it is
+      // found, so the progress messages can count them.
+      arguments: { model: HARD_MODEL, timeout_ms: Number(solveMs), all_solutions: true },
+    },
+    undefined,
+    {
+      timeout: DEFAULT_REQUEST_TIMEOUT_MSEC,
+      resetTimeoutOnProgress: true,
+      onprogress: (update) => progress.push({ at: seconds(), ...update }),
+    },
+  );
+  const data = result.structuredContent ?? {};
+  outcome = {
+    error: null,
+    is_error: result.isError === true,
+    status: data.status ?? null,
+    objective: data.objective ?? null,
+    solutions: Array.isArray(data.solutions) ? data.solutions.length : null,
+  };
+} catch (error) {
+  outcome = { error: String(error.message ?? error) };
+}
+const elapsed = seconds();
+await client.close();
+console.log(
+  JSON.stringify({ timeout_ms: DEFAULT_REQUEST_TIMEOUT_MSEC, elapsed_s: elapsed, outcome, progress }),
+);
