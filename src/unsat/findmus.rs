@@ -173,30 +173,22 @@ mod tests {
     }
 
     #[test]
-    fn a_trace_outside_the_entry_model_makes_the_core_incomplete() {
+    fn a_member_outside_the_constraint_items_makes_the_core_incomplete() {
         let items = scan(MODEL).unwrap();
-        let out =
-            output("/tmp/a/model.mzn|2|12|2|16|ca|int_lt\n/tmp/other/helpers.mzn|9|1|9|9|ca|h");
-        let reading = read(&out, Path::new("/work/x/model.mzn"), &items);
-        assert_eq!(
-            (reading.traces, reading.unplaced, reading.core.len()),
-            (2, 1, 1)
-        );
-        assert!(!reading.complete());
-    }
-
-    #[test]
-    fn a_trace_on_a_declaration_is_not_a_constraint() {
-        let items = scan(MODEL).unwrap();
-        // The domain 1..3 of `x`: line 1 is a variable declaration.
-        let out =
-            output("/tmp/a/model.mzn|1|5|1|8|ca|int_le\n/tmp/a/model.mzn|2|12|2|16|ca|int_lt");
-        let reading = read(&out, Path::new("/work/x/model.mzn"), &items);
-        assert_eq!(
-            (reading.traces, reading.unplaced, reading.core.len()),
-            (2, 1, 1)
-        );
-        assert!(!reading.complete());
+        for outside in [
+            // A constraint of another file.
+            "/tmp/other/helpers.mzn|9|1|9|9|ca|h",
+            // The domain 1..3 of `x`: line 1 is a variable declaration.
+            "/tmp/a/model.mzn|1|5|1|8|ca|int_le",
+        ] {
+            let out = output(&format!("/tmp/a/model.mzn|2|12|2|16|ca|int_lt\n{outside}"));
+            let reading = read(&out, Path::new("/work/x/model.mzn"), &items);
+            assert_eq!(
+                (reading.traces, reading.unplaced, reading.core.len()),
+                (2, 1, 1)
+            );
+            assert!(!reading.complete(), "{outside}");
+        }
     }
 
     #[test]

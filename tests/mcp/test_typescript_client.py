@@ -26,6 +26,8 @@ import sys
 
 import pytest
 
+from helpers import HARD_MODEL
+
 #: The long solve's budget: well past the client's 60 s request timeout.
 LONG_SOLVE_MS = 70_000
 #: The server promises a notification at least every 5 s; the rest is slack
@@ -36,8 +38,10 @@ MAX_SILENCE_S = 6.5
 def node_env(harness) -> dict[str, str]:
     """The suite's server environment (the node script hands it to the
     server it starts), with this test run's Python as the CP-SAT
-    interpreter."""
-    return harness.server_env(SOLVERGATE_CPSAT_PYTHON=sys.executable)
+    interpreter, and the suite's long-running model for the scripts."""
+    env = harness.server_env(SOLVERGATE_CPSAT_PYTHON=sys.executable)
+    env["SGTEST_HARD_MODEL"] = HARD_MODEL
+    return env
 
 
 def test_every_tool_through_the_typescript_sdk(node_tools, harness, tmp_path):

@@ -16,16 +16,12 @@ if (!binary || !solveMs) {
   process.exit(2);
 }
 
-// 60 queens maximising a weighted sum: Gecode keeps improving for minutes.
-const HARD_MODEL = `int: n = 60;
-array[1..n] of var 1..n: q;
-include "alldifferent.mzn";
-constraint alldifferent(q);
-constraint alldifferent([q[i]+i | i in 1..n]);
-constraint alldifferent([q[i]-i | i in 1..n]);
-constraint sum(i in 1..n)(q[i]*i) mod 7 = 3;
-solve maximize sum(i in 1..n)(q[i]*q[i] * i);
-`;
+// The suite's long-running model (tests/mcp/helpers.py HARD_MODEL, passed by pytest).
+const HARD_MODEL = process.env.SGTEST_HARD_MODEL;
+if (!HARD_MODEL) {
+  console.error("SGTEST_HARD_MODEL is not set: run this script from tests/mcp/test_typescript_client.py");
+  process.exit(2);
+}
 
 const client = new Client({ name: "solvergate-long-solve", version: "1.0.0" });
 await client.connect(
