@@ -111,7 +111,7 @@ pub fn parse(text: &str, checker: bool) -> StreamReport {
             Ok(Value::Object(message)) => parser.message(&message),
             Ok(Value::Array(record)) => {
                 if let Some((text, json)) = solution_record(&record) {
-                    parser.solution(text, json);
+                    parser.solution(text, Some(json));
                 }
             }
             _ => {}
@@ -142,10 +142,10 @@ pub fn compact_solution(line: &str) -> Option<String> {
 }
 
 /// A solution record's printed text and `json` section.
-fn solution_record(record: &[Value]) -> Option<(Option<&str>, Option<&Map<String, Value>>)> {
+fn solution_record(record: &[Value]) -> Option<(Option<&str>, &Map<String, Value>)> {
     match record {
         [text @ (Value::String(_) | Value::Null), Value::Object(json)] => {
-            Some((text.as_str(), Some(json)))
+            Some((text.as_str(), json))
         }
         _ => None,
     }
@@ -160,7 +160,7 @@ pub fn solution_objective(line: &str) -> Option<Option<Value>> {
         }
         Value::Array(record) => {
             let (_, json) = solution_record(&record)?;
-            Some(json.and_then(|json| json.get("_objective")).cloned())
+            Some(json.get("_objective").cloned())
         }
         _ => None,
     }

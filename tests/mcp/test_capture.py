@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from helpers import structured
+from helpers import result_text, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -90,6 +90,11 @@ async def test_the_cap_keeps_solutions_not_copies(full, harness, workdir):
     texts = [m["output"]["default"] for m in reference[: len(kept)]]
     assert res["stdout"] == "".join(f"{text}----------\n" for text in texts)
     assert res["solution"] == kept[-1]
+    # The text part is a summary: the megabyte lives in the structured result.
+    text = result_text(result)
+    assert len(result.content) == 1
+    assert len(text.encode()) <= 16 * 1024, len(text.encode())
+    assert f"Solutions: {len(kept)}" in text.splitlines()
 
 
 #: An optimisation whose output item prints something other than the values.
