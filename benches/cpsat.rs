@@ -15,25 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Client, ms};
+use common::{Client, ms, spread};
 use serde_json::json;
 
 const ROUNDS: usize = 20;
 const SCRIPT: &str = "from ortools.sat.python import cp_model\nimport json\nm = cp_model.CpModel()\nx = m.NewIntVar(0, 5, 'x')\nm.Maximize(x)\ns = cp_model.CpSolver()\ns.Solve(m)\nprint(json.dumps({'status': 'optimal', 'objective': s.ObjectiveValue(), 'solution': {'x': s.Value(x)}}))\n";
-
-/// `min / median / max` of `samples`, in milliseconds.
-fn spread(mut samples: Vec<Duration>) -> String {
-    samples.sort();
-    let (min, max) = (samples[0], samples[samples.len() - 1]);
-    let median = samples[samples.len() / 2];
-    format!(
-        "min {:8.2}  median {:8.2}  max {:8.2} ms  (n={})",
-        ms(min),
-        ms(median),
-        ms(max),
-        samples.len()
-    )
-}
 
 fn round_trip(client: &mut Client) -> Duration {
     let started = Instant::now();

@@ -21,12 +21,19 @@ pub struct Client {
 
 impl Client {
     pub fn start(runtime: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Client {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_solvergate"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_solvergate"));
+        command
             .args(["--runtime-dir"])
             .arg(runtime)
             .arg("stdio")
             .args(extra_args)
-            .envs(env.iter().copied())
+            .envs(env.iter().copied());
+        Client::spawn(command)
+    }
+
+    /// Any stdio MCP server (the reference, for a side-by-side run).
+    pub fn spawn(mut command: Command) -> Client {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -76,11 +83,20 @@ impl Client {
     }
 
     pub fn rss_kib(&self) -> u64 {
+        self.status_kib("VmRSS:")
+    }
+
+    /// The server's peak RSS so far.
+    pub fn peak_rss_kib(&self) -> u64 {
+        self.status_kib("VmHWM:")
+    }
+
+    fn status_kib(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .unwrap_or_default();
         status
             .lines()
-            .find_map(|line| line.strip_prefix("VmRSS:"))
+            .find_map(|line| line.strip_prefix(field))
             .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
             .unwrap_or(0)
     }
@@ -130,4 +146,18 @@ pub fn median(mut samples: Vec<Duration>) -> Duration {
 
 pub fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
+}
+
+/// `min / median / max` of `samples`, in milliseconds.
+pub fn spread(mut samples: Vec<Duration>) -> String {
+    samples.sort();
+    let (min, max) = (samples[0], samples[samples.len() - 1]);
+    let median = samples[samples.len() / 2];
+    format!(
+        "min {:8.2}  median {:8.2}  max {:8.2} ms  (n={})",
+        ms(min),
+        ms(median),
+        ms(max),
+        samples.len()
+    )
 }

@@ -115,7 +115,15 @@ pub struct Limits {
     pub output_cap: u64,
     /// What happens past the cap.
     pub overflow: Overflow,
+    /// Rewrites stdout line by line before it reaches the capture (and the
+    /// cap): the service's own way to keep one copy of what it needs.
+    pub stdout_filter: Option<LineFilter>,
 }
+
+/// A stdout rewrite, called with each line (without its newline): `None`
+/// keeps the line as it is, `Some(text)` replaces it. A line longer than
+/// the cap is never handed over; it is captured as it is.
+pub type LineFilter = fn(&str) -> Option<String>;
 
 /// What a run does when its output goes over the cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,7 +144,15 @@ impl Limits {
             term_grace: Duration::from_millis(500),
             output_cap: OUTPUT_CAP,
             overflow: Overflow::Stop,
+            stdout_filter: None,
         }
+    }
+
+    /// Rewrite stdout through `filter` before capturing it (with
+    /// [`Overflow::Stop`] only; a head-and-tail run keeps its text as is).
+    pub fn filter_stdout(mut self, filter: LineFilter) -> Self {
+        self.stdout_filter = Some(filter);
+        self
     }
 
     /// Past the cap, keep the head and the tail instead of stopping.
@@ -284,11 +300,19 @@ pub async fn run_stoppable(
         .try_clone()
         .map_err(io_error("share a capture file"))?;
     let streaming = limits.overflow == Overflow::KeepHeadAndTail;
+    let filter = limits.stdout_filter.filter(|_| !streaming);
+    let mut filtered_capture = None;
     if streaming {
         drop((child_stdout, child_stderr));
         wrap.command_mut()
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+    } else if filter.is_some() {
+        // The filter task writes our copy of the stdout capture.
+        filtered_capture = Some(child_stdout);
+        wrap.command_mut()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(child_stderr));
     } else {
         wrap.command_mut()
             .stdout(Stdio::from(child_stdout))
@@ -324,6 +348,12 @@ pub async fn run_stoppable(
             .map(|pipe| tokio::spawn(drain(pipe, err.clone())));
         (out, err, stdout, stderr)
     });
+    let filtering = match (filter, filtered_capture, child.stdout().take()) {
+        (Some(filter), Some(capture), Some(pipe)) => {
+            Some(tokio::spawn(filter_lines(pipe, capture, filter, cap)))
+        }
+        _ => None,
+    };
     live::remember(guard.leader);
     // The command's copies of the capture files close when the wrapper goes.
     drop(wrap);
@@ -384,6 +414,17 @@ pub async fn run_stoppable(
     std::mem::forget(guard);
 
     let return_code = status.map(exit_code);
+    if let Some(task) = filtering {
+        // The tree is gone, so the pipe ends once the task has read what is
+        // in it; bounded as for the drains (an escaped process could hold it).
+        let abort = task.abort_handle();
+        if tokio::time::timeout(Duration::from_secs(2), task)
+            .await
+            .is_err()
+        {
+            abort.abort();
+        }
+    }
     let (stdout, stderr, truncated) = match drains {
         Some((out, err, stdout_task, stderr_task)) => {
             // The tree is gone, so the pipes end; a process that escaped the
@@ -522,6 +563,101 @@ async fn drain(mut pipe: impl tokio::io::AsyncRead + Unpin, capture: SharedCaptu
                 }
             }
         }
+    }
+}
+
+/// Reads stdout from the pipe to its end, hands each line to `filter` and
+/// appends what it keeps to the capture file (written through tokio's
+/// blocking pool). Writing stops just past `cap` (the cap check then stops
+/// the tree); a line that grows past `cap` without a newline is written as
+/// it is, unfiltered.
+async fn filter_lines(
+    mut pipe: impl tokio::io::AsyncRead + Unpin,
+    capture: File,
+    filter: LineFilter,
+    cap: u64,
+) {
+    use tokio::io::AsyncReadExt;
+    let limit = usize::try_from(cap).unwrap_or(usize::MAX);
+    let mut out = CappedWriter {
+        file: tokio::fs::File::from_std(capture),
+        written: 0,
+        cap,
+    };
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut line = Vec::new();
+    // Inside a line too long to filter: its bytes go straight through.
+    let mut passing_through = false;
+    loop {
+        let read = match pipe.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        let mut chunk = &buffer[..read];
+        while !chunk.is_empty() {
+            let newline = chunk.iter().position(|byte| *byte == b'\n');
+            let (part, rest) = match newline {
+                Some(at) => chunk.split_at(at + 1),
+                None => (chunk, &chunk[chunk.len()..]),
+            };
+            chunk = rest;
+            if passing_through {
+                out.write(part).await;
+                passing_through = newline.is_none();
+                continue;
+            }
+            line.extend_from_slice(part);
+            if newline.is_some() {
+                out.write(&filtered(&line, filter)).await;
+                line.clear();
+            } else if line.len() > limit {
+                out.write(&line).await;
+                line.clear();
+                passing_through = true;
+            }
+        }
+        // What is whole so far reaches the file (and the watcher, the cap).
+        out.flush().await;
+    }
+    if !line.is_empty() {
+        out.write(&filtered(&line, filter)).await;
+    }
+    out.flush().await;
+}
+
+/// The filtered capture: stops taking bytes once it holds more than the cap.
+struct CappedWriter {
+    file: tokio::fs::File,
+    written: u64,
+    cap: u64,
+}
+
+impl CappedWriter {
+    async fn write(&mut self, bytes: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        if self.written <= self.cap && self.file.write_all(bytes).await.is_ok() {
+            self.written += bytes.len() as u64;
+        }
+    }
+
+    async fn flush(&mut self) {
+        use tokio::io::AsyncWriteExt;
+        let _ = self.file.flush().await;
+    }
+}
+
+/// One line (with its newline, if it had one) as the filter keeps it.
+fn filtered(line: &[u8], filter: LineFilter) -> std::borrow::Cow<'_, [u8]> {
+    let (body, newline) = match line.strip_suffix(b"\n") {
+        Some(body) => (body, "\n"),
+        None => (line, ""),
+    };
+    match std::str::from_utf8(body).ok().and_then(filter) {
+        Some(mut kept) => {
+            kept.push_str(newline);
+            std::borrow::Cow::Owned(kept.into_bytes())
+        }
+        None => std::borrow::Cow::Borrowed(line),
     }
 }
 
@@ -790,6 +926,82 @@ mod tests {
         let whole = HeadAndTail::shared(1000);
         whole.lock().unwrap().push(b"short\n");
         assert_eq!(HeadAndTail::text(&whole), ("short\n".to_owned(), false));
+    }
+
+    fn shout(line: &str) -> Option<String> {
+        line.starts_with('a').then(|| line.to_uppercase())
+    }
+
+    #[tokio::test]
+    async fn a_filter_rewrites_lines_before_the_capture() {
+        // Many small writes, a line without a newline at the end, stderr apart.
+        let command = ChildCommand::new("/bin/sh").args([
+            "-c",
+            "for i in 1 2 3; do echo abc$i; echo keep$i; done; echo err >&2; printf abz",
+        ]);
+        let limits = Limits::new(Duration::from_secs(10)).filter_stdout(shout);
+        let output = run(&command, limits, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(output.ending, Ending::Exited);
+        assert_eq!(output.stdout, "ABC1\nkeep1\nABC2\nkeep2\nABC3\nkeep3\nABZ");
+        assert_eq!(output.stderr, "err\n");
+        assert!(!output.truncated);
+    }
+
+    #[tokio::test]
+    async fn the_cap_counts_what_the_filter_kept() {
+        // 3 MB of lines the filter halves: 1.5 MB kept, over the 1 MiB cap.
+        let command = ChildCommand::new("/bin/sh").args([
+            "-c",
+            "yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa | head -c 3000000",
+        ]);
+        fn halve(line: &str) -> Option<String> {
+            Some(line[..line.len() / 2].to_owned())
+        }
+        let limits = Limits::new(Duration::from_secs(20)).filter_stdout(halve);
+        let output = run(&command, limits, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert!(output.truncated);
+        assert_eq!(output.stdout.len() as u64, OUTPUT_CAP);
+        assert!(output.stdout.lines().next().unwrap().len() == 31);
+        // Under the cap, the same lines would all have been kept halved.
+        let command = ChildCommand::new("/bin/sh").args([
+            "-c",
+            "yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa | head -c 1600000",
+        ]);
+        let limits = Limits::new(Duration::from_secs(20)).filter_stdout(halve);
+        let output = run(&command, limits, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(output.ending, Ending::Exited);
+        assert!(!output.truncated);
+        assert_eq!(
+            output.stdout.len(),
+            1_600_000 / 63 * 32 + (1_600_000 % 63) / 2
+        );
+    }
+
+    #[tokio::test]
+    async fn a_line_longer_than_the_cap_passes_unfiltered_and_trips_the_cap() {
+        let command = ChildCommand::new("/bin/sh").args([
+            "-c",
+            "echo ab; head -c 2000000 /dev/zero | tr '\\0' a; echo; echo ab",
+        ]);
+        let limits = Limits::new(Duration::from_secs(20)).filter_stdout(shout);
+        let output = run(&command, limits, &CancellationToken::new())
+            .await
+            .unwrap();
+        // The child may end before the cap check sees it: either way the
+        // capture stops at the cap.
+        assert!(output.truncated);
+        assert_eq!(output.stdout.len() as u64, OUTPUT_CAP);
+        assert!(
+            output.stdout.starts_with("AB\naaaa"),
+            "{}",
+            &output.stdout[..10]
+        );
     }
 
     #[tokio::test]

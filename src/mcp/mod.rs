@@ -236,13 +236,14 @@ fn sessionless(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|version| !version.has_initialize())
 }
 
-/// Structured content plus its readable rendering.
+/// Structured content plus its readable rendering, held to
+/// [`render::TEXT_LIMIT`].
 fn reply<T: Serialize>(result: &T, text: String) -> Result<CallToolResult, ErrorData> {
     let value = serde_json::to_value(result).map_err(|error| {
         ErrorData::internal_error(format!("could not encode the result: {error}"), None)
     })?;
     let mut reply = CallToolResult::structured(value);
-    reply.content = vec![ContentBlock::text(text)];
+    reply.content = vec![ContentBlock::text(render::bounded(text))];
     Ok(reply)
 }
 

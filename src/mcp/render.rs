@@ -1,6 +1,10 @@
 //! The readable text part of each tool result. The structured content is
-//! the contract; this text is what a model or person reads first, so it
-//! leads with the verdict and keeps raw output verbatim.
+//! the contract and holds the full data once; this text is what a model or
+//! person reads first: a summary that leads with the verdict (status,
+//! objective, one solution, statistics, diagnostic) and points to the
+//! structured fields for the rest. Raw output is quoted verbatim but in
+//! excerpts ([`excerpt`]), and [`bounded`] holds every text part to
+//! [`TEXT_LIMIT`], whatever a result holds.
 
 use std::fmt::Write;
 
@@ -40,11 +44,74 @@ fn diagnostic_line(text: &mut String, diagnostic: Option<&Diagnostic>) {
     }
 }
 
-fn block(text: &mut String, title: &str, body: &str) {
+/// The most a text part holds, in bytes.
+pub const TEXT_LIMIT: usize = 16 * 1024;
+
+/// The most of one quoted output (a solution's text, stderr, ...), in
+/// bytes; a handful fit in [`TEXT_LIMIT`] beside the summary lines.
+const EXCERPT_LIMIT: usize = 2 * 1024;
+
+/// `text` held to [`TEXT_LIMIT`]: cut at a line end, with a last line that
+/// says so.
+pub fn bounded(mut text: String) -> String {
+    const NOTE: &str = "[solvergate: the text part ends here at 16 KB; the structured content has the whole result]\n";
+    if text.len() <= TEXT_LIMIT {
+        return text;
+    }
+    let keep = head_len(&text, TEXT_LIMIT - NOTE.len());
+    text.truncate(keep);
+    text.push_str(NOTE);
+    text
+}
+
+/// How much of `text` to keep within `limit` bytes: up to the last whole
+/// line that fits, or a char boundary when not even one line does.
+fn head_len(text: &str, limit: usize) -> usize {
+    if text.len() <= limit {
+        return text.len();
+    }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].rfind('\n').map_or(end, |newline| newline + 1)
+}
+
+/// At most [`EXCERPT_LIMIT`] bytes of `body`, and where the rest is.
+fn excerpt(body: &str, field: &str) -> String {
+    let body = body.trim_end();
+    if body.len() <= EXCERPT_LIMIT {
+        return body.to_owned();
+    }
+    let keep = head_len(body, EXCERPT_LIMIT);
+    format!(
+        "{}\n[… {} more bytes in the structured result's `{field}`]",
+        body[..keep].trim_end(),
+        body.len() - keep
+    )
+}
+
+/// A titled excerpt of `body` (the structured result's `field`); nothing
+/// when it is blank.
+fn block(text: &mut String, title: &str, body: &str, field: &str) {
     if body.trim().is_empty() {
         return;
     }
-    let _ = writeln!(text, "{title}:\n{}", body.trim_end());
+    let _ = writeln!(text, "{title}:\n{}", excerpt(body, field));
+}
+
+/// The printed text of the last solution in a solve's `stdout` (each
+/// solution's text ends with a `----------` line).
+fn last_solution_text(stdout: &str) -> &str {
+    const SEPARATOR: &str = "----------\n";
+    let Some(end) = stdout.rfind(SEPARATOR) else {
+        return stdout;
+    };
+    let before = &stdout[..end];
+    let start = before
+        .rfind(SEPARATOR)
+        .map_or(0, |separator| separator + SEPARATOR.len());
+    &before[start..]
 }
 
 pub fn runtime_status(status: &RuntimeStatus) -> String {
@@ -137,8 +204,8 @@ pub fn check(result: &CheckResult) -> String {
         }
     );
     diagnostic_line(&mut text, result.diagnostic.as_ref());
-    block(&mut text, "Stdout", &result.stdout);
-    block(&mut text, "Stderr", &result.stderr);
+    block(&mut text, "Stdout", &result.stdout, "stdout");
+    block(&mut text, "Stderr", &result.stderr, "stderr");
     text
 }
 
@@ -168,7 +235,7 @@ pub fn inspection(result: &ModelInspectionResult) -> String {
             names(&interface.output_variables)
         );
     }
-    block(&mut text, "Stderr", &result.stderr);
+    block(&mut text, "Stderr", &result.stderr, "stderr");
     text
 }
 
@@ -194,8 +261,21 @@ pub fn solve(result: &SolveResult) -> String {
             checker.checks.len()
         );
     }
-    block(&mut text, "Solution output", &result.stdout);
-    block(&mut text, "Stderr", &result.stderr);
+    match result.solutions.len() {
+        0 | 1 => block(&mut text, "Solution output", &result.stdout, "stdout"),
+        count => {
+            let title = format!(
+                "Solution output (the last of {count}; every solution's text is in `stdout`, its values in `solutions`)"
+            );
+            block(
+                &mut text,
+                &title,
+                last_solution_text(&result.stdout),
+                "stdout",
+            );
+        }
+    }
+    block(&mut text, "Stderr", &result.stderr, "stderr");
     if !result.statistics.is_empty() {
         text.push_str("Statistics:\n");
         for (key, value) in &result.statistics {
@@ -329,13 +409,10 @@ pub fn cpsat_run(result: &CpsatPythonResult) -> String {
     sandbox_line(&mut text, result.sandbox.as_ref());
     diagnostic_line(&mut text, result.diagnostic.as_ref());
     if let Some(solution) = &result.solution {
-        let _ = writeln!(
-            text,
-            "Solution: {}",
-            serde_json::Value::Object(solution.clone())
-        );
+        let solution = serde_json::Value::Object(solution.clone()).to_string();
+        let _ = writeln!(text, "Solution: {}", excerpt(&solution, "solution"));
     }
-    block(&mut text, "Stderr", &result.stderr);
+    block(&mut text, "Stderr", &result.stderr, "stderr");
     text
 }
 
@@ -469,7 +546,12 @@ pub fn saved_model(result: &SaveVerifiedModelResult) -> String {
         text.push_str("Verifying solve:\n");
         text.push_str(&self::solve(solve));
     } else {
-        block(&mut text, "Check stderr", &result.check.stderr);
+        block(
+            &mut text,
+            "Check stderr",
+            &result.check.stderr,
+            "check.stderr",
+        );
     }
     text
 }
@@ -508,7 +590,7 @@ pub fn saved_python(result: &SaveVerifiedPythonResult) -> String {
             checker.errors.len()
         );
     }
-    block(&mut text, "Stderr", &result.stderr);
+    block(&mut text, "Stderr", &result.stderr, "stderr");
     text
 }
 
@@ -658,10 +740,15 @@ pub fn unsat_core(result: &UnsatCoreResult) -> String {
     }
     diagnostic_line(&mut text, result.diagnostic.as_ref());
     if result.method == "findmus" {
-        block(&mut text, "findMUS output (authoritative)", &result.stdout);
+        block(
+            &mut text,
+            "findMUS output (authoritative)",
+            &result.stdout,
+            "stdout",
+        );
     }
     if result.status == "error" {
-        block(&mut text, "stderr", &result.stderr);
+        block(&mut text, "stderr", &result.stderr, "stderr");
     }
     text
 }
@@ -727,4 +814,50 @@ pub fn tabular_written(result: &TabularWriteResult) -> String {
         result.rows_written,
         result.sha256
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounded_cuts_at_a_line_and_says_so() {
+        let short = "Status: optimal\n".to_owned();
+        assert_eq!(bounded(short.clone()), short);
+        let long: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+        let cut = bounded(long.clone());
+        assert!(cut.len() <= TEXT_LIMIT, "{}", cut.len());
+        let (kept, note) = cut.trim_end().rsplit_once('\n').unwrap();
+        assert!(long.starts_with(&format!("{kept}\n")));
+        assert!(note.starts_with("[solvergate: the text part ends here at 16 KB"));
+        // One line longer than the limit is cut at a char boundary.
+        let wide = "é".repeat(TEXT_LIMIT);
+        assert!(bounded(wide).len() <= TEXT_LIMIT);
+    }
+
+    #[test]
+    fn an_excerpt_names_the_field_with_the_rest() {
+        assert_eq!(excerpt("a\nb\n", "stdout"), "a\nb");
+        let long: String = (0..1000).map(|i| format!("{i:04}\n")).collect();
+        let short = excerpt(&long, "stderr");
+        let (head, pointer) = short.rsplit_once('\n').unwrap();
+        assert!(head.len() <= EXCERPT_LIMIT);
+        assert!(long.starts_with(head));
+        let rest = long.trim_end().len() - head.len() - 1;
+        assert_eq!(
+            pointer,
+            format!("[… {rest} more bytes in the structured result's `stderr`]")
+        );
+    }
+
+    #[test]
+    fn the_last_solution_is_read_off_the_separators() {
+        let stdout = "x = 1\n----------\nx = 2\ny\n----------\n==========\n";
+        assert_eq!(last_solution_text(stdout), "x = 2\ny\n");
+        assert_eq!(last_solution_text("x = 1\n----------\n"), "x = 1\n");
+        assert_eq!(
+            last_solution_text("=====UNSATISFIABLE=====\n"),
+            "=====UNSATISFIABLE=====\n"
+        );
+    }
 }

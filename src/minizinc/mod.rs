@@ -214,8 +214,15 @@ impl MiniZinc {
         let seen = SolutionWatch::new(progress);
         let watcher = |line: &str| seen.line(line);
         let watcher: Option<exec::LineWatcher<'_>> = progress.is_listening().then_some(&watcher);
+        // Without a checker, each solution is captured once (a record of its
+        // text and values); with one, the checker's transcript is the raw
+        // stream, so the stream stays as MiniZinc printed it.
+        let filter = prepared
+            .checker
+            .is_none()
+            .then_some(stream::compact_solution as exec::LineFilter);
         let run = self
-            .run_until(&command, timeout_ms, cancel, stop, watcher)
+            .run_until(&command, timeout_ms, cancel, stop, watcher, filter)
             .await?;
         progress.report(Stage::Parsing, "reading the solver output");
         let has_checker = prepared.checker.is_some();
@@ -336,8 +343,15 @@ impl MiniZinc {
         timeout_ms: u64,
         cancel: &CancellationToken,
     ) -> Result<RunOutput, ToolError> {
-        self.run_until(command, timeout_ms, cancel, &CancellationToken::new(), None)
-            .await
+        self.run_until(
+            command,
+            timeout_ms,
+            cancel,
+            &CancellationToken::new(),
+            None,
+            None,
+        )
+        .await
     }
 
     async fn run_until(
@@ -347,8 +361,10 @@ impl MiniZinc {
         cancel: &CancellationToken,
         stop: &CancellationToken,
         watcher: Option<exec::LineWatcher<'_>>,
+        filter: Option<exec::LineFilter>,
     ) -> Result<RunOutput, ToolError> {
-        let limits = Limits::new(Duration::from_millis(timeout_ms) + WALL_CLOCK_GRACE);
+        let mut limits = Limits::new(Duration::from_millis(timeout_ms) + WALL_CLOCK_GRACE);
+        limits.stdout_filter = filter;
         let run = exec::run_stoppable(command, limits, cancel, stop, watcher)
             .await
             .map_err(|error| ToolError::new(Category::RuntimeMissing, error.to_string()))?;
@@ -378,21 +394,15 @@ impl<'a> SolutionWatch<'a> {
     }
 
     fn line(&self, line: &str) {
-        if !line.contains("\"solution\"") {
-            return;
-        }
-        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+        let Some(objective) = stream::solution_objective(line) else {
             return;
         };
-        if message.get("type").and_then(serde_json::Value::as_str) != Some("solution") {
-            return;
-        }
         let Ok(mut state) = self.state.lock() else {
             return;
         };
         state.0 += 1;
-        if let Some(objective) = message.pointer("/output/json/_objective") {
-            state.1 = Some(objective.clone());
+        if objective.is_some() {
+            state.1 = objective;
         }
         let due = state
             .2

@@ -15,6 +15,15 @@
 //! So when a checker is present, a status line followed by a solution
 //! belongs to the checker; only a status with no solution after it is the
 //! model's verdict.
+//!
+//! [`compact_solution`] is the filter a solve's stdout goes through before
+//! it is captured: a solution line carries the printed text up to three
+//! times (`default`, `raw`, user sections) beside the `json` values, so it
+//! becomes a *solution record* — a JSON array `[default text or null,
+//! json section]`, MiniZinc's whitespace dropped — holding exactly what
+//! [`parse`] reads. MiniZinc's own messages are always objects, so a record
+//! is never mistaken for one. Must not break: `parse` of the compacted
+//! stream equals `parse` of the original (a property test below).
 
 use std::collections::BTreeMap;
 
@@ -98,11 +107,63 @@ pub fn parse(text: &str, checker: bool) -> StreamReport {
         pending_status: None,
     };
     for line in text.lines() {
-        if let Ok(Value::Object(message)) = serde_json::from_str::<Value>(line.trim()) {
-            parser.message(&message);
+        match serde_json::from_str::<Value>(line.trim()) {
+            Ok(Value::Object(message)) => parser.message(&message),
+            Ok(Value::Array(record)) => {
+                if let Some((text, json)) = solution_record(&record) {
+                    parser.solution(text, Some(json));
+                }
+            }
+            _ => {}
         }
     }
     parser.finish()
+}
+
+/// The stdout filter of a solve without a checker: a `solution` message
+/// becomes a solution record (see the module doc); any other line stays.
+pub fn compact_solution(line: &str) -> Option<String> {
+    // Cheap test first: most lines of a long run are solutions, the rest
+    // are few, and only a solution message can hold this key.
+    if !line.contains("\"solution\"") {
+        return None;
+    }
+    let Ok(Value::Object(message)) = serde_json::from_str::<Value>(line.trim()) else {
+        return None;
+    };
+    if message.get("type").and_then(Value::as_str) != Some("solution") {
+        return None;
+    }
+    let output = message.get("output").and_then(Value::as_object)?;
+    let json = output.get("json").filter(|json| json.is_object())?;
+    let text = output.get("default").filter(|text| text.is_string());
+    let record = Value::Array(vec![text.cloned().unwrap_or(Value::Null), json.clone()]);
+    Some(record.to_string())
+}
+
+/// A solution record's printed text and `json` section.
+fn solution_record(record: &[Value]) -> Option<(Option<&str>, &Map<String, Value>)> {
+    match record {
+        [text @ (Value::String(_) | Value::Null), Value::Object(json)] => {
+            Some((text.as_str(), json))
+        }
+        _ => None,
+    }
+}
+
+/// For a live count: `Some(objective)` when the line (a message or a
+/// record) is a solution.
+pub fn solution_objective(line: &str) -> Option<Option<Value>> {
+    match serde_json::from_str::<Value>(line.trim()).ok()? {
+        message @ Value::Object(_) if message["type"] == "solution" => {
+            Some(message.pointer("/output/json/_objective").cloned())
+        }
+        Value::Array(record) => {
+            let (_, json) = solution_record(&record)?;
+            Some(json.get("_objective").cloned())
+        }
+        _ => None,
+    }
 }
 
 struct Parser {
@@ -118,7 +179,17 @@ impl Parser {
     fn message(&mut self, message: &Map<String, Value>) {
         let kind = message.get("type").and_then(Value::as_str).unwrap_or("");
         match kind {
-            "solution" => self.solution(message),
+            "solution" => {
+                let output = message.get("output").and_then(Value::as_object);
+                self.solution(
+                    output
+                        .and_then(|out| out.get("default"))
+                        .and_then(Value::as_str),
+                    output
+                        .and_then(|out| out.get("json"))
+                        .and_then(Value::as_object),
+                );
+            }
             "checker" => self.checker_message(message),
             "status" => {
                 let Some(status) = message.get("status").and_then(Value::as_str) else {
@@ -162,22 +233,16 @@ impl Parser {
         }
     }
 
-    fn solution(&mut self, message: &Map<String, Value>) {
-        let output = message.get("output").and_then(Value::as_object);
-        let mut values = output
-            .and_then(|out| out.get("json"))
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
+    /// A solution: its `default` text and its `json` section.
+    fn solution(&mut self, text: Option<&str>, json: Option<&Map<String, Value>>) {
+        let mut values = json.cloned().unwrap_or_default();
         let objective = match values.remove("_objective") {
             Some(Value::Number(number)) => Some(number),
             _ => None,
         };
         values.remove("_output");
         values.remove("_checker");
-        let text = output
-            .and_then(|out| out.get("default"))
-            .and_then(Value::as_str)
+        let text = text
             .map(str::to_owned)
             .unwrap_or_else(|| synthesize_text(&values));
         let check = if self.checker {
@@ -320,6 +385,43 @@ fn says_incorrect(output: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// MiniZinc 2.6.4's line for one solution of a model with an output
+    /// item: the text twice, the values once, with MiniZinc's spacing.
+    const SOLUTION_LINE: &str = r#"{"type": "solution", "output": {"default": "q = [5, 2]\n", "raw": "q = [5, 2]\n", "json": {  "q" : [5, 2],  "_objective" : 7}}, "sections": ["default", "raw", "json"]}"#;
+
+    #[test]
+    fn a_solution_line_becomes_a_record_of_text_and_values() {
+        let record = compact_solution(SOLUTION_LINE).unwrap();
+        assert_eq!(record, r#"["q = [5, 2]\n",{"_objective":7,"q":[5,2]}]"#);
+        assert_eq!(parse(&record, false), parse(SOLUTION_LINE, false));
+        // Without an output item there is no text to keep.
+        let bare =
+            r#"{"type": "solution", "output": {"json": {  "b" : true}}, "sections": ["json"]}"#;
+        assert_eq!(compact_solution(bare).unwrap(), r#"[null,{"b":true}]"#);
+        // Everything else stays as it was printed.
+        for line in [
+            r#"{"type": "status", "status": "OPTIMAL_SOLUTION"}"#,
+            r#"{"type": "statistics", "statistics": {"solutions": 3}}"#,
+            r#"{"type": "solution", "output": {"default": "no json\n"}}"#,
+            r#"{"type": "trace", "message": "\"solution\""}"#,
+            r#"{"type": "solution", "output": {"default": "cut"#,
+            "not json",
+        ] {
+            assert_eq!(compact_solution(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_live_count_reads_messages_and_records() {
+        let objective = Some(json!(7));
+        assert_eq!(solution_objective(SOLUTION_LINE), Some(objective.clone()));
+        let record = compact_solution(SOLUTION_LINE).unwrap();
+        assert_eq!(solution_objective(&record), Some(objective));
+        assert_eq!(solution_objective(r#"[null,{"b":true}]"#), Some(None));
+        assert_eq!(solution_objective(r#"{"type": "status"}"#), None);
+        assert_eq!(solution_objective("[1, 2]"), None);
+    }
 
     #[test]
     fn optimisation_run_with_output_item() {
@@ -583,6 +685,42 @@ mod properties {
             }
             prop_assert_eq!(report.status, status);
         }
+
+        /// The capture filter loses nothing the parser reads, with or
+        /// without a checker, and never lengthens a line.
+        #[test]
+        fn compacting_keeps_the_report(
+            lines in prop::collection::vec(prop_oneof![message_line(), full_solution_line()], 0..12),
+            checker in any::<bool>(),
+        ) {
+            let compacted: Vec<String> = lines
+                .iter()
+                .map(|line| compact_solution(line).unwrap_or_else(|| line.clone()))
+                .collect();
+            for (before, after) in lines.iter().zip(&compacted) {
+                prop_assert!(after.len() <= before.len(), "{before} -> {after}");
+            }
+            prop_assert_eq!(parse(&compacted.join("\n"), checker), parse(&lines.join("\n"), checker));
+        }
+    }
+
+    /// A solution line as MiniZinc prints it for a model with an output
+    /// item: `default` and `raw` alike, user sections, spaced `json`.
+    fn full_solution_line() -> impl Strategy<Value = String> {
+        (json_object(3), any::<String>(), proptest::option::of(any::<String>())).prop_map(
+            |(values, text, section)| {
+                let json = serde_json::to_string_pretty(&values).unwrap_or_default();
+                let mut output = format!(
+                    "{{\"default\": {text}, \"raw\": {text}, \"json\": {json}",
+                    text = json!(text)
+                );
+                if let Some(section) = section {
+                    output.push_str(&format!(", \"mine\": {}", json!(section)));
+                }
+                format!("{{\"type\": \"solution\", \"output\": {output}}}, \"sections\": [\"default\", \"raw\", \"json\"]}}")
+                    .replace('\n', " ")
+            },
+        )
     }
 
     proptest! {

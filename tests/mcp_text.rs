@@ -1,0 +1,183 @@
+//! The text part of MCP tool results as a client reads it: the whole text
+//! of typical results and of a capped one, pinned as `insta` snapshots per
+//! MiniZinc version (times, elapsed and paths filtered), taken from the
+//! binary over stdio. The structured content is tested by `tests/mcp/`;
+//! here only the words a model reads first.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+mod common;
+use common::test_runtime;
+
+/// The text part may hold at most this many bytes (`render::TEXT_LIMIT`).
+const TEXT_LIMIT: usize = 16 * 1024;
+
+/// "2.6.4", "2.9.2": the runtime's version, naming the snapshot set.
+fn minizinc_version() -> String {
+    let output = Command::new(test_runtime().join("bin/minizinc"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.split("version ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or("unknown")
+        .to_owned()
+}
+
+/// A `solvergate stdio` session with a private home.
+struct Session {
+    _home: tempfile::TempDir,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<std::process::ChildStdout>,
+    next_id: u64,
+}
+
+impl Session {
+    fn start() -> Session {
+        let home = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_solvergate"))
+            .arg("--runtime-dir")
+            .arg(test_runtime())
+            .args(["stdio", "--toolset", "full"])
+            .env("XDG_CONFIG_HOME", home.path().join("config"))
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env("HOME", home.path())
+            .env_remove("SOLVERGATE_RUNTIME_DIR")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut session = Session {
+            _home: home,
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        };
+        session.request(
+            "initialize",
+            serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
+        );
+        session.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        session
+    }
+
+    fn send(&mut self, message: &serde_json::Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "the server closed stdout"
+            );
+            let message: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// The one text part of a tool call's result.
+    fn text(&mut self, tool: &str, arguments: serde_json::Value) -> String {
+        let answer = self.request(
+            "tools/call",
+            serde_json::json!({"name": tool, "arguments": arguments}),
+        );
+        let content = answer["result"]["content"].as_array().unwrap();
+        assert_eq!(content.len(), 1, "{answer}");
+        content[0]["text"].as_str().unwrap().to_owned()
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.stdin.take();
+        let _ = self.child.wait();
+    }
+}
+
+fn assert_text(name: &str, text: &str) {
+    assert!(text.len() <= TEXT_LIMIT, "{name}: {} bytes", text.len());
+    insta::with_settings!({
+        snapshot_suffix => format!("minizinc-{}", minizinc_version()),
+        filters => vec![
+            (r"Elapsed: \d+ ms", "Elapsed: [N] ms"),
+            (r"\((solver [^,]+), \d+ ms\)", "($1, [N] ms)"),
+            (r"(?m)^(  \w*([Tt]ime|Mem)\w*): \S+$", "$1: [filtered]"),
+            (r"/\S*/solvergate-\S*?/", "[scratch]/"),
+        ],
+    }, {
+        insta::assert_snapshot!(name, text);
+    });
+}
+
+const OPTIMISING: &str = "var 1..9: x; var 1..9: y;\nconstraint x + 2 * y <= 14;\nsolve maximize 3 * x + y;\noutput [\"best: x=\\(x), y=\\(y)\\n\"];\n";
+
+const THREE_SOLUTIONS: &str = "var 1..3: x;\noutput [\"x is \\(x)\\n\"];\n";
+
+const UNSATISFIABLE: &str = "var 1..3: x;\nconstraint x > 5;\n";
+
+/// Far more solutions than fit under the 1 MiB cap.
+const PRINTER: &str =
+    "array[1..6] of var 0..9: x;\nconstraint sum(x) < 40;\noutput [\"x = \\(x)\\n\"];\n";
+
+#[test]
+fn text_parts_of_typical_results() {
+    let mut session = Session::start();
+    let cases = [
+        (
+            "solve_optimal",
+            "solve_minizinc_model",
+            serde_json::json!({"model": OPTIMISING, "solver": "gecode"}),
+        ),
+        (
+            "solve_all_solutions",
+            "solve_minizinc_model",
+            serde_json::json!({"model": THREE_SOLUTIONS, "solver": "gecode", "all_solutions": true}),
+        ),
+        (
+            "solve_unsatisfiable",
+            "solve_minizinc_model",
+            serde_json::json!({"model": UNSATISFIABLE, "solver": "gecode"}),
+        ),
+        (
+            "check_syntax_error",
+            "check_minizinc_model",
+            serde_json::json!({"model": "var 1..3: x\nconstraint x > 1;\n", "solver": "gecode"}),
+        ),
+    ];
+    for (name, tool, arguments) in cases {
+        let text = session.text(tool, arguments);
+        assert_text(name, &text);
+    }
+}
+
+/// A solve stopped at the output cap: the text is a summary with the last
+/// solution, never the megabyte of output.
+#[test]
+fn text_part_of_a_capped_result() {
+    let mut session = Session::start();
+    let text = session.text(
+        "solve_minizinc_model",
+        serde_json::json!({"model": PRINTER, "solver": "gecode", "all_solutions": true, "timeout_ms": 60000}),
+    );
+    assert_text("solve_capped", &text);
+}
