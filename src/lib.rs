@@ -32,6 +32,37 @@ pub mod tabular;
 pub mod unsat;
 pub mod userfiles;
 
+/// Private parsers and validators, reachable from the fuzz targets in
+/// `fuzz/` (a cargo-fuzz workspace of its own, outside the build and CI).
+/// Not API: hidden from the docs and used by nothing in the crate. Each
+/// function only calls the code it names. The parsers that are public
+/// anyway (`minizinc::stream`, `cpsat::envelope`, `equations::parse`,
+/// `artifacts::manifest`, `planner::explain`) are fuzzed where they live.
+#[doc(hidden)]
+pub mod fuzzing {
+    use std::path::Path;
+
+    use serde_json::{Map, Value};
+
+    /// A checker's verdict: status, errors, details.
+    pub type CheckerVerdict = (String, Vec<Value>, Map<String, Value>);
+
+    /// The checker protocol's verdict line reader
+    /// (`cpsat::checker::parse_verdict`).
+    pub fn checker_verdict(stdout: &str) -> Result<CheckerVerdict, String> {
+        crate::cpsat::parse_verdict(stdout)
+    }
+
+    /// The runtime installer's validating extraction of an uncompressed
+    /// tar stream into `root` (which must exist and be empty).
+    pub fn extract_tar(
+        tar: &[u8],
+        root: &Path,
+    ) -> Result<u64, crate::runtime::install::ArchiveError> {
+        crate::runtime::install::extract_tar(tar, root, None, &|| false)
+    }
+}
+
 /// The lowercase hex SHA-256 of `bytes`: how every layer names content
 /// (manifests, stored plans, script and checker provenance).
 pub fn sha256_hex(bytes: &[u8]) -> String {

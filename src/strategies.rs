@@ -1,9 +1,24 @@
 //! Proptest strategies shared by the parsers' property tests (test builds
 //! only): JSON values without floats, so they survive a trip through text
-//! unchanged, and text that is certainly not one JSON object.
+//! unchanged, and text that is certainly not one JSON object; and
+//! [`cases`], the one way a property sets how many cases it runs.
 
 use proptest::prelude::*;
 use serde_json::{Map, Value};
+
+/// A property's config running `cases` cases when `PROPTEST_CASES` is not
+/// set. proptest reads `PROPTEST_CASES` into its default (256) but an
+/// explicit count ignores it, so the count is scaled instead: every
+/// property runs `cases × PROPTEST_CASES / 256` (at least one), and
+/// `PROPTEST_CASES=25600` runs each a hundred times as long.
+pub fn cases(cases: u32) -> ProptestConfig {
+    let default = ProptestConfig::default();
+    let scaled = u64::from(cases) * u64::from(default.cases) / 256;
+    ProptestConfig {
+        cases: u32::try_from(scaled.max(1)).unwrap_or(u32::MAX),
+        ..default
+    }
+}
 
 /// An object key: short, lowercase, never one of the `_`-prefixed keys
 /// MiniZinc reserves.

@@ -433,7 +433,7 @@ mod properties {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(128))]
+        #![proptest_config(crate::strategies::cases(128))]
 
         /// Any bytes get an answer; an accepted manifest is ours, not too
         /// new, and lists only bare names.
@@ -488,7 +488,7 @@ mod properties {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(16))]
+        #![proptest_config(crate::strategies::cases(16))]
 
         #[test]
         fn deep_nesting_is_refused_not_a_crash(depth in 150usize..20_000) {

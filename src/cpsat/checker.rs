@@ -195,10 +195,11 @@ pub(crate) fn error_report(message: String) -> CheckerReport {
     }
 }
 
-type Verdict = (String, Vec<Value>, Map<String, Value>);
+/// A checker's verdict: status, errors, details.
+pub(crate) type Verdict = (String, Vec<Value>, Map<String, Value>);
 
 /// Reads the last non-empty stdout line as the verdict.
-fn parse_verdict(stdout: &str) -> Result<Verdict, String> {
+pub(crate) fn parse_verdict(stdout: &str) -> Result<Verdict, String> {
     let line = stdout
         .lines()
         .map(str::trim)
@@ -289,7 +290,7 @@ mod properties {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(crate::strategies::cases(256))]
 
         /// Any output gets an answer; an accepted verdict has a known status
         /// and no errors when it is `accepted`.
@@ -338,7 +339,7 @@ mod properties {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(16))]
+        #![proptest_config(crate::strategies::cases(16))]
 
         #[test]
         fn deep_nesting_is_an_error_not_a_crash(depth in 150usize..20_000) {

@@ -1354,7 +1354,7 @@ mod properties {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(crate::strategies::cases(256))]
 
         #[test]
         fn any_text_gives_an_answer(text in any::<String>()) {
@@ -1472,7 +1472,7 @@ mod properties {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(16))]
+        #![proptest_config(crate::strategies::cases(16))]
 
         #[test]
         fn deep_nesting_is_skipped(depth in 1usize..20_000) {

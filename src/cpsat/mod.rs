@@ -17,6 +17,8 @@ mod script;
 mod verdict;
 mod warm;
 
+/// For `crate::fuzzing` only.
+pub(crate) use checker::parse_verdict;
 pub use checker::{CheckerSource, canonical_problem};
 pub use experiment::{
     AttemptRequest, CpsatPythonExperimentResult, ExperimentAttempt, ExperimentRequest,

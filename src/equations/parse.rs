@@ -811,3 +811,85 @@ mod tests {
         assert!(err("a +").to_string().starts_with("column 4, at the end:"));
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A normalised decimal (no trailing zero after the point), as the
+    /// parser keeps one.
+    fn decimal() -> impl Strategy<Value = Decimal> {
+        (0u128..1_000_000_000_000, 0u32..6).prop_map(|(digits, scale)| {
+            if scale > 0 && digits % 10 == 0 {
+                Decimal { digits, scale: 0 }
+            } else {
+                Decimal { digits, scale }
+            }
+        })
+    }
+
+    fn expr() -> impl Strategy<Value = Expr> {
+        let op = prop::sample::select(vec![Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Mod]);
+        let leaf = prop_oneof![
+            decimal().prop_map(Expr::Number),
+            "[a-z_][a-z0-9_]{0,5}".prop_map(Expr::Name),
+        ];
+        leaf.prop_recursive(6, 40, 2, move |inner| {
+            prop_oneof![
+                (op.clone(), inner.clone(), inner.clone()).prop_map(|(op, left, right)| {
+                    Expr::Binary {
+                        op,
+                        left: Box::new(left),
+                        right: Box::new(right),
+                    }
+                }),
+                (inner, 1..=MAX_EXPONENT).prop_map(|(base, exponent)| Expr::Power {
+                    base: Box::new(base),
+                    exponent,
+                }),
+            ]
+        })
+    }
+
+    /// The tree as text, every operation in parentheses.
+    fn shown(expr: &Expr) -> String {
+        match expr {
+            Expr::Number(Decimal { digits, scale: 0 }) => digits.to_string(),
+            Expr::Number(Decimal { digits, scale }) => {
+                let text = format!("{digits:0>width$}", width = *scale as usize + 1);
+                let (whole, fraction) = text.split_at(text.len() - *scale as usize);
+                format!("{whole}.{fraction}")
+            }
+            Expr::Name(name) => name.clone(),
+            Expr::Binary { op, left, right } => {
+                format!("({} {} {})", shown(left), op.symbol(), shown(right))
+            }
+            Expr::Power { base, exponent } => format!("({} ** {exponent})", shown(base)),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(crate::strategies::cases(256))]
+
+        /// Any text parses or says where it fails: a column within the
+        /// text, or one past its end.
+        #[test]
+        fn any_text_parses_or_says_where(
+            text in prop_oneof![any::<String>(), "[a-z0-9_ .eE+*/%()-]{0,40}"],
+        ) {
+            if let Err(error) = parse(&text) {
+                prop_assert!(error.column >= 1 && error.column <= text.chars().count() + 1, "{error}");
+                prop_assert!(!error.message.is_empty());
+            }
+        }
+
+        /// A tree printed with every operation parenthesised parses back to
+        /// itself.
+        #[test]
+        fn printed_trees_parse_back(tree in expr()) {
+            let text = shown(&tree);
+            prop_assert_eq!(parse(&text).map_err(|e| e.to_string()), Ok(tree), "{}", text);
+        }
+    }
+}

@@ -616,12 +616,8 @@ mod properties {
             .prop_map(|value| value.to_string())
     }
 
-    fn config(cases: u32) -> ProptestConfig {
-        ProptestConfig::with_cases(cases)
-    }
-
     proptest! {
-        #![proptest_config(config(128))]
+        #![proptest_config(crate::strategies::cases(128))]
 
         #[test]
         fn any_text_gives_a_report(text in any::<String>(), checker in any::<bool>()) {
@@ -724,7 +720,7 @@ mod properties {
     }
 
     proptest! {
-        #![proptest_config(config(16))]
+        #![proptest_config(crate::strategies::cases(16))]
 
         /// Nesting far past serde_json's limit neither overflows the stack
         /// nor hides the lines after it.

@@ -299,3 +299,147 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use crate::planner::{CardCost, ContainerCount, ModeRead, PLANNER_FORMAT};
+    use proptest::prelude::*;
+
+    /// Text as a stored result may hold it: mostly digits, dots and the
+    /// template's own punctuation, now and then anything.
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![3 => "[a-z0-9. ×:;,()-]{0,12}", 1 => any::<String>()]
+    }
+
+    fn number() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            any::<f64>(),
+            (0u32..1_000_000, 0i32..5).prop_map(|(n, scale)| f64::from(n) / 10f64.powi(scale)),
+        ]
+    }
+
+    fn card() -> impl Strategy<Value = Card> {
+        (
+            (
+                text(),
+                any::<bool>(),
+                proptest::option::of(text()),
+                proptest::option::of(text()),
+            ),
+            proptest::option::of((number(), number(), number(), number())),
+            prop::collection::vec((text(), any::<u32>()), 0..3),
+            (
+                proptest::option::of(number()),
+                proptest::option::of(number()),
+            ),
+            (any::<bool>(), any::<bool>()),
+        )
+            .prop_map(
+                |(
+                    (name, feasible, reason, checker),
+                    cost,
+                    containers,
+                    (fill, miss),
+                    (within, recommended),
+                )| Card {
+                    name,
+                    feasible,
+                    status: "optimal".to_owned(),
+                    infeasible_reason: reason,
+                    modes: Default::default(),
+                    cost: cost.map(|(air, lcl, fcl, total)| CardCost {
+                        air,
+                        lcl,
+                        fcl,
+                        total,
+                    }),
+                    containers: containers
+                        .into_iter()
+                        .map(|(container_type, count)| ContainerCount {
+                            container_type,
+                            count,
+                        })
+                        .collect(),
+                    fill_rate: fill,
+                    shipments: Vec::new(),
+                    miss_probability: miss,
+                    checker,
+                    within_policy: within,
+                    recommended,
+                },
+            )
+    }
+
+    fn plan() -> impl Strategy<Value = LoadPlan> {
+        (
+            text(),
+            prop::collection::vec(card(), 0..4),
+            prop::collection::btree_map(
+                text(),
+                (any::<u32>(), any::<u32>(), number(), text()),
+                0..3,
+            ),
+            prop::collection::vec(text(), 0..3),
+        )
+            .prop_map(|(solver, cards, modes, notes)| LoadPlan {
+                planner: PLANNER_FORMAT.to_owned(),
+                solver,
+                cards,
+                modes: modes
+                    .into_iter()
+                    .map(
+                        |(mode, (eta_p50_days, eta_p90_days, cvar90_delay_days, delay_source))| {
+                            (
+                                mode,
+                                ModeRead {
+                                    eta_p50_days,
+                                    eta_p90_days,
+                                    cvar90_delay_days,
+                                    delay_source,
+                                },
+                            )
+                        },
+                    )
+                    .collect(),
+                packing: Vec::new(),
+                recommended: None,
+                notes,
+            })
+    }
+
+    proptest! {
+        #![proptest_config(crate::strategies::cases(256))]
+
+        /// Every ASCII digit of any text belongs to exactly one token, and
+        /// the tokens are digit runs with at most one fraction, in order.
+        #[test]
+        fn tokens_cover_every_digit_in_order(text in prop_oneof![any::<String>(), "[0-9. a-]{0,30}"]) {
+            let found = tokens(&text);
+            let digits = text.chars().filter(char::is_ascii_digit).count();
+            let in_tokens: usize = found.iter().map(|t| t.chars().filter(char::is_ascii_digit).count()).sum();
+            prop_assert_eq!(digits, in_tokens);
+            let mut rest = text.as_str();
+            for token in &found {
+                prop_assert!(token.starts_with(|c: char| c.is_ascii_digit()) && token.ends_with(|c: char| c.is_ascii_digit()));
+                prop_assert!(token.matches('.').count() <= 1);
+                let at = rest.find(token.as_str());
+                prop_assert!(at.is_some(), "{:?} not in order in {:?}", token, text);
+                rest = &rest[at.unwrap_or(0) + token.len()..];
+            }
+        }
+
+        /// Whatever a stored result holds, the template's own words pass
+        /// the guard, and a number it does not hold is caught.
+        #[test]
+        fn the_template_always_passes_its_guard(plan in plan()) {
+            let narration = narrate(&plan);
+            let check = verify(&narration, &plan);
+            prop_assert!(check.ok, "{:?}\n{}", check.offending, narration);
+            let allowed = admitted(&plan);
+            let invented = (1u64..).map(|n| format!("9{n}7")).find(|n| !allowed.contains(n)).unwrap_or_default();
+            let check = verify(&format!("{narration} It costs {invented} more."), &plan);
+            prop_assert_eq!(check.offending, vec![invented]);
+        }
+    }
+}

@@ -66,7 +66,24 @@ pub fn extract_tar_gz(
     strip_prefix: Option<&str>,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<u64, ArchiveError> {
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(reader));
+    extract_tar(
+        flate2::read::GzDecoder::new(reader),
+        root,
+        strip_prefix,
+        cancelled,
+    )
+}
+
+/// [`extract_tar_gz`] after decompression: the tar stream itself, every
+/// entry validated before it is written. The fuzz target feeds it raw tar
+/// bytes (through `crate::fuzzing`).
+pub fn extract_tar(
+    reader: impl Read,
+    root: &Path,
+    strip_prefix: Option<&str>,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<u64, ArchiveError> {
+    let mut archive = tar::Archive::new(reader);
     let mut written = 0;
     let mut links: Vec<(String, PathBuf)> = Vec::new();
     for entry in archive.entries().map_err(ArchiveError::Read)? {
@@ -672,7 +689,7 @@ mod properties {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(crate::strategies::cases(256))]
 
         /// A path that passes is a plain relative path: it cannot name
         /// anything above the root.
@@ -690,7 +707,7 @@ mod properties {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(192))]
+        #![proptest_config(crate::strategies::cases(192))]
 
         /// Whatever an archive holds, once it is accepted nothing in the
         /// tree resolves, by the kernel's own lookup, to a place outside

@@ -27,6 +27,8 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 pub use archive::ArchiveError;
+/// For `crate::fuzzing` only.
+pub(crate) use archive::extract_tar;
 
 use super::catalog::SolverCatalog;
 use super::config;
