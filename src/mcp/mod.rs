@@ -45,7 +45,7 @@ use crate::artifacts::Artifacts;
 use crate::cpsat::Cpsat;
 use crate::diagnostics::{Category, ToolError};
 use crate::equations::Equations;
-use crate::jobs::{CpsatJobs, Portfolios, SolveJobs};
+use crate::jobs::{BackendChoice, CpsatJobs, JobBackend, Portfolios, SolveJobs};
 use crate::minizinc::MiniZinc;
 use crate::planner::{Planner, ResultStore};
 use crate::progress::Progress;
@@ -72,6 +72,8 @@ pub struct ServerSetup {
     pub planner_store: ResultStore,
     /// Warm CP-SAT forkers to keep (0: every script runs cold).
     pub cpsat_warm: usize,
+    /// Where background jobs run.
+    pub job_backend: BackendChoice,
 }
 
 /// Which tools the server advertises.
@@ -182,6 +184,7 @@ pub struct SolvergateServer {
     toolset: Toolset,
     log_level: Arc<Mutex<LoggingLevel>>,
     cpsat_warm: usize,
+    job_backend: Arc<dyn JobBackend>,
 }
 
 /// Structured content plus its readable rendering.
@@ -227,6 +230,7 @@ impl SolvergateServer {
             artifact_journal,
             planner_store,
             cpsat_warm,
+            job_backend,
         } = setup;
         let mut tool_router = Self::minizinc_router()
             + Self::job_router()
@@ -247,10 +251,22 @@ impl SolvergateServer {
         }
         schema::finish(&mut tool_router);
         let minizinc = MiniZinc::new(runtime).with_test_hooks(test_hooks);
-        let solve_jobs = SolveJobs::new(minizinc.clone(), bounds, shutdown.clone());
-        let portfolios = Portfolios::new(solve_jobs.clone(), bounds, shutdown.clone());
         let cpsat_service = Cpsat::new(cpsat.clone());
-        let cpsat_jobs = CpsatJobs::new(cpsat_service.clone(), cpsat_jobs, shutdown.clone());
+        let job_backend =
+            crate::jobs::backend::build(&job_backend, minizinc.clone(), cpsat_service.clone());
+        let solve_jobs = SolveJobs::new(
+            minizinc.clone(),
+            job_backend.clone(),
+            bounds,
+            shutdown.clone(),
+        );
+        let portfolios = Portfolios::new(solve_jobs.clone(), bounds, shutdown.clone());
+        let cpsat_jobs = CpsatJobs::new(
+            cpsat_service.clone(),
+            job_backend.clone(),
+            cpsat_jobs,
+            shutdown.clone(),
+        );
         let planner = Planner::new(minizinc.clone(), planner_store);
         let equations = Equations::new(minizinc.clone());
         let artifacts = Artifacts::new(
@@ -277,6 +293,7 @@ impl SolvergateServer {
             toolset,
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
             cpsat_warm,
+            job_backend,
         }
     }
 
@@ -299,6 +316,11 @@ impl SolvergateServer {
         });
     }
 
+    /// The start-up banner's line about where jobs run.
+    pub fn job_backend_line(&self) -> String {
+        self.job_backend.describe()
+    }
+
     /// How many handles to this server exist: every clone shares one
     /// log-level cell, so a count of one means only the caller holds it
     /// (the HTTP face uses this to notice a session that has ended).
@@ -315,6 +337,9 @@ impl SolvergateServer {
             self.solve_jobs.shutdown(deadline),
             self.cpsat_jobs.shutdown(deadline),
         );
+        // Whatever a backend still runs elsewhere (a Slurm job whose
+        // cancel had not finished by the deadline) is stopped too.
+        self.job_backend.shutdown().await;
         portfolios + solves + cpsat
     }
 
