@@ -190,17 +190,15 @@ impl SlurmBackend {
         if run.ending == exec::Ending::Exited && run.return_code == Some(0) {
             return Ok(run.stdout);
         }
-        let stderr = run.stderr.trim();
+        // Slurm's clients print some refusals on stdout (`scontrol show
+        // partition X`: "Partition X not found").
+        let said = match (run.stderr.trim(), run.stdout.trim()) {
+            ("", "") => "it printed nothing",
+            ("", stdout) => stdout,
+            (stderr, _) => stderr,
+        };
         Err(CommandFailure {
-            message: format!(
-                "`{line}` failed ({}): {}",
-                exec::ending_in_words(&run),
-                if stderr.is_empty() {
-                    "it printed nothing on stderr"
-                } else {
-                    stderr
-                }
-            ),
+            message: format!("`{line}` failed ({}): {said}", exec::ending_in_words(&run)),
         })
     }
 
@@ -264,6 +262,12 @@ impl SlurmBackend {
             }
             match read_result(&dir.path) {
                 Ok(Some(outcome)) => {
+                    // One look now, so the status names the node even when
+                    // the job ran between two polls; then follow it to its
+                    // end in the background.
+                    if let Ok(Some(now)) = self.query(&id).await {
+                        set(&run.placement, now);
+                    }
                     self.follow_to_end(id, run.placement.clone(), dir);
                     return Dispatched::Done(Box::new(outcome));
                 }

@@ -43,7 +43,7 @@ pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(
         os.environ.get("SOLVERGATE_TEST_SLURM") != "1",
-        reason="no Slurm cluster: run scripts/slurm-cluster (as root), then set SOLVERGATE_TEST_SLURM=1 (scripts/test does when the cluster answers)",
+        reason="SOLVERGATE_TEST_SLURM is not 1: no Slurm cluster answered (run scripts/slurm-cluster as root; scripts/test sets it when `scripts/slurm-cluster --check` passes), or this is scripts/test's second-runtime pass (these run on the first runtime only)",
     ),
 ]
 
@@ -263,11 +263,16 @@ async def test_an_unusable_slurm_is_refused_before_any_job_is_admitted(harness, 
     env, marker = slurm_env(harness, workdir, **change)
     async with harness.open("full", env=env) as launched:
         session = launched.session
-        for tool, arguments in [
+        tools = [
             ("submit_solve_job", {"model": OPT_MODEL, "solver": "gecode"}),
             ("submit_portfolio_job", {"models": [OPT_MODEL], "solvers": ["gecode"]}),
             ("submit_cpsat_python_job", {"source": knapsack_script()}),
-        ]:
+        ]
+        if "SLURM_CONF" in change:
+            # Slurm's client retries an unreachable controller for about 9 s:
+            # one tool is proof enough.
+            tools = tools[:1]
+        for tool, arguments in tools:
             error = await call_error(session, tool, arguments)
             assert error.category == "runtime_missing", (tool, error)
             if command:
@@ -280,7 +285,8 @@ async def test_an_unusable_slurm_is_refused_before_any_job_is_admitted(harness, 
         local = await call_ok(session, "solve_minizinc_model", {"model": OPT_MODEL, "solver": "gecode"})
         assert local["status"] == "optimal"
     assert list(workdir.iterdir()) == []
-    assert not solver_procs(marker)
+    left = solver_procs(marker)
+    assert not left, f"{describe(left)}; parents: {[Path(f'/proc/{p.ppid}/cmdline').read_bytes()[:200] for p in left if Path(f'/proc/{p.ppid}').exists()]}"
 
 
 def test_the_slurm_backend_without_a_work_directory_does_not_start(harness, workdir):
