@@ -35,15 +35,12 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Where a job runs on a cluster, as its status reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SlurmPlacement {
-    /// Slurm's job id (`sbatch --parsable`).
+    // Field docs stay out of the published schema: tools/list is bounded.
+    /// Slurm's job id.
     pub job_id: String,
-    /// The node it ran on, once Slurm placed it.
     pub node: Option<String>,
-    /// Slurm's own state (`PENDING`, `RUNNING`, `COMPLETED`, `CANCELLED`,
-    /// `TIMEOUT`, `FAILED`, ...), as last seen.
+    /// As last seen: PENDING, RUNNING, COMPLETED, CANCELLED, ...
     pub state: String,
-    /// Slurm's reason for the state, when it gives one (`Priority`,
-    /// `Resources`, `NonZeroExitCode`, ...).
     pub reason: Option<String>,
 }
 

@@ -75,8 +75,7 @@ pub struct CpsatPythonJobStatus {
     pub checker_skipped_reason: Option<String>,
     pub message: Option<String>,
     pub diagnostic: Option<Diagnostic>,
-    /// With the Slurm backend: Slurm's job id, node and state (`null` for
-    /// a local job).
+    /// Slurm backend only.
     pub slurm: Option<SlurmPlacement>,
 }
 

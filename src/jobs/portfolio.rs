@@ -97,7 +97,7 @@ pub struct PortfolioAttempt {
     pub checker_status: Option<String>,
     pub elapsed_ms: u64,
     pub message: Option<String>,
-    /// With the Slurm backend: the attempt's Slurm job id, node and state.
+    /// Slurm backend only.
     pub slurm: Option<SlurmPlacement>,
 }
 

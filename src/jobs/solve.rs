@@ -67,8 +67,7 @@ pub struct SolveJobStatus {
     pub message: Option<String>,
     /// `cancelled`, `job_failed`, or the result's own diagnostic.
     pub diagnostic: Option<Diagnostic>,
-    /// With the Slurm backend: Slurm's job id, node and state (`null` for
-    /// a local job).
+    /// Slurm backend only.
     pub slurm: Option<SlurmPlacement>,
 }
 
