@@ -25,6 +25,38 @@ pub const DEFAULT_CPSAT_WARM: usize = 2;
 /// The most warm CP-SAT forkers `SOLVERGATE_CPSAT_WARM` may ask for.
 pub const MAX_CPSAT_WARM: usize = 8;
 
+/// Environment variable choosing where background jobs run: `local`
+/// (default) or `slurm`.
+pub const JOB_BACKEND_VAR: &str = "SOLVERGATE_JOB_BACKEND";
+/// Environment variable naming the Slurm backend's shared work directory.
+pub const SLURM_WORKDIR_VAR: &str = "SOLVERGATE_SLURM_WORKDIR";
+
+/// Where background jobs run. Synchronous tools always run locally.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum JobBackendKind {
+    /// In this process's executor (the default).
+    #[default]
+    Local,
+    /// One Slurm job per solve job, portfolio attempt and CP-SAT job.
+    Slurm,
+}
+
+/// How the Slurm backend submits (`SOLVERGATE_SLURM_*`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlurmSettings {
+    /// `SOLVERGATE_SLURM_PARTITION`: `--partition`; the cluster's default
+    /// partition when unset.
+    pub partition: Option<String>,
+    /// `SOLVERGATE_SLURM_ACCOUNT`: `--account`, when set.
+    pub account: Option<String>,
+    /// `SOLVERGATE_SLURM_WORKDIR`: a directory every node sees at the same
+    /// path; each job's task and result live in a directory of its own
+    /// there. Required with the Slurm backend.
+    pub workdir: Option<PathBuf>,
+    /// `SOLVERGATE_SLURM_MEMORY`: `--mem` (e.g. `2G`), when set.
+    pub memory: Option<String>,
+}
+
 /// Bounds of a background job registry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JobBounds {
@@ -83,6 +115,12 @@ pub struct Settings {
     /// `SOLVERGATE_HTTP_MAX_SESSIONS`: MCP sessions `serve --http` keeps at
     /// once (each with its own job bounds).
     pub http_max_sessions: usize,
+    /// `SOLVERGATE_JOB_BACKEND`: `local` (default) or `slurm`; `stdio
+    /// --job-backend` overrides it.
+    pub job_backend: JobBackendKind,
+    /// `SOLVERGATE_SLURM_PARTITION`, `..._ACCOUNT`, `..._WORKDIR`,
+    /// `..._MEMORY`: how the Slurm backend submits.
+    pub slurm: SlurmSettings,
 }
 
 /// Sessions `serve --http` keeps at once unless configured.
@@ -140,7 +178,32 @@ impl Settings {
                 max_retained_terminal: count(retained, defaults.max_retained_terminal, 1)?,
             })
         };
+        let text = |variable: &'static str| {
+            lookup(variable)
+                .filter(|value| !value.is_empty())
+                .map(|value| value.to_string_lossy().trim().to_owned())
+                .filter(|value| !value.is_empty())
+        };
         Ok(Settings {
+            job_backend: match text(JOB_BACKEND_VAR).as_deref() {
+                None | Some("local") => JobBackendKind::Local,
+                Some("slurm") => JobBackendKind::Slurm,
+                Some(other) => {
+                    return Err(SettingsError {
+                        variable: JOB_BACKEND_VAR,
+                        problem: format!("must be local or slurm, got {other:?}"),
+                    });
+                }
+            },
+            slurm: SlurmSettings {
+                partition: text("SOLVERGATE_SLURM_PARTITION"),
+                account: text("SOLVERGATE_SLURM_ACCOUNT"),
+                workdir: absolute_path(
+                    SLURM_WORKDIR_VAR,
+                    "a work directory every Slurm node sees at the same path",
+                )?,
+                memory: text("SOLVERGATE_SLURM_MEMORY"),
+            },
             jobs: bounds(
                 "SOLVERGATE_MAX_RUNNING_JOBS",
                 "SOLVERGATE_MAX_QUEUED_JOBS",
@@ -283,6 +346,31 @@ mod tests {
             let error = Settings::from_lookup(|name| (name == CPSAT_WARM_VAR).then(|| bad.into()))
                 .unwrap_err();
             assert!(error.to_string().starts_with(CPSAT_WARM_VAR), "{error}");
+        }
+    }
+
+    #[test]
+    fn job_backend_and_slurm_settings() {
+        let settings = Settings::from_lookup(|_| None).unwrap();
+        assert_eq!(settings.job_backend, JobBackendKind::Local);
+        assert_eq!(settings.slurm, SlurmSettings::default());
+        let slurm = Settings::from_lookup(|name| match name {
+            JOB_BACKEND_VAR => Some("slurm".into()),
+            "SOLVERGATE_SLURM_PARTITION" => Some("debug".into()),
+            SLURM_WORKDIR_VAR => Some("/shared/solvergate".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(slurm.job_backend, JobBackendKind::Slurm);
+        assert_eq!(slurm.slurm.partition.as_deref(), Some("debug"));
+        assert_eq!(
+            slurm.slurm.workdir.as_deref(),
+            Some(std::path::Path::new("/shared/solvergate"))
+        );
+        for (variable, value) in [(JOB_BACKEND_VAR, "kubernetes"), (SLURM_WORKDIR_VAR, "work")] {
+            let error =
+                Settings::from_lookup(|name| (name == variable).then(|| value.into())).unwrap_err();
+            assert!(error.to_string().starts_with(variable), "{error}");
         }
     }
 

@@ -26,6 +26,7 @@ use clap::{Args, Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::diagnostics::ToolError;
+use crate::jobs::{BackendChoice, SlurmConfig};
 use crate::mcp::{SolvergateServer, Toolset};
 use crate::minizinc::{
     DEFAULT_TIMEOUT_MS, MiniZinc, SolveControls, SolveRequest, Sources, validate_budget,
@@ -33,7 +34,7 @@ use crate::minizinc::{
 use crate::progress::Progress;
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{self, Runtime, UserDirs};
-use crate::settings::Settings;
+use crate::settings::{JobBackendKind, SLURM_WORKDIR_VAR, Settings};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -64,6 +65,17 @@ pub enum Command {
         /// Which tools to advertise.
         #[arg(long, value_enum, default_value = "core")]
         toolset: Toolset,
+        /// Where background jobs run (default: SOLVERGATE_JOB_BACKEND, else
+        /// local). Synchronous tools always run here.
+        #[arg(long, value_enum)]
+        job_backend: Option<JobBackendArg>,
+    },
+    /// Runs one background job's task on a cluster node (the Slurm
+    /// backend's batch script calls it); not for people.
+    #[command(hide = true)]
+    Worker {
+        /// The job's directory in the shared work directory.
+        dir: PathBuf,
     },
     /// Run the MCP server over Streamable HTTP (`serve --http 127.0.0.1:PORT`).
     Serve(serve_command::ServeArgs),
@@ -196,6 +208,15 @@ pub enum ArtifactsCommand {
     },
 }
 
+/// Where background jobs run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum JobBackendArg {
+    /// In this process (the default).
+    Local,
+    /// One Slurm batch job per job (see SOLVERGATE_SLURM_*).
+    Slurm,
+}
+
 /// One of the two runtimes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RuntimeKind {
@@ -314,9 +335,32 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
             };
             install::install_runtime(options, &settings, &dirs).await
         }
-        Command::Stdio { toolset } => {
+        Command::Stdio {
+            toolset,
+            job_backend,
+        } => {
             let (minizinc, cpsat) = resolve();
-            serve_stdio(minizinc, cpsat, toolset, &settings, &dirs).await
+            let kind = match job_backend {
+                Some(JobBackendArg::Local) => JobBackendKind::Local,
+                Some(JobBackendArg::Slurm) => JobBackendKind::Slurm,
+                None => settings.job_backend,
+            };
+            let backend = match backend_choice(kind, &settings, &minizinc, &cpsat) {
+                Ok(backend) => backend,
+                Err(problem) => return refuse(problem),
+            };
+            serve_stdio(minizinc, cpsat, toolset, backend, &settings, &dirs).await
+        }
+        Command::Worker { dir } => {
+            let cancel = cancel_on_interrupt();
+            match crate::jobs::worker::run(&dir, &cancel).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(crate::jobs::worker::WorkerError::Cancelled) => {
+                    eprintln!("solvergate worker: cancelled; no result was written");
+                    ExitCode::from(130)
+                }
+                Err(error) => refuse(format!("solvergate worker: {error}")),
+            }
         }
         Command::Serve(args) => {
             let (minizinc, cpsat) = resolve();
@@ -379,6 +423,41 @@ async fn dispatch(cli: Cli, settings: Settings, dirs: UserDirs) -> ExitCode {
             };
             let save = save.map(|dir| plan_command::SaveTo { dir, overwrite });
             plan_command::plan(minizinc, cpsat, &settings, &dirs, file, output, save).await
+        }
+    }
+}
+
+/// The job backend `kind` names, with what it needs resolved; a Slurm
+/// backend without a work directory is refused before the server starts.
+pub(crate) fn backend_choice(
+    kind: JobBackendKind,
+    settings: &Settings,
+    runtime: &Runtime,
+    cpsat: &CpsatRuntime,
+) -> Result<BackendChoice, String> {
+    match kind {
+        JobBackendKind::Local => Ok(BackendChoice::Local),
+        JobBackendKind::Slurm => {
+            let Some(workdir) = settings.slurm.workdir.clone() else {
+                return Err(format!(
+                    "the Slurm job backend needs {SLURM_WORKDIR_VAR}: an absolute path to a directory every node mounts at the same path"
+                ));
+            };
+            let worker = std::env::current_exe().map_err(|error| {
+                format!("the Slurm job backend needs this binary's path for the nodes to run, and it is unknown: {error}")
+            })?;
+            Ok(BackendChoice::Slurm(Box::new(SlurmConfig {
+                settings: settings.slurm.clone(),
+                workdir,
+                worker,
+                search_path: settings.search_path.clone(),
+                runtime_dir: runtime.location().dir.clone(),
+                cpsat_python: cpsat.python.clone(),
+                pythonpath: settings
+                    .pythonpath
+                    .as_ref()
+                    .map(|path| path.to_string_lossy().into_owned()),
+            })))
         }
     }
 }
@@ -604,6 +683,7 @@ async fn serve_stdio(
     runtime: Arc<Runtime>,
     cpsat: Arc<CpsatRuntime>,
     toolset: Toolset,
+    job_backend: BackendChoice,
     settings: &Settings,
     dirs: &UserDirs,
 ) -> ExitCode {
@@ -639,7 +719,9 @@ async fn serve_stdio(
             settings.planner_max_results,
         ),
         cpsat_warm: settings.cpsat_warm,
+        job_backend,
     });
+    eprintln!("{}", server.job_backend_line());
     server.warm_up();
     let jobs = server.clone();
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();

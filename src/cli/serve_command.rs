@@ -96,6 +96,11 @@ pub async fn serve_http(
             "--allow-origin {origin:?} is not an origin: give scheme://host or scheme://host:port, e.g. https://app.example.com"
         ));
     }
+    let job_backend = match super::backend_choice(settings.job_backend, settings, &runtime, &cpsat)
+    {
+        Ok(backend) => backend,
+        Err(problem) => return refuse(problem),
+    };
     let listener = match tokio::net::TcpListener::bind(args.http).await {
         Ok(listener) => listener,
         Err(error) => return refuse(format!("could not listen on {}: {error}", args.http)),
@@ -115,6 +120,7 @@ pub async fn serve_http(
         cpsat,
         toolset: args.toolset,
         settings: settings.clone(),
+        job_backend,
         artifact_journal: journal,
         planner_store: ResultStore::new(
             dirs.data_dir.join(PLANNER_STORE),
@@ -258,6 +264,7 @@ struct Template {
     cpsat: Arc<CpsatRuntime>,
     toolset: Toolset,
     settings: Settings,
+    job_backend: crate::jobs::BackendChoice,
     artifact_journal: std::path::PathBuf,
     planner_store: ResultStore,
     /// The job registries of requests without a session.
@@ -280,6 +287,7 @@ impl Template {
             // would multiply Python processes by the session count, so
             // scripts over HTTP start cold.
             cpsat_warm: 0,
+            job_backend: self.job_backend.clone(),
         });
         match &self.sessionless_jobs {
             Some(pools) => server.with_sessionless_jobs(pools.clone()),

@@ -12,7 +12,10 @@ use tokio_util::sync::CancellationToken;
 
 use std::sync::Arc;
 
-use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome, Start};
+use super::backend::{
+    JobBackend, PlacementSlot, RunContext, SlurmPlacement, placement_of, visible_state,
+};
+use super::registry::{JobRegistry, JobSnapshot, JobState, Start};
 use super::status::{
     JobKind, JobList, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
 };
@@ -47,6 +50,8 @@ pub struct CpsatJobOutput {
 pub struct CpsatJobMeta {
     pub script_timeout_ms: i64,
     pub checker_timeout_ms: Option<u64>,
+    /// Where the job runs, when a cluster runs it.
+    pub placement: PlacementSlot,
 }
 
 /// One CP-SAT job as `get_cpsat_python_job` reports it.
@@ -70,19 +75,28 @@ pub struct CpsatPythonJobStatus {
     pub checker_skipped_reason: Option<String>,
     pub message: Option<String>,
     pub diagnostic: Option<Diagnostic>,
+    /// Slurm backend only.
+    pub slurm: Option<SlurmPlacement>,
 }
 
 /// Background CP-SAT runs.
 #[derive(Clone)]
 pub struct CpsatJobs {
     cpsat: Cpsat,
+    backend: Arc<dyn JobBackend>,
     registry: JobRegistry<CpsatJobOutput, CpsatJobMeta>,
 }
 
 impl CpsatJobs {
-    pub fn new(cpsat: Cpsat, bounds: JobBounds, shutdown: CancellationToken) -> Self {
+    pub fn new(
+        cpsat: Cpsat,
+        backend: Arc<dyn JobBackend>,
+        bounds: JobBounds,
+        shutdown: CancellationToken,
+    ) -> Self {
         CpsatJobs {
             cpsat,
+            backend,
             registry: JobRegistry::new("CP-SAT job", bounds, shutdown),
         }
     }
@@ -123,32 +137,35 @@ impl CpsatJobs {
             }
         }
         self.cpsat.python(cancel).await?;
+        self.backend.preflight(cancel).await?;
         let meta = CpsatJobMeta {
             script_timeout_ms: request.script.timeout_ms,
             checker_timeout_ms,
+            placement: PlacementSlot::default(),
         };
-        let admitted = self
-            .registry
-            .submit(meta, self.start(request, checker_timeout_ms))
-            .map_err(full)?;
+        let work = self.start(request, checker_timeout_ms, meta.placement.clone());
+        let admitted = self.registry.submit(meta, work).map_err(full)?;
         Ok(status(admitted))
     }
 
+    /// The job's work, run by the backend.
     fn start(
         &self,
         request: CpsatJobRequest,
         checker_timeout_ms: Option<u64>,
+        placement: PlacementSlot,
     ) -> Start<CpsatJobOutput> {
-        let cpsat = self.cpsat.clone();
+        let backend = self.backend.clone();
         Box::new(move |token: CancellationToken| {
-            Box::pin(async move {
-                match run_job(&cpsat, &request, checker_timeout_ms, &token).await {
-                    Ok(output) if output.result.status == "timeout" => Outcome::TimedOut(output),
-                    Ok(output) => Outcome::Succeeded(output),
-                    Err(_) if token.is_cancelled() => Outcome::Cancelled,
-                    Err(error) => Outcome::Failed(error.to_string()),
-                }
-            })
+            backend.cpsat(
+                request,
+                checker_timeout_ms,
+                RunContext {
+                    token,
+                    live: Default::default(),
+                    placement,
+                },
+            )
         })
     }
 
@@ -191,8 +208,9 @@ impl CpsatJobs {
     }
 }
 
-/// The script, then — with a checkable answer — the checker.
-async fn run_job(
+/// The script, then — with a checkable answer — the checker (every
+/// backend ends here; the Slurm worker too).
+pub(crate) async fn run_job(
     cpsat: &Cpsat,
     request: &CpsatJobRequest,
     checker_timeout_ms: Option<u64>,
@@ -250,19 +268,28 @@ fn status(snapshot: JobSnapshot<CpsatJobOutput, CpsatJobMeta>) -> CpsatPythonJob
         ),
         None => (None, None, None),
     };
+    let slurm = placement_of(&snapshot.meta.placement);
+    // A job Slurm still holds pending has not started, whatever slot the
+    // registry gave it.
+    let state = visible_state(snapshot.state, slurm.as_ref());
+    let (started_at, elapsed_ms) = match state {
+        JobState::Queued => (None, 0),
+        _ => (snapshot.started_at, snapshot.elapsed_ms),
+    };
     CpsatPythonJobStatus {
         job_id: snapshot.id,
-        state: snapshot.state,
+        state,
         script_timeout_ms: snapshot.meta.script_timeout_ms,
         checker_timeout_ms: snapshot.meta.checker_timeout_ms,
         submitted_at: timestamp(snapshot.submitted_at),
-        started_at: snapshot.started_at.map(timestamp),
+        started_at: started_at.map(timestamp),
         finished_at: snapshot.finished_at.map(timestamp),
-        elapsed_ms: snapshot.elapsed_ms,
+        elapsed_ms,
         result,
         checker,
         checker_skipped_reason,
         message: snapshot.message,
         diagnostic,
+        slurm,
     }
 }

@@ -2,19 +2,28 @@
 //! ([`registry`]), MiniZinc solves as jobs ([`solve`]), and portfolio races
 //! whose losers the server kills the moment a winner is known
 //! ([`portfolio`]), CP-SAT scripts as jobs ([`cpsat`]), and what every
-//! kind shares in what a client reads ([`status`]).
+//! kind shares in what a client reads ([`status`]). Where admitted work
+//! runs is the backend's business ([`backend`]): in this process, or on a
+//! Slurm cluster ([`slurm`], whose nodes run [`worker`], talking through
+//! the files of [`wire`]).
 
+pub mod backend;
 pub mod cpsat;
 pub mod portfolio;
 pub mod registry;
+pub mod slurm;
 pub mod solve;
 pub mod status;
 pub mod winner;
+pub mod wire;
+pub mod worker;
 
+pub use backend::{BackendChoice, JobBackend, LocalBackend, SlurmPlacement};
 pub use cpsat::{CpsatJobRequest, CpsatJobs, CpsatPythonJobStatus};
 pub use portfolio::{
     MAX_SEEDS, PortfolioJobStatus, PortfolioRequest, PortfolioSolveResult, Portfolios, WinnerPolicy,
 };
 pub use registry::{Completion, JobRegistry, JobSnapshot, JobState, Outcome, RegistryFull, Start};
+pub use slurm::SlurmConfig;
 pub use solve::{SolveJobStatus, SolveJobs};
 pub use status::{JobKind, JobList, JobSummary};

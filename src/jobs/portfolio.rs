@@ -32,6 +32,7 @@ use serde_json::Number;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::backend::{SlurmPlacement, placement_of};
 use super::registry::{Completion, JobRegistry, JobSnapshot, JobState, Outcome, Start};
 use super::solve::{SolveJobMeta, SolveJobs};
 use super::status::{
@@ -96,6 +97,8 @@ pub struct PortfolioAttempt {
     pub checker_status: Option<String>,
     pub elapsed_ms: u64,
     pub message: Option<String>,
+    /// Slurm backend only.
+    pub slurm: Option<SlurmPlacement>,
 }
 
 /// What a race decided.
@@ -188,6 +191,7 @@ impl Portfolios {
         cancel: &CancellationToken,
     ) -> Result<PortfolioJobStatus, ToolError> {
         let plan = self.plan(&request, cancel).await?;
+        self.solve_jobs.backend().preflight(cancel).await?;
         let policy = request.winner_policy;
         let controls = SharedControls {
             free_search: request.free_search,
@@ -223,11 +227,8 @@ impl Portfolios {
                         num_solutions: request.num_solutions,
                     },
                 };
-                let meta = SolveJobMeta {
-                    timeout_ms: request.per_attempt_timeout_ms,
-                    live: Default::default(),
-                };
-                let work = self.solve_jobs.start(solve, meta.live.clone());
+                let meta = SolveJobMeta::new(request.per_attempt_timeout_ms);
+                let work = self.solve_jobs.start(solve, &meta);
                 (
                     meta,
                     self.decisive_drops_siblings(work, index, policy, siblings.clone()),
@@ -623,6 +624,9 @@ impl Race {
                         .and_then(|r| r.checker.as_ref())
                         .map(|c| c.status.clone()),
                     elapsed_ms: snapshot.as_ref().map_or(0, |s| s.elapsed_ms),
+                    slurm: snapshot
+                        .as_ref()
+                        .and_then(|s| placement_of(&s.meta.placement)),
                     message: match snapshot {
                         Some(snapshot) => snapshot.message.clone(),
                         None => Some(

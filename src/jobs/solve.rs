@@ -11,13 +11,16 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::registry::{JobRegistry, JobSnapshot, JobState, Outcome, Start};
+use super::backend::{
+    JobBackend, PlacementSlot, RunContext, SlurmPlacement, placement_of, visible_state,
+};
+use super::registry::{JobRegistry, JobSnapshot, JobState, Start};
 use super::status::{
     JobKind, JobList, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
 };
 use crate::diagnostics::{Diagnostic, ToolError};
 use crate::minizinc::{MiniZinc, SolveRequest, SolveResult};
-use crate::progress::{LiveFigures, LiveSlot, Progress};
+use crate::progress::{LiveFigures, LiveSlot};
 use crate::settings::JobBounds;
 
 /// What a solve job carries besides its result.
@@ -26,6 +29,18 @@ pub struct SolveJobMeta {
     pub timeout_ms: i64,
     /// What the running solve has found so far.
     pub live: LiveSlot,
+    /// Where the job runs, when a cluster runs it.
+    pub placement: PlacementSlot,
+}
+
+impl SolveJobMeta {
+    pub fn new(timeout_ms: i64) -> Self {
+        SolveJobMeta {
+            timeout_ms,
+            live: LiveSlot::default(),
+            placement: PlacementSlot::default(),
+        }
+    }
 }
 
 /// One solve job as `get_solve_job` reports it.
@@ -52,25 +67,38 @@ pub struct SolveJobStatus {
     pub message: Option<String>,
     /// `cancelled`, `job_failed`, or the result's own diagnostic.
     pub diagnostic: Option<Diagnostic>,
+    /// Slurm backend only.
+    pub slurm: Option<SlurmPlacement>,
 }
 
 /// Background MiniZinc solves.
 #[derive(Clone)]
 pub struct SolveJobs {
     minizinc: MiniZinc,
+    backend: Arc<dyn JobBackend>,
     registry: JobRegistry<SolveResult, SolveJobMeta>,
 }
 
 impl SolveJobs {
-    pub fn new(minizinc: MiniZinc, bounds: JobBounds, shutdown: CancellationToken) -> Self {
+    pub fn new(
+        minizinc: MiniZinc,
+        backend: Arc<dyn JobBackend>,
+        bounds: JobBounds,
+        shutdown: CancellationToken,
+    ) -> Self {
         SolveJobs {
             minizinc,
+            backend,
             registry: JobRegistry::new("solve job", bounds, shutdown),
         }
     }
 
     pub fn minizinc(&self) -> &MiniZinc {
         &self.minizinc
+    }
+
+    pub(crate) fn backend(&self) -> &Arc<dyn JobBackend> {
+        &self.backend
     }
 
     pub(crate) fn registry(&self) -> &JobRegistry<SolveResult, SolveJobMeta> {
@@ -84,29 +112,27 @@ impl SolveJobs {
         cancel: &CancellationToken,
     ) -> Result<SolveJobStatus, ToolError> {
         self.minizinc.admit(&request, cancel).await?;
-        let meta = SolveJobMeta {
-            timeout_ms: request.timeout_ms,
-            live: LiveSlot::default(),
-        };
-        let work = self.start(request, meta.live.clone());
+        self.backend.preflight(cancel).await?;
+        let meta = SolveJobMeta::new(request.timeout_ms);
+        let work = self.start(request, &meta);
         let admitted = self.registry.submit(meta, work).map_err(full)?;
         Ok(status(admitted))
     }
 
-    /// The work of one solve job (also a portfolio attempt); its figures
-    /// so far go to `live`.
-    pub(crate) fn start(&self, request: SolveRequest, live: LiveSlot) -> Start<SolveResult> {
-        let minizinc = self.minizinc.clone();
+    /// The work of one solve job (also a portfolio attempt), run by the
+    /// backend; its figures so far and its placement go to `meta`'s slots.
+    pub(crate) fn start(&self, request: SolveRequest, meta: &SolveJobMeta) -> Start<SolveResult> {
+        let backend = self.backend.clone();
+        let (live, placement) = (meta.live.clone(), meta.placement.clone());
         Box::new(move |token: CancellationToken| {
-            Box::pin(async move {
-                let progress = Progress::into_slot(live);
-                match minizinc.solve(&request, &progress, &token).await {
-                    Ok(result) if result.status == "timeout" => Outcome::TimedOut(result),
-                    Ok(result) => Outcome::Succeeded(result),
-                    Err(_) if token.is_cancelled() => Outcome::Cancelled,
-                    Err(error) => Outcome::Failed(error.to_string()),
-                }
-            })
+            backend.solve(
+                request,
+                RunContext {
+                    token,
+                    live,
+                    placement,
+                },
+            )
         })
     }
 
@@ -155,14 +181,22 @@ fn status(snapshot: JobSnapshot<SolveResult, SolveJobMeta>) -> SolveJobStatus {
                 .as_ref()
                 .and_then(|result| result.diagnostic.clone())
         });
+    let slurm = placement_of(&snapshot.meta.placement);
+    // A job Slurm still holds pending has not started, whatever slot the
+    // registry gave it.
+    let state = visible_state(snapshot.state, slurm.as_ref());
+    let (started_at, elapsed_ms) = match state {
+        JobState::Queued => (None, 0),
+        _ => (snapshot.started_at, snapshot.elapsed_ms),
+    };
     SolveJobStatus {
         job_id: snapshot.id,
-        state: snapshot.state,
+        state,
         timeout_ms: snapshot.meta.timeout_ms,
         submitted_at: timestamp(snapshot.submitted_at),
-        started_at: snapshot.started_at.map(timestamp),
+        started_at: started_at.map(timestamp),
         finished_at: snapshot.finished_at.map(timestamp),
-        elapsed_ms: snapshot.elapsed_ms,
+        elapsed_ms,
         live: match snapshot.state {
             JobState::Running => snapshot.meta.live.lock().ok().and_then(|live| live.clone()),
             _ => None,
@@ -170,5 +204,6 @@ fn status(snapshot: JobSnapshot<SolveResult, SolveJobMeta>) -> SolveJobStatus {
         result: snapshot.result,
         message: snapshot.message,
         diagnostic,
+        slurm,
     }
 }

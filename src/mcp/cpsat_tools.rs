@@ -109,7 +109,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Start a CP-SAT Python script in the background (optionally with an inline checker run on its answer); returns at once with a job_id. Poll get_cpsat_python_job.",
+        description = "Start a CP-SAT Python script in the background (optionally checked by an inline checker); returns at once with a job_id. Poll get_cpsat_python_job.",
         input_schema = args::schema::<SubmitCpsatArgs>(),
         output_schema = schema_for_output::<CpsatPythonJobStatus>()
     )]
@@ -166,7 +166,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Cancel a CP-SAT job: a queued one is dropped, a running one has its script or checker process tree killed. Returns when it is cancelled; idempotent.",
+        description = "Cancel a CP-SAT job: a queued one is dropped, a running one has its processes killed. Returns when it is cancelled; idempotent.",
         input_schema = args::schema::<JobIdArgs>(),
         output_schema = schema_for_output::<CpsatPythonJobStatus>()
     )]
@@ -185,7 +185,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "List the retained CP-SAT jobs (inline and file), oldest first: one summary each (id, state, timing, status, objective). get_cpsat_python_job returns a job's full result.",
+        description = "List the retained CP-SAT jobs, oldest first: one summary each (id, state, timing, status, objective). get_cpsat_python_job returns a job's full result.",
         input_schema = args::schema::<NoArgs>(),
         output_schema = schema_for_output::<JobList>()
     )]

@@ -13,7 +13,7 @@ use crate::jobs::{JobList, PortfolioJobStatus, SolveJobStatus};
 #[tool_router(router = job_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Start a MiniZinc solve in the background and return at once with a job_id (state queued or running). Same arguments as solve_minizinc_model; argument errors are reported before a job exists. Poll get_solve_job; use for solves that may outlast a client's request timeout.",
+        description = "Start a MiniZinc solve in the background; returns a job_id at once. Same arguments as solve_minizinc_model; argument errors come before a job exists. Poll get_solve_job; use for solves that may outlast a client's request timeout.",
         input_schema = args::schema::<SolveModelArgs>(),
         output_schema = schema_for_output::<SolveJobStatus>()
     )]
@@ -32,7 +32,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Read a background solve job: state (queued, running, succeeded, failed, timeout, cancelled), timing, and the full SolveResult once it is succeeded or timeout. Pace polls against timeout_ms - elapsed_ms.",
+        description = "Read a background solve job: state, timing, and the full SolveResult once it is succeeded or timeout. Pace polls against timeout_ms - elapsed_ms.",
         input_schema = args::schema::<JobIdArgs>(),
         output_schema = schema_for_output::<SolveJobStatus>()
     )]
@@ -51,7 +51,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Cancel a background solve job: a queued job is dropped, a running one has its MiniZinc and solver processes killed. Returns when the job is cancelled; idempotent.",
+        description = "Cancel a background solve job: a queued job is dropped, a running one has its processes killed. Returns when the job is cancelled; idempotent.",
         input_schema = args::schema::<JobIdArgs>(),
         output_schema = schema_for_output::<SolveJobStatus>()
     )]
@@ -70,7 +70,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "List the retained background solve jobs (portfolio attempts included), oldest first: one summary each (id, state, timing, status, objective). get_solve_job returns a job's full result. Finished jobs are kept only up to a cap.",
+        description = "List the retained background solve jobs (portfolio attempts included), oldest first: one summary each (id, state, timing, status, objective). get_solve_job returns a job's full result.",
         input_schema = args::schema::<NoArgs>(),
         output_schema = schema_for_output::<JobList>()
     )]
@@ -94,7 +94,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Race formulations of one instance across solvers and seeds in the background; returns a job_id at once. A proven verdict (optimal, unsatisfiable, unbounded; satisfied on a satisfaction model) wins and the other attempts are killed. On an optimisation model the default winner_policy \"best_objective\" waits for budget-stopped attempts and takes the best objective; \"first_decisive\" takes the first satisfied one. Poll get_portfolio_job for the winner and the attempts table.",
+        description = "Race formulations of one instance across solvers and seeds in the background; returns a job_id at once. A proven verdict (optimal, unsatisfiable, unbounded; satisfied on a satisfaction model) wins and the other attempts are killed. On an optimisation model the default winner_policy \"best_objective\" waits for budget-stopped attempts and takes the best objective; \"first_decisive\" takes the first satisfied one. Poll get_portfolio_job.",
         input_schema = args::schema::<PortfolioArgs>(),
         output_schema = schema_for_output::<PortfolioJobStatus>()
     )]
@@ -113,7 +113,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Read a portfolio job: state (running, succeeded, cancelled) and, once succeeded, the PortfolioSolveResult with the winner, every attempt and provenance hashes. Reading never changes the race.",
+        description = "Read a portfolio job: state and, once succeeded, the PortfolioSolveResult with the winner, every attempt and provenance hashes.",
         input_schema = args::schema::<JobIdArgs>(),
         output_schema = schema_for_output::<PortfolioJobStatus>()
     )]

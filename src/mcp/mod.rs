@@ -45,7 +45,7 @@ use crate::artifacts::Artifacts;
 use crate::cpsat::Cpsat;
 use crate::diagnostics::{Category, ToolError};
 use crate::equations::Equations;
-use crate::jobs::{CpsatJobs, Portfolios, SolveJobs};
+use crate::jobs::{BackendChoice, CpsatJobs, JobBackend, Portfolios, SolveJobs};
 use crate::minizinc::MiniZinc;
 use crate::planner::{Planner, ResultStore};
 use crate::progress::Progress;
@@ -72,6 +72,8 @@ pub struct ServerSetup {
     pub planner_store: ResultStore,
     /// Warm CP-SAT forkers to keep (0: every script runs cold).
     pub cpsat_warm: usize,
+    /// Where background jobs run.
+    pub job_backend: BackendChoice,
 }
 
 /// Which tools the server advertises.
@@ -184,6 +186,7 @@ pub struct SolvergateServer {
     toolset: Toolset,
     log_level: Arc<Mutex<LoggingLevel>>,
     cpsat_warm: usize,
+    job_backend: Arc<dyn JobBackend>,
 }
 
 /// The background job registries a job tool works on. Over stdio and in an
@@ -204,15 +207,22 @@ impl JobPools {
     fn new(
         minizinc: &MiniZinc,
         cpsat: &Cpsat,
+        backend: &Arc<dyn JobBackend>,
         bounds: JobBounds,
         cpsat_bounds: JobBounds,
         shutdown: &CancellationToken,
     ) -> Self {
-        let solve_jobs = SolveJobs::new(minizinc.clone(), bounds, shutdown.clone());
+        let solve_jobs =
+            SolveJobs::new(minizinc.clone(), backend.clone(), bounds, shutdown.clone());
         JobPools {
             portfolios: Portfolios::new(solve_jobs.clone(), bounds, shutdown.clone()),
             solve_jobs,
-            cpsat_jobs: CpsatJobs::new(cpsat.clone(), cpsat_bounds, shutdown.clone()),
+            cpsat_jobs: CpsatJobs::new(
+                cpsat.clone(),
+                backend.clone(),
+                cpsat_bounds,
+                shutdown.clone(),
+            ),
         }
     }
 
@@ -280,6 +290,7 @@ impl SolvergateServer {
             artifact_journal,
             planner_store,
             cpsat_warm,
+            job_backend,
         } = setup;
         let mut tool_router = Self::minizinc_router()
             + Self::job_router()
@@ -301,7 +312,16 @@ impl SolvergateServer {
         schema::finish(&mut tool_router);
         let minizinc = MiniZinc::new(runtime).with_test_hooks(test_hooks);
         let cpsat_service = Cpsat::new(cpsat.clone());
-        let jobs = JobPools::new(&minizinc, &cpsat_service, bounds, cpsat_jobs, &shutdown);
+        let job_backend =
+            crate::jobs::backend::build(&job_backend, minizinc.clone(), cpsat_service.clone());
+        let jobs = JobPools::new(
+            &minizinc,
+            &cpsat_service,
+            &job_backend,
+            bounds,
+            cpsat_jobs,
+            &shutdown,
+        );
         let planner = Planner::new(minizinc.clone(), planner_store);
         let equations = Equations::new(minizinc.clone());
         let artifacts = Artifacts::new(
@@ -327,6 +347,7 @@ impl SolvergateServer {
             toolset,
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
             cpsat_warm,
+            job_backend,
         }
     }
 
@@ -349,6 +370,11 @@ impl SolvergateServer {
         });
     }
 
+    /// The start-up banner's line about where jobs run.
+    pub fn job_backend_line(&self) -> String {
+        self.job_backend.describe()
+    }
+
     /// How many handles to this server exist: every clone shares one
     /// log-level cell, so a count of one means only the caller holds it
     /// (the HTTP face uses this to notice a session that has ended).
@@ -360,7 +386,11 @@ impl SolvergateServer {
     /// gone, or until `deadline` passes; returns how many jobs had not
     /// ended by then.
     pub async fn shutdown_jobs(&self, deadline: std::time::Duration) -> usize {
-        self.jobs.shutdown(deadline).await
+        let left = self.jobs.shutdown(deadline).await;
+        // Whatever a backend still runs elsewhere (a Slurm job whose
+        // cancel had not finished by the deadline) is stopped too.
+        self.job_backend.shutdown().await;
+        left
     }
 
     /// This server's own job registries, for [`Self::with_sessionless_jobs`].

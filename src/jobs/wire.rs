@@ -1,0 +1,359 @@
+//! What the server and a `solvergate worker` on a cluster node exchange
+//! through the shared work directory: `task.json` (the request, with
+//! every source inline or as an absolute path the node sees) and
+//! `result.json` (the result struct the local run would have produced, or
+//! the refusal it would have raised).
+//!
+//! These are plain data twins of the service requests, so the services
+//! keep no serialisation concerns. Both files are written whole and renamed
+//! into place ([`write_atomically`]): a reader sees a complete file or none.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::cpsat::{CpsatJobOutput, CpsatJobRequest};
+use crate::cpsat::{CheckerReport, CheckerSource, CpsatPythonResult, ScriptRequest, ScriptSource};
+use crate::diagnostics::{Category, Diagnostic, ToolError};
+use crate::minizinc::{SolveControls, SolveRequest, SolveResult, Sources};
+
+/// The task file's name in a job's directory.
+pub const TASK_FILE: &str = "task.json";
+/// The result file's name in a job's directory.
+pub const RESULT_FILE: &str = "result.json";
+
+/// One job's work, as the worker reads it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerTask {
+    /// The MiniZinc runtime root the server resolved (same path on every node).
+    pub runtime_dir: PathBuf,
+    /// The CP-SAT interpreter the server resolved.
+    pub cpsat_python: PathBuf,
+    /// The server's `PYTHONPATH`, kept for scripts.
+    pub pythonpath: Option<String>,
+    pub work: WorkerWork,
+}
+
+/// What to run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkerWork {
+    Solve {
+        sources: WireSources,
+        solver: Option<String>,
+        timeout_ms: i64,
+        controls: SolveControls,
+    },
+    Cpsat {
+        script: WireSource,
+        args: Vec<String>,
+        seed: Option<i64>,
+        config: Option<Map<String, Value>>,
+        timeout_ms: i64,
+        checker: Option<WireSource>,
+        problem: Option<String>,
+        checker_timeout_ms: Option<u64>,
+    },
+}
+
+/// A model, data and checker: text, or paths the node sees.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireSources {
+    Inline {
+        model: String,
+        data: Option<String>,
+        checker: Option<String>,
+    },
+    Files {
+        model_path: String,
+        data_path: Option<String>,
+        checker_path: Option<String>,
+    },
+}
+
+/// A script or checker: text, or a path the node sees.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WireSource {
+    Inline(String),
+    File(String),
+}
+
+/// What the worker leaves in `result.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum WorkerOutcome {
+    Solve {
+        result: SolveResult,
+    },
+    Cpsat {
+        result: CpsatPythonResult,
+        checker: Option<CheckerReport>,
+        checker_skipped_reason: Option<String>,
+    },
+    /// The run was refused or our machinery failed, as it would have locally.
+    Refused {
+        diagnostic: Diagnostic,
+    },
+}
+
+impl WireSources {
+    /// The wire form of a request's sources. Files the server wrote
+    /// (a portfolio's shared sources) travel as text: the server's temp dir
+    /// is not on the nodes.
+    pub fn of(sources: &Sources) -> Result<WireSources, ToolError> {
+        let read = |path: &Path| {
+            std::fs::read_to_string(path).map_err(|error| {
+                ToolError::invalid(format!("could not read {}: {error}", path.display()))
+            })
+        };
+        Ok(match sources {
+            Sources::Inline {
+                model,
+                data,
+                checker,
+            } => WireSources::Inline {
+                model: model.clone(),
+                data: data.clone(),
+                checker: checker.clone(),
+            },
+            Sources::Files {
+                model_path,
+                data_path,
+                checker_path,
+            } => WireSources::Files {
+                model_path: absolute(model_path),
+                data_path: data_path.as_deref().map(absolute),
+                checker_path: checker_path.as_deref().map(absolute),
+            },
+            Sources::Written(prepared) => WireSources::Inline {
+                model: read(&prepared.model)?,
+                data: prepared.data.as_deref().map(read).transpose()?,
+                checker: prepared.checker.as_deref().map(read).transpose()?,
+            },
+        })
+    }
+
+    fn into_sources(self) -> Sources {
+        match self {
+            WireSources::Inline {
+                model,
+                data,
+                checker,
+            } => Sources::Inline {
+                model,
+                data,
+                checker,
+            },
+            WireSources::Files {
+                model_path,
+                data_path,
+                checker_path,
+            } => Sources::Files {
+                model_path,
+                data_path,
+                checker_path,
+            },
+        }
+    }
+}
+
+/// A path made absolute against the server's working directory, so the
+/// node (which starts elsewhere) reads the same file.
+fn absolute(path: &str) -> String {
+    std::path::absolute(path)
+        .map(|path| path.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| path.to_owned())
+}
+
+impl WorkerWork {
+    /// The wire form of a solve.
+    pub fn solve(request: &SolveRequest) -> Result<WorkerWork, ToolError> {
+        Ok(WorkerWork::Solve {
+            sources: WireSources::of(&request.sources)?,
+            solver: request.solver.clone(),
+            timeout_ms: request.timeout_ms,
+            controls: request.controls.clone(),
+        })
+    }
+
+    /// The wire form of a CP-SAT job (paths were made absolute at
+    /// admission).
+    pub fn cpsat(request: &CpsatJobRequest, checker_timeout_ms: Option<u64>) -> WorkerWork {
+        WorkerWork::Cpsat {
+            script: match &request.script.source {
+                ScriptSource::Inline(text) => WireSource::Inline(text.clone()),
+                ScriptSource::File(path) => WireSource::File(path.clone()),
+            },
+            args: request.script.args.clone(),
+            seed: request.script.seed,
+            config: request.script.config.clone(),
+            timeout_ms: request.script.timeout_ms,
+            checker: request.checker.as_ref().map(|checker| match checker {
+                CheckerSource::Inline(text) => WireSource::Inline(text.clone()),
+                CheckerSource::File(path) => WireSource::File(path.clone()),
+            }),
+            problem: request.problem.clone(),
+            checker_timeout_ms,
+        }
+    }
+}
+
+/// What the worker runs, back in service form.
+pub enum Runnable {
+    Solve(SolveRequest),
+    Cpsat(CpsatJobRequest, Option<u64>),
+}
+
+impl From<WorkerWork> for Runnable {
+    fn from(work: WorkerWork) -> Runnable {
+        match work {
+            WorkerWork::Solve {
+                sources,
+                solver,
+                timeout_ms,
+                controls,
+            } => Runnable::Solve(SolveRequest {
+                sources: sources.into_sources(),
+                solver,
+                timeout_ms,
+                controls,
+            }),
+            WorkerWork::Cpsat {
+                script,
+                args,
+                seed,
+                config,
+                timeout_ms,
+                checker,
+                problem,
+                checker_timeout_ms,
+            } => Runnable::Cpsat(
+                CpsatJobRequest {
+                    script: ScriptRequest {
+                        source: match script {
+                            WireSource::Inline(text) => ScriptSource::Inline(text),
+                            WireSource::File(path) => ScriptSource::File(path),
+                        },
+                        args,
+                        seed,
+                        config,
+                        timeout_ms,
+                    },
+                    checker: checker.map(|checker| match checker {
+                        WireSource::Inline(text) => CheckerSource::Inline(text),
+                        WireSource::File(path) => CheckerSource::File(path),
+                    }),
+                    problem,
+                    checker_timeout_ms: checker_timeout_ms.and_then(|ms| i64::try_from(ms).ok()),
+                },
+                checker_timeout_ms,
+            ),
+        }
+    }
+}
+
+impl WorkerOutcome {
+    /// A finished CP-SAT job's output, as the worker saves it.
+    pub fn of_cpsat(output: CpsatJobOutput) -> WorkerOutcome {
+        WorkerOutcome::Cpsat {
+            result: std::sync::Arc::unwrap_or_clone(output.result),
+            checker: output.checker,
+            checker_skipped_reason: output.checker_skipped_reason,
+        }
+    }
+
+    /// A refusal, as the local run would have raised it.
+    pub fn refused(error: ToolError) -> WorkerOutcome {
+        WorkerOutcome::Refused {
+            diagnostic: error.0,
+        }
+    }
+
+    /// The solve result, or the error the local run would have returned.
+    pub fn into_solve(self) -> Result<SolveResult, ToolError> {
+        match self {
+            WorkerOutcome::Solve { result } => Ok(result),
+            WorkerOutcome::Refused { diagnostic } => Err(ToolError(diagnostic)),
+            WorkerOutcome::Cpsat { .. } => Err(mismatch("a solve", "a CP-SAT result")),
+        }
+    }
+
+    /// The CP-SAT output, or the error the local run would have returned.
+    pub fn into_cpsat(self) -> Result<CpsatJobOutput, ToolError> {
+        match self {
+            WorkerOutcome::Cpsat {
+                result,
+                checker,
+                checker_skipped_reason,
+            } => Ok(CpsatJobOutput {
+                result: std::sync::Arc::new(result),
+                checker,
+                checker_skipped_reason,
+            }),
+            WorkerOutcome::Refused { diagnostic } => Err(ToolError(diagnostic)),
+            WorkerOutcome::Solve { .. } => Err(mismatch("a CP-SAT job", "a solve result")),
+        }
+    }
+}
+
+fn mismatch(asked: &str, got: &str) -> ToolError {
+    ToolError::new(
+        Category::JobFailed,
+        format!(
+            "the worker ran {asked} but left {got}; this is a solvergate bug — please report it"
+        ),
+    )
+}
+
+/// Writes `value` as JSON to `path` through a temp file in the same
+/// directory and a rename: a reader sees the whole file or none.
+pub fn write_atomically(path: &Path, value: &impl Serialize) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut staged = tempfile::NamedTempFile::new_in(dir)?;
+    serde_json::to_writer(&mut staged, value)?;
+    staged.as_file().sync_all()?;
+    staged.persist(path).map_err(|error| error.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_round_trips() {
+        let task = WorkerTask {
+            runtime_dir: "/usr".into(),
+            cpsat_python: "/venv/bin/python".into(),
+            pythonpath: None,
+            work: WorkerWork::Solve {
+                sources: WireSources::Inline {
+                    model: "var 1..3: x; solve maximize x;".into(),
+                    data: None,
+                    checker: None,
+                },
+                solver: Some("gecode".into()),
+                timeout_ms: 1000,
+                controls: SolveControls::default(),
+            },
+        };
+        let text = serde_json::to_string(&task).unwrap();
+        let back: WorkerTask = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        let Runnable::Solve(request) = Runnable::from(back.work) else {
+            panic!("a solve came back as something else");
+        };
+        assert_eq!(request.timeout_ms, 1000);
+    }
+
+    #[test]
+    fn a_refusal_comes_back_as_the_same_error() {
+        let error = ToolError::new(Category::RuntimeMissing, "no minizinc");
+        let text = serde_json::to_string(&WorkerOutcome::refused(error.clone())).unwrap();
+        let back: WorkerOutcome = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.into_solve().unwrap_err(), error);
+    }
+}

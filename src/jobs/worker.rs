@@ -1,0 +1,82 @@
+//! The node side of the Slurm backend: `solvergate worker DIR` reads the
+//! job's `task.json`, runs it through the same [`execute_solve`] / CP-SAT
+//! job code as the local backend (same executor, caps, checker and
+//! envelope rules), and renames `result.json` into place.
+//!
+//! A cancelled run (Slurm's `scancel` sends SIGTERM, which the face turns
+//! into the token) writes no result: the server decided the job's end
+//! already, and its processes are killed by the executor as they would be
+//! locally.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::backend::execute_solve;
+use super::cpsat::run_job;
+use super::wire::{RESULT_FILE, Runnable, TASK_FILE, WorkerOutcome, WorkerTask, write_atomically};
+use crate::cpsat::Cpsat;
+use crate::minizinc::MiniZinc;
+use crate::progress::Progress;
+use crate::runtime::cpsat::CpsatRuntime;
+use crate::runtime::{LocationSource, Runtime, RuntimeLocation};
+
+/// Why the worker left no result.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("could not read the task {path}: {problem}")]
+    Task { path: String, problem: String },
+    #[error("cancelled; no result was written")]
+    Cancelled,
+    #[error("could not write the result {path}: {source}")]
+    Result {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// Runs the task in `dir` and writes its result there.
+pub async fn run(dir: &Path, cancel: &CancellationToken) -> Result<(), WorkerError> {
+    let task_path = dir.join(TASK_FILE);
+    let task: WorkerTask = std::fs::read(&task_path)
+        .map_err(|error| error.to_string())
+        .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|error| error.to_string()))
+        .map_err(|problem| WorkerError::Task {
+            path: task_path.display().to_string(),
+            problem,
+        })?;
+    let outcome = match Runnable::from(task.work) {
+        Runnable::Solve(request) => {
+            let runtime = Runtime::new(RuntimeLocation {
+                dir: task.runtime_dir,
+                source: LocationSource::Flag,
+            });
+            let minizinc = MiniZinc::new(Arc::new(runtime));
+            match execute_solve(&minizinc, &request, &Progress::none(), cancel).await {
+                Ok(result) => WorkerOutcome::Solve { result },
+                Err(error) => WorkerOutcome::refused(error),
+            }
+        }
+        Runnable::Cpsat(request, checker_timeout_ms) => {
+            let cpsat = Cpsat::new(Arc::new(CpsatRuntime {
+                python: task.cpsat_python,
+                source: LocationSource::Flag,
+                inherited_pythonpath: task.pythonpath.map(OsString::from),
+            }));
+            match run_job(&cpsat, &request, checker_timeout_ms, cancel).await {
+                Ok(output) => WorkerOutcome::of_cpsat(output),
+                Err(error) => WorkerOutcome::refused(error),
+            }
+        }
+    };
+    if cancel.is_cancelled() {
+        return Err(WorkerError::Cancelled);
+    }
+    let result_path = dir.join(RESULT_FILE);
+    write_atomically(&result_path, &outcome).map_err(|source| WorkerError::Result {
+        path: result_path.display().to_string(),
+        source,
+    })
+}
