@@ -8,21 +8,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{test_runtime, transcript};
-
-/// "2.6.4", "2.9.2": the runtime's version, naming the snapshot set.
-fn minizinc_version() -> String {
-    let output = Command::new(test_runtime().join("bin/minizinc"))
-        .arg("--version")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    text.split("version ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or("unknown")
-        .to_owned()
-}
+use common::{minizinc_version, test_runtime, transcript};
 
 struct Home {
     dir: tempfile::TempDir,

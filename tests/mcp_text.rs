@@ -8,24 +8,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
 mod common;
-use common::test_runtime;
+use common::{minizinc_version, test_runtime};
 
 /// The text part may hold at most this many bytes (`render::TEXT_LIMIT`).
 const TEXT_LIMIT: usize = 16 * 1024;
-
-/// "2.6.4", "2.9.2": the runtime's version, naming the snapshot set.
-fn minizinc_version() -> String {
-    let output = Command::new(test_runtime().join("bin/minizinc"))
-        .arg("--version")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    text.split("version ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or("unknown")
-        .to_owned()
-}
 
 /// A `solvergate stdio` session with a private home.
 struct Session {

@@ -31,3 +31,17 @@ pub fn transcript(output: &Output) -> String {
         text(&output.stderr)
     )
 }
+
+/// "2.6.4", "2.9.2": the runtime's version, naming the snapshot set.
+pub fn minizinc_version() -> String {
+    let output = std::process::Command::new(test_runtime().join("bin/minizinc"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    text.split("version ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or("unknown")
+        .to_owned()
+}
