@@ -87,13 +87,10 @@ fn text_len(response: &Value) -> usize {
 }
 
 fn main() {
-    let runtime =
-        PathBuf::from(std::env::var("SOLVERGATE_BENCH_RUNTIME").unwrap_or_else(|_| "/usr".into()));
-    let minizinc = runtime.join("bin/minizinc");
-    if !minizinc.exists() {
-        eprintln!("no MiniZinc at {}", minizinc.display());
+    let Some(runtime) = common::runtime_with_minizinc() else {
         return;
-    }
+    };
+    let minizinc = runtime.join("bin/minizinc");
     let solver = std::env::var("SOLVERGATE_BENCH_SOLVER").unwrap_or_else(|_| "gecode".into());
     let python = std::path::absolute(
         std::env::var("SOLVERGATE_BENCH_PYTHON").unwrap_or_else(|_| ".venv/bin/python".into()),

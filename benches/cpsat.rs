@@ -57,8 +57,7 @@ fn main() {
         );
         return;
     }
-    let runtime =
-        PathBuf::from(std::env::var("SOLVERGATE_BENCH_RUNTIME").unwrap_or_else(|_| "/usr".into()));
+    let runtime = common::runtime_root();
     let python_text = python.to_string_lossy().into_owned();
 
     // check_runtime: the first call of a fresh server, then later ones.

@@ -15,7 +15,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use common::{Client, median, ms};
@@ -53,15 +52,9 @@ fn marked_processes(mark: &str) -> usize {
 }
 
 fn main() {
-    let runtime =
-        PathBuf::from(std::env::var("SOLVERGATE_BENCH_RUNTIME").unwrap_or_else(|_| "/usr".into()));
-    if !runtime.join("bin/minizinc").exists() {
-        eprintln!(
-            "no MiniZinc under {}; set SOLVERGATE_BENCH_RUNTIME",
-            runtime.display()
-        );
+    let Some(runtime) = common::runtime_with_minizinc() else {
         return;
-    }
+    };
     let mark = format!("{}", std::process::id());
     let mut client = Client::start(&runtime, &["--toolset", "full"], &[(MARK, &mark)]);
     client.initialize();

@@ -122,15 +122,9 @@ fn is_error(response: &Value) -> bool {
 }
 
 fn main() {
-    let runtime =
-        PathBuf::from(std::env::var("SOLVERGATE_BENCH_RUNTIME").unwrap_or_else(|_| "/usr".into()));
-    if !runtime.join("bin/minizinc").exists() {
-        eprintln!(
-            "no MiniZinc under {}; set SOLVERGATE_BENCH_RUNTIME",
-            runtime.display()
-        );
+    let Some(runtime) = common::runtime_with_minizinc() else {
         return;
-    }
+    };
     let mark = std::process::id().to_string();
     synchronous_calls(&runtime, &mark);
     job_submits(&runtime, &format!("{mark}-jobs"));

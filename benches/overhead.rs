@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -21,16 +20,10 @@ const MODEL: &str =
 const ROUNDS: usize = 30;
 
 fn main() {
-    let runtime =
-        PathBuf::from(std::env::var("SOLVERGATE_BENCH_RUNTIME").unwrap_or_else(|_| "/usr".into()));
-    let minizinc = runtime.join("bin/minizinc");
-    if !minizinc.exists() {
-        eprintln!(
-            "no MiniZinc at {}; set SOLVERGATE_BENCH_RUNTIME",
-            minizinc.display()
-        );
+    let Some(runtime) = common::runtime_with_minizinc() else {
         return;
-    }
+    };
+    let minizinc = runtime.join("bin/minizinc");
     let scratch = tempfile::tempdir().expect("temp dir");
     let model = scratch.path().join("model.mzn");
     std::fs::write(&model, MODEL).expect("write model");

@@ -12,7 +12,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use common::{Client, median, ms};
@@ -51,8 +50,7 @@ fn dispatch_times(client: &mut Client) -> Vec<Duration> {
 }
 
 fn main() {
-    let runtime =
-        PathBuf::from(std::env::var("SOLVERGATE_BENCH_RUNTIME").unwrap_or_else(|_| "/usr".into()));
+    let runtime = common::runtime_root();
     if std::env::var("SOLVERGATE_TEST_SLURM").as_deref() != Ok("1") {
         eprintln!(
             "no Slurm cluster: run scripts/slurm-cluster (as root) and set SOLVERGATE_TEST_SLURM=1"

@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
@@ -160,4 +160,25 @@ pub fn spread(mut samples: Vec<Duration>) -> String {
         ms(max),
         samples.len()
     )
+}
+
+/// The MiniZinc runtime root the benches measure: `SOLVERGATE_BENCH_RUNTIME`,
+/// default `/usr`.
+pub fn runtime_root() -> PathBuf {
+    PathBuf::from(std::env::var("SOLVERGATE_BENCH_RUNTIME").unwrap_or_else(|_| "/usr".into()))
+}
+
+/// [`runtime_root`] when it holds `bin/minizinc`; otherwise says so on
+/// stderr and gives `None` (the bench then prints nothing else).
+pub fn runtime_with_minizinc() -> Option<PathBuf> {
+    let runtime = runtime_root();
+    let minizinc = runtime.join("bin/minizinc");
+    if minizinc.exists() {
+        return Some(runtime);
+    }
+    eprintln!(
+        "no MiniZinc at {}; set SOLVERGATE_BENCH_RUNTIME",
+        minizinc.display()
+    );
+    None
 }
