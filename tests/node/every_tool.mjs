@@ -12,8 +12,7 @@
 // call and a summary; exits 1 on the first problem.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { connect } from "./connect.mjs";
 
 const [binary, work] = process.argv.slice(2);
 if (!binary || !work) {
@@ -148,15 +147,7 @@ const tablePath = join(work, "table.csv");
 
 // ---- the client -----------------------------------------------------------
 
-const client = new Client({ name: "solvergate-every-tool", version: "1.0.0" });
-await client.connect(
-  new StdioClientTransport({
-    command: binary,
-    args: ["stdio", "--toolset", "full"],
-    env: Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)),
-    stderr: "inherit",
-  }),
-);
+const client = await connect(binary, "solvergate-every-tool");
 
 let failures = 0;
 function check(condition, what, detail) {

@@ -6,8 +6,7 @@
 // The pytest side (tests/mcp/test_typescript_client.py) judges it.
 //
 //   node long_solve.mjs SOLVERGATE_BINARY SOLVE_MS
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { connect } from "./connect.mjs";
 import { DEFAULT_REQUEST_TIMEOUT_MSEC } from "@modelcontextprotocol/sdk/shared/protocol.js";
 
 const [binary, solveMs] = process.argv.slice(2);
@@ -23,15 +22,7 @@ if (!HARD_MODEL) {
   process.exit(2);
 }
 
-const client = new Client({ name: "solvergate-long-solve", version: "1.0.0" });
-await client.connect(
-  new StdioClientTransport({
-    command: binary,
-    args: ["stdio", "--toolset", "full"],
-    env: Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== undefined)),
-    stderr: "inherit",
-  }),
-);
+const client = await connect(binary, "solvergate-long-solve");
 await client.listTools();
 
 const progress = [];
