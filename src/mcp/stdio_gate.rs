@@ -86,27 +86,7 @@ fn judge(line: &[u8]) -> Verdict {
     }
     let message: Value = match serde_json::from_slice(line) {
         Ok(message) => message,
-        Err(_) if nesting(line) > MAX_NESTING => {
-            // Well-formed, perhaps, but deeper than the parser follows: the
-            // id is still at the top level, so the client gets its answer.
-            return Verdict::Reply(error_reply(
-                recover_id(window_head(line), window_tail(line)),
-                INVALID_REQUEST,
-                format!(
-                    "Invalid Request: the message nests {} levels deep, over the {MAX_NESTING} levels the server reads; send flatter arguments",
-                    nesting(line)
-                ),
-            ));
-        }
-        Err(error) if error.is_syntax() || error.is_eof() => {
-            return Verdict::Reply(error_reply(
-                Value::Null,
-                PARSE_ERROR,
-                format!("Parse error: the line is not JSON ({error})"),
-            ));
-        }
-        // Valid JSON that is not a message shape: rmcp answers that itself.
-        Err(_) => return Verdict::Forward,
+        Err(error) => return unparsed(line, &error),
     };
     if message.get("method").and_then(Value::as_str) == Some("tools/call")
         && let Some(arguments) = message.pointer("/params/arguments")
@@ -162,6 +142,31 @@ fn window_head(line: &[u8]) -> &[u8] {
 
 fn window_tail(line: &[u8]) -> &[u8] {
     &line[line.len().saturating_sub(ID_WINDOW)..]
+}
+
+/// The answer to a line serde_json could not read as a value.
+fn unparsed(line: &[u8], error: &serde_json::Error) -> Verdict {
+    let depth = nesting(line);
+    if depth > MAX_NESTING {
+        // Well-formed, perhaps, but deeper than the parser follows: the id
+        // is still at the top level, so the client gets its answer.
+        return Verdict::Reply(error_reply(
+            recover_id(window_head(line), window_tail(line)),
+            INVALID_REQUEST,
+            format!(
+                "Invalid Request: the message nests {depth} levels deep, over the {MAX_NESTING} levels the server reads; send flatter arguments"
+            ),
+        ));
+    }
+    if error.is_syntax() || error.is_eof() {
+        return Verdict::Reply(error_reply(
+            Value::Null,
+            PARSE_ERROR,
+            format!("Parse error: the line is not JSON ({error})"),
+        ));
+    }
+    // Valid JSON that is not a message shape: rmcp answers that itself.
+    Verdict::Forward
 }
 
 fn kind_of(value: &Value) -> &'static str {
