@@ -193,9 +193,17 @@ impl Forker {
             NotForked(why)
         };
         let (out_read, out_write) =
-            nix::unistd::pipe().map_err(|error| NotForked(format!("no pipe: {error}")))?;
+            io::pipe().map_err(|error| NotForked(format!("no pipe: {error}")))?;
         let (err_read, err_write) =
-            nix::unistd::pipe().map_err(|error| NotForked(format!("no pipe: {error}")))?;
+            io::pipe().map_err(|error| NotForked(format!("no pipe: {error}")))?;
+        let cap = limits.output_cap;
+        let out = HeadAndTail::shared(cap / 4 * 3);
+        let err = HeadAndTail::shared(cap / 4);
+        let mut readers = super::Readers::default();
+        readers
+            .drain(out_read, out.clone())
+            .and_then(|()| readers.drain(err_read, err.clone()))
+            .map_err(|error| NotForked(format!("no pipe reader: {error}")))?;
         // Answers left from an earlier run cannot be ours.
         while self.answers.try_recv().is_ok() {}
         let started = Instant::now();
@@ -206,14 +214,6 @@ impl Forker {
             ));
         }
         drop((out_write, err_write));
-        let cap = limits.output_cap;
-        let out = HeadAndTail::shared(cap / 4 * 3);
-        let err = HeadAndTail::shared(cap / 4);
-        let drains = [(out_read, out.clone()), (err_read, err.clone())].map(|(fd, capture)| {
-            tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
-                .ok()
-                .map(|pipe| tokio::spawn(super::drain(pipe, capture)))
-        });
         // Not cut short by `cancel`: once the request is out a child may
         // exist, and only its pid lets us kill it (the select below sees
         // the cancellation at once).
@@ -221,9 +221,7 @@ impl Forker {
         let child = match answer.ok().flatten().as_deref().and_then(answered_pid) {
             Some(pid) => Pid::from_raw(pid),
             None => {
-                for task in drains.into_iter().flatten() {
-                    task.abort();
-                }
+                // The readers end with the pipes.
                 return Err(not_forked(self, "no pid came back".to_owned()));
             }
         };
@@ -268,14 +266,7 @@ impl Forker {
                 _ => self.broken = true,
             }
         }
-        for task in drains.into_iter().flatten() {
-            if tokio::time::timeout(Duration::from_secs(2), task)
-                .await
-                .is_err()
-            {
-                break;
-            }
-        }
+        readers.finish().await;
         let (stdout, out_dropped) = HeadAndTail::text(&out);
         let (stderr, err_dropped) = HeadAndTail::text(&err);
         self.busy = false;
@@ -295,7 +286,7 @@ impl Forker {
     }
 
     /// Sends one request line with the two write ends attached.
-    async fn send(&self, line: &str, fds: [&OwnedFd; 2]) -> io::Result<()> {
+    async fn send(&self, line: &str, fds: [&io::PipeWriter; 2]) -> io::Result<()> {
         let raw = [fds[0].as_raw_fd(), fds[1].as_raw_fd()];
         let bytes = line.as_bytes();
         let mut sent = 0;

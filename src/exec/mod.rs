@@ -32,6 +32,8 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -301,18 +303,33 @@ pub async fn run_stoppable(
         .map_err(io_error("share a capture file"))?;
     let streaming = limits.overflow == Overflow::KeepHeadAndTail;
     let filter = limits.stdout_filter.filter(|_| !streaming);
-    let mut filtered_capture = None;
+    let cap = limits.output_cap;
+    // Pipes are read on threads of their own: see [`Readers`].
+    let mut readers = Readers::default();
+    let mut drains = None;
     if streaming {
         drop((child_stdout, child_stderr));
+        let (out_read, out_write) = io::pipe().map_err(io_error("make a pipe"))?;
+        let (err_read, err_write) = io::pipe().map_err(io_error("make a pipe"))?;
         wrap.command_mut()
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-    } else if filter.is_some() {
-        // The filter task writes our copy of the stdout capture.
-        filtered_capture = Some(child_stdout);
+            .stdout(Stdio::from(out_write))
+            .stderr(Stdio::from(err_write));
+        let out = HeadAndTail::shared(cap / 4 * 3);
+        let err = HeadAndTail::shared(cap / 4);
+        readers
+            .drain(out_read, out.clone())
+            .and_then(|()| readers.drain(err_read, err.clone()))
+            .map_err(io_error("start a pipe reader"))?;
+        drains = Some((out, err));
+    } else if let Some(filter) = filter {
+        // The filter writes our copy of the stdout capture.
+        let (out_read, out_write) = io::pipe().map_err(io_error("make a pipe"))?;
         wrap.command_mut()
-            .stdout(Stdio::piped())
+            .stdout(Stdio::from(out_write))
             .stderr(Stdio::from(child_stderr));
+        readers
+            .filter(out_read, child_stdout, filter, cap)
+            .map_err(io_error("start a pipe reader"))?;
     } else {
         wrap.command_mut()
             .stdout(Stdio::from(child_stdout))
@@ -321,42 +338,33 @@ pub async fn run_stoppable(
     wrap.wrap(ProcessSession);
 
     let started = Instant::now();
-    let mut child = wrap.spawn().map_err(|source| ExecError::Spawn {
+    // fork and exec on the blocking pool: the parent waits until the child
+    // has exec'd, which took 50–200 ms a spawn with a hundred solves
+    // starting at once on two cores; on an async worker that stalled every
+    // other call for as long. The guard is made on the same thread, so a
+    // caller that goes away meanwhile leaves no tree behind.
+    let spawned = tokio::task::spawn_blocking(move || {
+        let child = wrap.spawn()?;
+        let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
+            return Err(io::Error::other(
+                "the child exited before its pid could be read",
+            ));
+        };
+        let guard = TreeGuard {
+            leader: Pid::from_raw(pid),
+        };
+        live::remember(guard.leader);
+        // The command's copies of the capture files and pipe ends close
+        // when the wrapper goes.
+        drop(wrap);
+        Ok((child, guard))
+    })
+    .await
+    .unwrap_or_else(|error| Err(io::Error::other(error)));
+    let (mut child, guard) = spawned.map_err(|source| ExecError::Spawn {
         program: program.clone(),
         source,
     })?;
-    let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
-        return Err(ExecError::Spawn {
-            program,
-            source: io::Error::other("the child exited before its pid could be read"),
-        });
-    };
-    let guard = TreeGuard {
-        leader: Pid::from_raw(pid),
-    };
-    let cap = limits.output_cap;
-    let drains = streaming.then(|| {
-        let out = HeadAndTail::shared(cap / 4 * 3);
-        let err = HeadAndTail::shared(cap / 4);
-        let stdout = child
-            .stdout()
-            .take()
-            .map(|pipe| tokio::spawn(drain(pipe, out.clone())));
-        let stderr = child
-            .stderr()
-            .take()
-            .map(|pipe| tokio::spawn(drain(pipe, err.clone())));
-        (out, err, stdout, stderr)
-    });
-    let filtering = match (filter, filtered_capture, child.stdout().take()) {
-        (Some(filter), Some(capture), Some(pipe)) => {
-            Some(tokio::spawn(filter_lines(pipe, capture, filter, cap)))
-        }
-        _ => None,
-    };
-    live::remember(guard.leader);
-    // The command's copies of the capture files close when the wrapper goes.
-    drop(wrap);
 
     let deadline = tokio::time::Instant::from_std(started + limits.timeout);
     let mut watched = Watched::default();
@@ -414,29 +422,9 @@ pub async fn run_stoppable(
     std::mem::forget(guard);
 
     let return_code = status.map(exit_code);
-    if let Some(task) = filtering {
-        // The tree is gone, so the pipe ends once the task has read what is
-        // in it; bounded as for the drains (an escaped process could hold it).
-        let abort = task.abort_handle();
-        if tokio::time::timeout(Duration::from_secs(2), task)
-            .await
-            .is_err()
-        {
-            abort.abort();
-        }
-    }
+    readers.finish().await;
     let (stdout, stderr, truncated) = match drains {
-        Some((out, err, stdout_task, stderr_task)) => {
-            // The tree is gone, so the pipes end; a process that escaped the
-            // session could hold one open, so the wait is bounded.
-            for task in [stdout_task, stderr_task].into_iter().flatten() {
-                if tokio::time::timeout(Duration::from_secs(2), task)
-                    .await
-                    .is_err()
-                {
-                    break;
-                }
-            }
+        Some((out, err)) => {
             let (stdout, out_dropped) = HeadAndTail::text(&out);
             let (stderr, err_dropped) = HeadAndTail::text(&err);
             (stdout, stderr, out_dropped || err_dropped)
@@ -550,14 +538,102 @@ impl HeadAndTail {
     }
 }
 
-/// Reads a pipe to its end into a head-and-tail capture.
-async fn drain(mut pipe: impl tokio::io::AsyncRead + Unpin, capture: SharedCapture) {
-    use tokio::io::AsyncReadExt;
+/// The threads that read a child's pipes, and a count of the bytes they
+/// have read between them.
+///
+/// Each pipe is read with blocking reads on a small thread of its own, not
+/// as an async task. Under load (a hundred solves at once on two cores) a
+/// task reading a child's stdout was at times never woken again although
+/// the pipe held the child's whole output and its end: the run then came
+/// back without its verdict. A blocking read has no wake-up to miss, and a
+/// thread per running child is cheap beside the child itself.
+#[derive(Default)]
+struct Readers {
+    done: Vec<tokio::sync::oneshot::Receiver<()>>,
+    read: Arc<AtomicU64>,
+}
+
+/// The stack of a pipe-reading thread (its buffer is on the heap).
+const READER_STACK: usize = 64 * 1024;
+
+/// How long the readers of a finished tree's pipes may go without reading
+/// a byte before they are given up (see [`Readers::finish`]).
+const READER_IDLE: Duration = Duration::from_secs(2);
+
+/// How long, at most, the readers of a finished tree's pipes are waited for.
+const READER_LIMIT: Duration = Duration::from_secs(20);
+
+impl Readers {
+    /// Reads `pipe` to its end into a head-and-tail capture.
+    fn drain(&mut self, pipe: io::PipeReader, capture: SharedCapture) -> io::Result<()> {
+        self.start(move |read| drain(pipe, &capture, read))
+    }
+
+    /// Reads `pipe` to its end through [`filter_lines`] into `capture`.
+    fn filter(
+        &mut self,
+        pipe: io::PipeReader,
+        capture: File,
+        filter: LineFilter,
+        cap: u64,
+    ) -> io::Result<()> {
+        self.start(move |read| filter_lines(pipe, capture, filter, cap, read))
+    }
+
+    fn start(&mut self, work: impl FnOnce(&AtomicU64) + Send + 'static) -> io::Result<()> {
+        let (done, finished) = tokio::sync::oneshot::channel();
+        let read = self.read.clone();
+        std::thread::Builder::new()
+            .name("solvergate-pipe".to_owned())
+            .stack_size(READER_STACK)
+            .spawn(move || {
+                work(&read);
+                let _ = done.send(());
+            })?;
+        self.done.push(finished);
+        Ok(())
+    }
+
+    /// Waits for every reader to reach end of file, once the tree is gone.
+    ///
+    /// The pipes then end as soon as the readers have taken what is in
+    /// them: the tail of the output, where the solver's verdict is. A
+    /// reader is given up (left to end with its pipe) only when it has read
+    /// nothing for [`READER_IDLE`] — a process that escaped the session
+    /// holds the pipe open without writing — or after [`READER_LIMIT`] in
+    /// all (one that escaped and keeps writing).
+    async fn finish(self) {
+        let limit = tokio::time::Instant::now() + READER_LIMIT;
+        for mut finished in self.done {
+            loop {
+                let before = self.read.load(Ordering::Relaxed);
+                let idle = tokio::time::Instant::now() + READER_IDLE;
+                tokio::select! {
+                    // Sent, or the thread ended without sending (a panic).
+                    _ = &mut finished => break,
+                    () = tokio::time::sleep_until(idle.min(limit)) => {
+                        let stalled = self.read.load(Ordering::Relaxed) == before;
+                        if stalled || tokio::time::Instant::now() >= limit {
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Reads a pipe to its end into a head-and-tail capture, counting the bytes
+/// into `read_so_far`.
+fn drain(mut pipe: io::PipeReader, capture: &SharedCapture, read_so_far: &AtomicU64) {
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
-        match pipe.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
+        match pipe.read(&mut buffer) {
+            Ok(0) => return,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return,
             Ok(read) => {
+                read_so_far.fetch_add(read as u64, Ordering::Relaxed);
                 if let Ok(mut capture) = capture.lock() {
                     capture.push(&buffer[..read]);
                 }
@@ -567,20 +643,20 @@ async fn drain(mut pipe: impl tokio::io::AsyncRead + Unpin, capture: SharedCaptu
 }
 
 /// Reads stdout from the pipe to its end, hands each line to `filter` and
-/// appends what it keeps to the capture file (written through tokio's
-/// blocking pool). Writing stops just past `cap` (the cap check then stops
+/// appends what it keeps to the capture file, counting the bytes read into
+/// `read_so_far`. Writing stops just past `cap` (the cap check then stops
 /// the tree); a line that grows past `cap` without a newline is written as
 /// it is, unfiltered.
-async fn filter_lines(
-    mut pipe: impl tokio::io::AsyncRead + Unpin,
+fn filter_lines(
+    mut pipe: io::PipeReader,
     capture: File,
     filter: LineFilter,
     cap: u64,
+    read_so_far: &AtomicU64,
 ) {
-    use tokio::io::AsyncReadExt;
     let limit = usize::try_from(cap).unwrap_or(usize::MAX);
     let mut out = CappedWriter {
-        file: tokio::fs::File::from_std(capture),
+        file: capture,
         written: 0,
         cap,
     };
@@ -589,10 +665,13 @@ async fn filter_lines(
     // Inside a line too long to filter: its bytes go straight through.
     let mut passing_through = false;
     loop {
-        let read = match pipe.read(&mut buffer).await {
-            Ok(0) | Err(_) => break,
+        let read = match pipe.read(&mut buffer) {
+            Ok(0) => break,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
             Ok(read) => read,
         };
+        read_so_far.fetch_add(read as u64, Ordering::Relaxed);
         let mut chunk = &buffer[..read];
         while !chunk.is_empty() {
             let newline = chunk.iter().position(|byte| *byte == b'\n');
@@ -602,47 +681,41 @@ async fn filter_lines(
             };
             chunk = rest;
             if passing_through {
-                out.write(part).await;
+                out.write(part);
                 passing_through = newline.is_none();
                 continue;
             }
             line.extend_from_slice(part);
             if newline.is_some() {
-                out.write(&filtered(&line, filter)).await;
+                out.write(&filtered(&line, filter));
                 line.clear();
             } else if line.len() > limit {
-                out.write(&line).await;
+                out.write(&line);
                 line.clear();
                 passing_through = true;
             }
         }
-        // What is whole so far reaches the file (and the watcher, the cap).
-        out.flush().await;
     }
     if !line.is_empty() {
-        out.write(&filtered(&line, filter)).await;
+        out.write(&filtered(&line, filter));
     }
-    out.flush().await;
 }
 
-/// The filtered capture: stops taking bytes once it holds more than the cap.
+/// The filtered capture: stops taking bytes once it holds more than the
+/// cap. Unbuffered, so what is written is in the file at once (for the
+/// watcher and the cap check).
 struct CappedWriter {
-    file: tokio::fs::File,
+    file: File,
     written: u64,
     cap: u64,
 }
 
 impl CappedWriter {
-    async fn write(&mut self, bytes: &[u8]) {
-        use tokio::io::AsyncWriteExt;
-        if self.written <= self.cap && self.file.write_all(bytes).await.is_ok() {
+    fn write(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        if self.written <= self.cap && self.file.write_all(bytes).is_ok() {
             self.written += bytes.len() as u64;
         }
-    }
-
-    async fn flush(&mut self) {
-        use tokio::io::AsyncWriteExt;
-        let _ = self.file.flush().await;
     }
 }
 

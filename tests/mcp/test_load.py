@@ -7,6 +7,7 @@ bench `cargo bench --bench load`, not here."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -44,7 +45,8 @@ async def test_a_hundred_synchronous_solves_at_once(harness):
                 for _ in range(100):
                     group.start_soon(one)
         assert len(results) == 100
-        assert {result["status"] for result in results} == {"optimal"}
+        odd = [result for result in results if result["status"] != "optimal"]
+        assert not odd, json.dumps(odd[:2], indent=1)
         assert len({str(result["objective"]) for result in results}) == 1
         left = await leftover_marked_async(marker, timeout=10.0)
         assert not left, describe(left)
