@@ -661,11 +661,85 @@ pub fn load_plan(result: &PlanResult) -> String {
             .as_deref()
             .unwrap_or("none (no feasible card)")
     );
+    for card in &plan.cards {
+        let marker = if card.recommended {
+            " (recommended)"
+        } else {
+            ""
+        };
+        let _ = write!(text, "- {}{marker}: {}", card.name, card.status);
+        if let Some(reason) = &card.infeasible_reason {
+            let _ = write!(text, " — {reason}");
+        }
+        if let Some(cost) = &card.cost {
+            let _ = write!(
+                text,
+                "; cost {} (air {}, lcl {}, fcl {})",
+                cost.total, cost.air, cost.lcl, cost.fcl
+            );
+        }
+        if !card.modes.is_empty() {
+            let counts: Vec<String> = crate::planner::Mode::ALL
+                .iter()
+                .filter_map(|mode| {
+                    let orders = card.modes.values().filter(|each| *each == mode).count();
+                    (orders > 0).then(|| format!("{orders} {}", mode.as_str()))
+                })
+                .collect();
+            let _ = write!(text, "; orders: {}", counts.join(", "));
+        }
+        if !card.containers.is_empty() {
+            let containers: Vec<String> = card
+                .containers
+                .iter()
+                .map(|each| format!("{} × {}", each.count, each.container_type))
+                .collect();
+            let _ = write!(text, "; containers: {}", containers.join(", "));
+        }
+        if let Some(fill) = card.fill_rate {
+            let _ = write!(text, "; fill rate {fill}");
+        }
+        if let Some(miss) = card.miss_probability {
+            let _ = write!(text, "; miss probability {miss}");
+        }
+        if !card.within_policy {
+            text.push_str("; outside policy");
+        }
+        if let Some(checker) = &card.checker {
+            let _ = write!(text, "; checker: {checker}");
+        }
+        text.push('\n');
+    }
+    for (mode, read) in &plan.modes {
+        let _ = writeln!(
+            text,
+            "Mode {mode}: ETA p50 {} d, p90 {} d, CVaR90 delay {} d ({} delays)",
+            read.eta_p50_days, read.eta_p90_days, read.cvar90_delay_days, read.delay_source
+        );
+    }
+    for packing in &plan.packing {
+        let _ = write!(
+            text,
+            "Packing {}: {} container(s), fill rate {}",
+            packing.container_type, packing.containers, packing.fill_rate
+        );
+        if !packing.unplaceable.is_empty() {
+            let _ = write!(
+                text,
+                "; fits no {}: {}",
+                packing.container_type,
+                packing.unplaceable.join(", ")
+            );
+        }
+        text.push('\n');
+    }
+    for note in &plan.notes {
+        let _ = writeln!(text, "Note: {note}");
+    }
     text.push_str(
-        "The figures below are the planner's own; use explain_load_plan to put them into words.\n",
+        "Each order's mode and each shipment are in the structured result; \
+         explain_load_plan puts the figures into words.\n",
     );
-    text.push_str(&serde_json::to_string_pretty(plan).unwrap_or_default());
-    text.push('\n');
     text
 }
 
