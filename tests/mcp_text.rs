@@ -157,32 +157,19 @@ fn text_parts_of_typical_results() {
 }
 
 /// A load plan: one line per card, the mode reads, the packing and the
-/// notes, never the plan's JSON.
+/// notes, never the plan's JSON. The cohort is the one `plan --example`
+/// prints.
 #[test]
 fn text_part_of_a_load_plan() {
-    let pallets = |count: u32, height: u32, kg: f64, stackable: bool| serde_json::json!([{"length_cm": 120, "width_cm": 80, "height_cm": height, "weight_kg": kg, "count": count, "stackable": stackable}]);
-    let problem = serde_json::json!({
-        "orders": [
-            {"id": "M-AIR", "deadline_days": 5, "pallets": pallets(1, 110, 150.0, false)},
-            {"id": "M-FCL", "deadline_days": 50, "pallets": pallets(36, 110, 350.0, true)},
-            // Too tall for any container: LCL or air only.
-            {"id": "M-LCL", "deadline_days": 60, "pallets": pallets(1, 280, 80.0, false)},
-        ],
-        "rates": {
-            "air": {"per_kg": 4.2, "min_charge": 150, "volumetric_divisor": 6000, "transit_days": 3},
-            "lcl": {"per_cbm": 85, "min_cbm": 1, "transit_days": 30},
-            "fcl": {
-                "transit_days": 28,
-                "containers": [
-                    {"type": "20GP", "length_cm": 589, "width_cm": 235, "height_cm": 239, "max_payload_kg": 28000, "price": 1800},
-                    {"type": "40HC", "length_cm": 1203, "width_cm": 235, "height_cm": 269, "max_payload_kg": 26500, "price": 2900},
-                ],
-            },
-        },
-    });
+    let example = Command::new(env!("CARGO_BIN_EXE_solvergate"))
+        .args(["plan", "--example"])
+        .output()
+        .unwrap();
+    assert!(example.status.success(), "{example:?}");
+    let problem: serde_json::Value = serde_json::from_slice(&example.stdout).unwrap();
     let mut session = Session::start();
     let text = session.text("plan_load", serde_json::json!({"problem": problem}));
-    assert_text("plan_load_mixed", &text);
+    assert_text("plan_load_example", &text);
 }
 
 /// A solve stopped at the output cap: the text is a summary with the last
