@@ -245,11 +245,20 @@ impl MiniZinc {
         timeout_ms: u64,
         cancel: &CancellationToken,
     ) -> Result<RunOutput, ToolError> {
-        let command = self
-            .base_command(prepared)?
-            .args(["--solver", solver_id])
+        // `-g` records the domain changes compilation makes (`x < 5`
+        // becoming x's domain) as constraints, so they can be MUS members:
+        // without it such a member drops out of the MUS, or findMUS gives
+        // up ("background is not satisfiable"). The driver refuses `--data`
+        // for findMUS; a data file goes after the model instead. No `-I`:
+        // a user's model runs from its own directory.
+        let mut command = ChildCommand::new(self.runtime.require_binary()?)
+            .cwd(&prepared.cwd)
+            .args(["--solver", solver_id, "-g"])
             .args(["--time-limit", &timeout_ms.to_string()])
-            .args(model_and_data(prepared));
+            .arg(&prepared.model);
+        if let Some(data) = &prepared.data {
+            command = command.arg(data);
+        }
         self.run(&command, timeout_ms, cancel).await
     }
 

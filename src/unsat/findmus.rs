@@ -25,8 +25,8 @@ use super::scan::{Item, ItemKind};
 pub struct Reading {
     /// How many `MUS:` lines the output holds.
     pub muses: usize,
-    /// The entry-model constraint items of the first MUS, in trace order,
-    /// each once.
+    /// The entry-model constraint items of the first MUS, in the model's
+    /// order, each once.
     pub core: Vec<UnsatCoreConstraint>,
     /// Trace lines of the first MUS.
     pub traces: usize,
@@ -138,6 +138,8 @@ pub fn read(stdout: &str, model: &Path, items: &[Item]) -> Reading {
             reading.core.push(entry);
         }
     }
+    // In the model's order, as the deletion search lists its core.
+    reading.core.sort_by_key(|entry| (entry.line, entry.column));
     reading
 }
 
@@ -198,8 +200,16 @@ mod tests {
         let out = output("m.mzn|2|31|2|35|ca|int_lt\nm.mzn|2|12|2|16|ca|int_lt");
         let reading = read(&out, Path::new("/w/m.mzn"), &items);
         assert!(reading.complete());
-        let sources: Vec<_> = reading.core.iter().map(|c| c.source.as_str()).collect();
-        assert_eq!(sources, ["constraint x < 2;", "constraint x > 2;"]);
+        // Listed in the model's order, whatever order the traces came in.
+        let placed: Vec<_> = reading
+            .core
+            .iter()
+            .map(|c| (c.column, c.source.as_str()))
+            .collect();
+        assert_eq!(
+            placed,
+            [(1, "constraint x > 2;"), (19, "constraint x < 2;")]
+        );
     }
 
     #[test]

@@ -211,10 +211,16 @@ impl UnsatCores {
                 "findMUS failed; see stderr".to_owned(),
                 Some(Category::SyntaxOrCompileError),
             )
+        } else if run.stderr.contains("Model is Satisfiable") {
+            (
+                "no_core",
+                "findMUS found the model satisfiable: there is no conflict to explain".to_owned(),
+                None,
+            )
         } else {
             (
                 "no_core",
-                "findMUS finished without reporting a MUS (not a proof of satisfiability)"
+                "findMUS finished without reporting a MUS (not a proof of satisfiability); its stderr says why"
                     .to_owned(),
                 Some(Category::Unknown),
             )
