@@ -689,11 +689,7 @@ pub fn load_plan(result: &PlanResult) -> String {
             let _ = write!(text, "; orders: {}", counts.join(", "));
         }
         if !card.containers.is_empty() {
-            let containers: Vec<String> = card
-                .containers
-                .iter()
-                .map(|each| format!("{} × {}", each.count, each.container_type))
-                .collect();
+            let containers: Vec<String> = card.containers.iter().map(ToString::to_string).collect();
             let _ = write!(text, "; containers: {}", containers.join(", "));
         }
         if let Some(fill) = card.fill_rate {

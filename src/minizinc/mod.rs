@@ -249,10 +249,10 @@ impl MiniZinc {
         // becoming x's domain) as constraints, so they can be MUS members:
         // without it such a member drops out of the MUS, or findMUS gives
         // up ("background is not satisfiable"). The driver refuses `--data`
-        // for findMUS; a data file goes after the model instead. No `-I`:
-        // a user's model runs from its own directory.
-        let mut command = ChildCommand::new(self.runtime.require_binary()?)
-            .cwd(&prepared.cwd)
+        // (and `-I`, which a user's model, run from its own directory, never
+        // gets) for findMUS; a data file goes after the model instead.
+        let mut command = self
+            .base_command(prepared)?
             .args(["--solver", solver_id, "-g"])
             .args(["--time-limit", &timeout_ms.to_string()])
             .arg(&prepared.model);

@@ -178,11 +178,7 @@ fn line(text: &mut String, card: &Card) {
         shown_opt(card.miss_probability),
     );
     if !card.containers.is_empty() {
-        let booked: Vec<String> = card
-            .containers
-            .iter()
-            .map(|c| format!("{} × {}", c.count, c.container_type))
-            .collect();
+        let booked: Vec<String> = card.containers.iter().map(ToString::to_string).collect();
         let _ = write!(
             text,
             "; containers {} filled to {}",

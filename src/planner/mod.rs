@@ -114,6 +114,13 @@ pub struct ContainerCount {
     pub count: u32,
 }
 
+/// As a person reads it: `2 × 40HC`.
+impl std::fmt::Display for ContainerCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} × {}", self.count, self.container_type)
+    }
+}
+
 /// One shipment of a card: every order on one mode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Shipment {
