@@ -8,7 +8,8 @@
 //! - foundation: [`exec`] (the only code that spawns processes),
 //!   [`runtime`] (where the runtime lives, what it offers),
 //!   [`diagnostics`] (the category vocabulary), [`budget`] (run
-//!   budgets), [`settings`] and [`userfiles`].
+//!   budgets), [`verdict`] (a checker's typed verdict), [`settings`] and
+//!   [`userfiles`].
 //!
 //! See ARCHITECTURE.md at the repository root for the invariants.
 
@@ -31,6 +32,7 @@ mod strategies;
 pub mod tabular;
 pub mod unsat;
 pub mod userfiles;
+pub mod verdict;
 
 /// Private parsers and validators, reachable from the fuzz targets in
 /// `fuzz/` (a cargo-fuzz workspace of its own, outside the build and CI).

@@ -153,6 +153,25 @@ fn every_solve_outcome_has_its_transcript_and_exit_code() {
         "hang.mzn",
         "var 1..3: x;\nsolve satisfy;\noutput [show(sum(i in 1..2000000000)(i mod 3))];\n",
     );
+    // One checker per verdict: accepted, error (an index out of bounds on
+    // the solution), no verdict (neither word), and a model passed as one.
+    let accepts = home.write(
+        "accepts.mzc.mzn",
+        "int: cap; int: a; int: b;\noutput [if 3*a + 4*b <= cap then \"Correct: within capacity\" else \"INCORRECT: over capacity\" endif];\n",
+    );
+    let errors = home.write(
+        "errors.mzc.mzn",
+        "int: cap; int: a; int: b; array[1..1] of int: w = [10];\noutput [\"CORRECT \\(w[a])\"];\n",
+    );
+    let silent = home.write(
+        "silent.mzc.mzn",
+        "int: cap; int: a; int: b;\noutput [\"looks fine: a=\\(a)\"];\n",
+    );
+    let hang_checker = home.write("hang.mzc.mzn", "int: x;\noutput [\"CORRECT\"];\n");
+    let model_checker = home.write(
+        "model.mzc.mzn",
+        "var 0..10: a; solve satisfy;\noutput [\"CORRECT\"];\n",
+    );
     let cases: Vec<(&str, Vec<&str>, i32)> = vec![
         (
             "solve_optimal",
@@ -186,6 +205,72 @@ fn every_solve_outcome_has_its_transcript_and_exit_code() {
                 &checker,
             ],
             6,
+        ),
+        (
+            "solve_checker_accepts",
+            vec![
+                "solve",
+                &knapsack,
+                &data,
+                "--solver",
+                "gecode",
+                "--checker",
+                &accepts,
+            ],
+            0,
+        ),
+        (
+            "solve_checker_errors",
+            vec![
+                "solve",
+                &knapsack,
+                &data,
+                "--solver",
+                "gecode",
+                "--checker",
+                &errors,
+            ],
+            6,
+        ),
+        (
+            "solve_checker_no_verdict",
+            vec![
+                "solve",
+                &knapsack,
+                &data,
+                "--solver",
+                "gecode",
+                "--checker",
+                &silent,
+            ],
+            6,
+        ),
+        (
+            "solve_checker_timeout",
+            vec![
+                "solve",
+                &hang,
+                "--solver",
+                "gecode",
+                "--checker",
+                &hang_checker,
+                "--timeout-ms",
+                "500",
+            ],
+            5,
+        ),
+        (
+            "solve_checker_is_a_model",
+            vec![
+                "solve",
+                &knapsack,
+                &data,
+                "--solver",
+                "gecode",
+                "--checker",
+                &model_checker,
+            ],
+            1,
         ),
         (
             "solve_zero_timeout",

@@ -53,6 +53,7 @@ const FOUNDATION: &[&str] = &[
     "src/progress.rs",
     "src/settings.rs",
     "src/userfiles.rs",
+    "src/verdict.rs",
 ];
 
 /// The one module that reads the environment.

@@ -569,7 +569,8 @@ Exit codes:
   3    no solution exists (unsatisfiable or unbounded)
   4    the model is broken (syntax, type or missing data error)
   5    no answer in time (timeout or unknown, nothing found)
-  6    the checker rejected a solution
+  6    the checker did not accept a solution (it rejected it, stopped with an error,
+       printed no verdict or ran out of time)
   130  interrupted (Ctrl-C, SIGTERM or SIGHUP); what the solver had found is printed
 
 Ctrl-C, SIGTERM or SIGHUP once: the solver stops and its best solution so far is printed.
@@ -587,7 +588,7 @@ fn solve_exit_code(result: &crate::minizinc::SolveResult) -> u8 {
     let rejected = result
         .checker
         .as_ref()
-        .is_some_and(|checker| checker.status != "completed");
+        .is_some_and(|checker| !checker.verdict.is_accepted());
     match result.status.as_str() {
         _ if rejected && result.solution.is_some() => SOLVE_CHECKER_REJECTED,
         "optimal" | "satisfied" => 0,

@@ -113,26 +113,21 @@ pub fn solve(result: &SolveResult) -> String {
         );
     }
     if let Some(checker) = &result.checker {
-        // The first rejected solution's verdict, else the last verdict.
-        let shown = checker
-            .checks
-            .iter()
-            .enumerate()
-            .find(|(_, check)| check.violation)
-            .or_else(|| checker.checks.iter().enumerate().next_back());
-        match shown {
-            Some((index, check)) if !check.output.trim().is_empty() => {
-                let verdict = check.output.trim().replace('\n', " / ");
-                let _ = writeln!(
-                    text,
-                    "checker:   {} — {verdict} (solution {} of {})",
-                    checker.status,
-                    index + 1,
-                    checker.checks.len()
-                );
+        // The verdict, then why (naming the solution) or what it printed.
+        let why = match &checker.reason {
+            Some(reason) => reason.clone(),
+            None => checker
+                .checks
+                .last()
+                .map(|check| check.output.trim().replace('\n', " / "))
+                .unwrap_or_default(),
+        };
+        match why.is_empty() {
+            true => {
+                let _ = writeln!(text, "checker:   {}", checker.verdict);
             }
-            _ => {
-                let _ = writeln!(text, "checker:   {}", checker.status);
+            false => {
+                let _ = writeln!(text, "checker:   {} — {why}", checker.verdict);
             }
         }
     }

@@ -39,13 +39,14 @@ use super::status::{
     JobKind, JobList, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
 };
 pub use super::winner::WinnerPolicy;
-use super::winner::pick_winner;
+use super::winner::{pick_winner, refusal};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{
     DEFAULT_TIMEOUT_MS, SolveControls, SolveRequest, SolveResult, Sources, prepare_inline_models,
     validate_budget,
 };
 use crate::settings::JobBounds;
+use crate::verdict::Verdict;
 
 /// The most seeds one race may use (`seed_count` or `seeds`).
 pub const MAX_SEEDS: usize = 1000;
@@ -95,6 +96,11 @@ pub struct PortfolioAttempt {
     /// The attempt's final objective, when it found a solution.
     pub objective: Option<Number>,
     pub checker_status: Option<String>,
+    /// The checker's verdict on the attempt's solve, when a checker ran.
+    pub checker_verdict: Option<Verdict>,
+    /// Why the race did not trust this attempt's solution (its checker did
+    /// not accept it); such an attempt never wins.
+    pub refused: Option<String>,
     pub elapsed_ms: u64,
     pub message: Option<String>,
     /// Slurm backend only.
@@ -104,8 +110,12 @@ pub struct PortfolioAttempt {
 /// What a race decided.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct PortfolioSolveResult {
-    /// `winner` or `no_winner` (no attempt produced a result).
+    /// `winner` or `no_winner` (no attempt produced a result the race
+    /// could trust).
     pub status: String,
+    /// Indexes into `attempts` of the attempts whose solutions the checker
+    /// did not accept (each row's `refused` says why); never the winner.
+    pub refused_attempts: Vec<usize>,
     /// Index into `attempts` of the winner.
     pub winner_index: Option<usize>,
     /// The winning solve; its own `status` says whether the win was decisive.
@@ -569,6 +579,11 @@ impl Race {
             .collect();
         let winner_index = decisive.or_else(|| pick_winner(self.policy, &results));
         let attempts = self.table(&finals);
+        let refused_attempts = attempts
+            .iter()
+            .filter(|attempt| attempt.refused.is_some())
+            .map(|attempt| attempt.index)
+            .collect();
         let winner = winner_index
             .and_then(|index| finals.get(index))
             .and_then(|snapshot| snapshot.as_ref())
@@ -582,6 +597,7 @@ impl Race {
             .to_owned(),
             winner_index: winner.as_ref().and(winner_index),
             winner,
+            refused_attempts,
             attempts,
             models_sha256: self.models_sha256,
             data_sha256: self.data_sha256,
@@ -623,6 +639,8 @@ impl Race {
                     checker_status: result
                         .and_then(|r| r.checker.as_ref())
                         .map(|c| c.status.clone()),
+                    checker_verdict: result.and_then(|r| r.checker.as_ref()).map(|c| c.verdict),
+                    refused: result.and_then(refusal),
                     elapsed_ms: snapshot.as_ref().map_or(0, |s| s.elapsed_ms),
                     slurm: snapshot
                         .as_ref()
@@ -649,10 +667,20 @@ fn portfolio_status(
                 .result
                 .as_ref()
                 .and_then(|result| match &result.winner {
-                    None => Some(Diagnostic::new(
+                    None if result.refused_attempts.is_empty() => Some(Diagnostic::new(
                         Category::NoWinner,
                         "no attempt produced a result (all failed or were cancelled)",
                     )),
+                    None => Some(
+                        Diagnostic::new(
+                            Category::NoWinner,
+                            format!(
+                                "no attempt produced a solution the checker accepted: {} solution(s) refused (see each attempt's refused)",
+                                result.refused_attempts.len()
+                            ),
+                        )
+                        .with_detail("refused_attempts", result.refused_attempts.clone()),
+                    ),
                     Some(winner) => winner.diagnostic.clone(),
                 })
         });

@@ -32,25 +32,73 @@ impl WinnerPolicy {
     pub(crate) fn description(self) -> &'static str {
         match self {
             WinnerPolicy::BestObjective => {
-                "best_objective: optimal, unsatisfiable, unbounded and unsat_or_unbounded are decisive and stop the race at once (satisfied too on a satisfaction model); otherwise every attempt runs to its end and the attempt with the best objective wins among those with a solution the checker (if any) accepted, then other attempts with a solution, then unknown, then a timeout without a solution, then an error; ties go to the earlier attempt"
+                "best_objective: optimal, unsatisfiable, unbounded and unsat_or_unbounded are decisive and stop the race at once (satisfied too on a satisfaction model); with a checker, only a solution it accepted is decisive and unsatisfiable or unbounded claims are not; otherwise every attempt runs to its end and the attempt with the best objective wins among those with a solution the checker (if any) accepted, then claims of unsatisfiability, then other attempts with a solution and no checker, then unknown, then a timeout without a solution, then an error; a solution the checker did not accept never wins; ties go to the earlier attempt"
             }
             WinnerPolicy::FirstDecisive => {
-                "first_decisive: the first attempt with a decisive verdict (optimal, satisfied, unsatisfiable, unbounded, unsat_or_unbounded) wins and the others are cancelled at once; if none is decisive, the best terminal attempt wins: a timeout or error with a solution, then unknown, then a timeout without a solution, then an error; ties go to the earlier attempt"
+                "first_decisive: the first attempt with a decisive verdict (optimal, satisfied, unsatisfiable, unbounded, unsat_or_unbounded) wins and the others are cancelled at once; with a checker, only a solution it accepted is decisive and unsatisfiable or unbounded claims are not; if none is decisive, the best terminal attempt wins: a timeout or error with a solution the checker (if any) accepted, then claims of unsatisfiability, then unknown, then a timeout without a solution, then an error; a solution the checker did not accept never wins; ties go to the earlier attempt"
             }
         }
     }
 
-    /// Whether `result` ends the race at once.
+    /// Whether `result` ends the race at once. With a checker, only an
+    /// answer it accepted does: a proof of unsatisfiability cannot be
+    /// checked, and a buggy formulation that claims one first must not
+    /// cancel the formulation that would have found a checked solution.
     pub(crate) fn is_decisive(self, result: &SolveResult) -> bool {
+        let trusted = match answer(result) {
+            Answer::Trusted => true,
+            Answer::Refused => false,
+            Answer::Missing => result.checker.is_none(),
+        };
         match result.status.as_str() {
-            "optimal" | "unsatisfiable" | "unbounded" | "unsat_or_unbounded" => true,
-            "satisfied" => match self {
-                WinnerPolicy::FirstDecisive => true,
-                WinnerPolicy::BestObjective => sense_of(result).is_none(),
-            },
+            "optimal" => trusted,
+            "unsatisfiable" | "unbounded" | "unsat_or_unbounded" => result.checker.is_none(),
+            "satisfied" => {
+                trusted
+                    && match self {
+                        WinnerPolicy::FirstDecisive => true,
+                        WinnerPolicy::BestObjective => sense_of(result).is_none(),
+                    }
+            }
             _ => false,
         }
     }
+}
+
+/// What an attempt's solution is worth to a race.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// A solution, and no checker or one that accepted it.
+    Trusted,
+    /// A solution the checker did not accept (rejected, errored, said
+    /// nothing, ran out of time): it never wins.
+    Refused,
+    /// No solution.
+    Missing,
+}
+
+/// Whether the race may trust `result`'s solution.
+pub(crate) fn answer(result: &SolveResult) -> Answer {
+    if result.solution.is_none() {
+        return Answer::Missing;
+    }
+    match &result.checker {
+        Some(checker) if !checker.verdict.is_accepted() => Answer::Refused,
+        _ => Answer::Trusted,
+    }
+}
+
+/// Why the race did not trust an attempt's solution, when it did not.
+pub(crate) fn refusal(result: &SolveResult) -> Option<String> {
+    if answer(result) != Answer::Refused {
+        return None;
+    }
+    let checker = result.checker.as_ref()?;
+    Some(format!(
+        "the checker's verdict is {}: {}",
+        checker.verdict,
+        checker.reason.as_deref().unwrap_or("not accepted")
+    ))
 }
 
 /// Which way an objective improves.
@@ -87,29 +135,29 @@ pub(crate) fn pick_winner(policy: WinnerPolicy, results: &[Option<&SolveResult>]
 
 /// The reference's fallback rank; lower is better, `None` not eligible.
 fn first_decisive_rank(result: &SolveResult) -> Option<u8> {
-    let has_solution = result.solution.is_some();
-    match result.status.as_str() {
-        "timeout" | "error" if has_solution => Some(0),
-        "unknown" => Some(1),
-        "timeout" => Some(2),
-        "error" => Some(3),
+    match (result.status.as_str(), answer(result)) {
+        (_, Answer::Refused) => None,
+        (_, Answer::Trusted) => Some(0),
+        ("unsatisfiable" | "unbounded" | "unsat_or_unbounded", _) => Some(1),
+        ("unknown", _) => Some(2),
+        ("timeout", _) => Some(3),
+        ("error", _) => Some(4),
         _ => None,
     }
 }
 
-/// Tier of an attempt under `best_objective`; lower is better.
+/// Tier of an attempt under `best_objective`; lower is better, `None` not
+/// eligible.
 fn objective_tier(result: &SolveResult) -> Option<u8> {
-    let has_solution = result.solution.is_some();
-    let checker_accepts = result
-        .checker
-        .as_ref()
-        .is_none_or(|checker| checker.status == "completed");
-    match result.status.as_str() {
-        "optimal" | "satisfied" | "timeout" if has_solution && checker_accepts => Some(0),
-        _ if has_solution => Some(1),
-        "unknown" => Some(2),
-        "timeout" => Some(3),
-        "error" => Some(4),
+    let checked = result.checker.is_some();
+    match (result.status.as_str(), answer(result)) {
+        (_, Answer::Refused) => None,
+        ("optimal" | "satisfied" | "timeout", Answer::Trusted) => Some(0),
+        ("unsatisfiable" | "unbounded" | "unsat_or_unbounded", _) if checked => Some(1),
+        (_, Answer::Trusted) => Some(2),
+        ("unknown", _) => Some(3),
+        ("timeout", _) => Some(4),
+        ("error", _) => Some(5),
         _ => None,
     }
 }
@@ -178,6 +226,7 @@ fn compare(a: &Number, b: &Number) -> std::cmp::Ordering {
 mod tests {
     use super::*;
     use crate::minizinc::CheckerReport;
+    use crate::verdict::Verdict;
     use serde_json::{Map, json};
 
     fn result(status: &str, objective: Option<i64>, method: Option<&str>) -> SolveResult {
@@ -207,13 +256,19 @@ mod tests {
         }
     }
 
-    fn rejected(mut result: SolveResult) -> SolveResult {
+    fn checked(mut result: SolveResult, verdict: Verdict) -> SolveResult {
         result.checker = Some(CheckerReport {
-            status: "violation".to_owned(),
+            status: "completed".to_owned(),
+            verdict,
+            reason: (!verdict.is_accepted()).then(|| "why".to_owned()),
             checks: Vec::new(),
             transcript: String::new(),
         });
         result
+    }
+
+    fn rejected(result: SolveResult) -> SolveResult {
+        checked(result, Verdict::Rejected)
     }
 
     fn winner(policy: WinnerPolicy, results: &[Option<SolveResult>]) -> Option<usize> {
@@ -279,12 +334,80 @@ mod tests {
             Some(result("unknown", None, Some("maximize"))),
         ];
         assert_eq!(winner(WinnerPolicy::BestObjective, &race), Some(1));
-        // Without an accepted one, the rejected solution still beats unknown.
+        // A refused solution never wins, whatever else there is.
         let race = vec![
             Some(result("unknown", None, Some("maximize"))),
             Some(rejected(result("satisfied", Some(99), Some("maximize")))),
         ];
-        assert_eq!(winner(WinnerPolicy::BestObjective, &race), Some(1));
+        assert_eq!(winner(WinnerPolicy::BestObjective, &race), Some(0));
+        assert_eq!(winner(WinnerPolicy::FirstDecisive, &race), Some(0));
+        let race = vec![Some(rejected(result(
+            "timeout",
+            Some(99),
+            Some("maximize"),
+        )))];
+        assert_eq!(winner(WinnerPolicy::BestObjective, &race), None);
+        assert_eq!(winner(WinnerPolicy::FirstDecisive, &race), None);
+    }
+
+    #[test]
+    fn with_a_checker_only_an_accepted_answer_ends_the_race() {
+        for policy in [WinnerPolicy::BestObjective, WinnerPolicy::FirstDecisive] {
+            for verdict in [
+                Verdict::Rejected,
+                Verdict::Error,
+                Verdict::NoVerdict,
+                Verdict::Timeout,
+            ] {
+                let optimal = checked(result("optimal", Some(3), Some("minimize")), verdict);
+                assert!(!policy.is_decisive(&optimal), "{policy:?} {verdict}");
+                let sat = checked(result("satisfied", Some(3), Some("satisfy")), verdict);
+                assert!(!policy.is_decisive(&sat), "{policy:?} {verdict}");
+                // The accepted attempt wins over the refused one, in either order.
+                let accepted = checked(
+                    result("optimal", Some(9), Some("minimize")),
+                    Verdict::Accepted,
+                );
+                for race in [
+                    vec![Some(optimal.clone()), Some(accepted.clone())],
+                    vec![Some(accepted.clone()), Some(optimal.clone())],
+                ] {
+                    let index = winner(policy, &race).unwrap();
+                    assert!(
+                        race[index]
+                            .as_ref()
+                            .unwrap()
+                            .checker
+                            .as_ref()
+                            .unwrap()
+                            .verdict
+                            .is_accepted()
+                    );
+                }
+            }
+            let accepted = checked(
+                result("optimal", Some(3), Some("minimize")),
+                Verdict::Accepted,
+            );
+            assert!(policy.is_decisive(&accepted));
+            // An unsatisfiability claim cannot be checked: with a checker it
+            // does not stop the race, and a checked solution beats it.
+            let unsat = checked(
+                result("unsatisfiable", None, Some("minimize")),
+                Verdict::NoVerdict,
+            );
+            assert!(!policy.is_decisive(&unsat));
+            let incumbent = checked(
+                result("timeout", Some(5), Some("minimize")),
+                Verdict::Accepted,
+            );
+            let race = vec![Some(unsat.clone()), Some(incumbent)];
+            assert_eq!(winner(policy, &race), Some(1));
+            let race = vec![Some(result("unknown", None, None)), Some(unsat)];
+            assert_eq!(winner(policy, &race), Some(1));
+        }
+        let unchecked_unsat = result("unsatisfiable", None, Some("minimize"));
+        assert!(WinnerPolicy::BestObjective.is_decisive(&unchecked_unsat));
     }
 
     #[test]

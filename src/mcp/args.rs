@@ -147,7 +147,9 @@ pub struct SolveModelArgs {
     /// Optional inline data (`.dzn` text).
     #[serde(default)]
     pub data: Option<String>,
-    /// Optional checker source (`.mzc.mzn` text) run on every solution.
+    /// Optional checker (`.mzc.mzn` text) run on every solution: it declares
+    /// the outputs it reads as parameters (`int: x;`) and prints CORRECT or
+    /// INCORRECT: <why>; only `checker.verdict` accepted is a pass.
     #[serde(default)]
     pub checker: Option<String>,
     /// Solver id, short name or tag; omitted: cp-sat when available, else
@@ -367,7 +369,8 @@ pub struct PortfolioArgs {
     /// Optional inline `.dzn` data shared by every attempt.
     #[serde(default)]
     pub data: Option<String>,
-    /// Optional MiniZinc checker shared by every attempt.
+    /// Optional MiniZinc checker shared by every attempt; only a solution
+    /// it accepts can win.
     #[serde(default)]
     pub checker: Option<String>,
     /// 1: each (model, solver) runs once unseeded; n > 1: with seeds 1..n
@@ -768,8 +771,8 @@ pub struct SaveModelArgs {
     /// Optional inline `.dzn` data (saved as `data.dzn`).
     #[serde(default)]
     pub data: Option<String>,
-    /// Optional MiniZinc checker; the save passes only if it reports no
-    /// violation (saved as `checker.mzc.mzn`).
+    /// Optional MiniZinc checker; the save passes only if its verdict is
+    /// accepted (saved as `checker.mzc.mzn`).
     #[serde(default)]
     pub checker: Option<String>,
     /// The user's problem statement, saved verbatim as `problem.md`.

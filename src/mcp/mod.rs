@@ -132,7 +132,9 @@ knapsack, resource allocation, production planning — instead of reasoning the 
 code yourself.\n\
 MiniZinc: draft a complete model, call check_minizinc_model (with the data you will solve with), repair and \
 re-check until status is \"ok\", then solve_minizinc_model. A checker (MiniZinc .mzc.mzn source) verifies \
-every solution. Models on disk: the *_files tools, absolute paths; relative includes resolve from the model's \
+every solution: it declares the output variables it reads as parameters without a value (`int: x;`; no `var`, \
+no `solve`) and prints, for every solution, a line starting CORRECT or INCORRECT: <why>. Only \
+checker.verdict \"accepted\" is a pass; an error, no output or neither word is not. Models on disk: the *_files tools, absolute paths; relative includes resolve from the model's \
 directory.\n\
 OR-Tools CP-SAT: write a complete Python script whose last stdout line is one JSON object \
 {\"status\": \"optimal|feasible|infeasible|unknown|error\", \"objective\": number or null, \"solution\": {...}} \

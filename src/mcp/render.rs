@@ -256,10 +256,14 @@ pub fn solve(result: &SolveResult) -> String {
         let violations = checker.checks.iter().filter(|c| c.violation).count();
         let _ = writeln!(
             text,
-            "Checker: {} ({} check(s), {violations} violation(s))",
+            "Checker: {} ({}; {} check(s), {violations} violation(s))",
+            checker.verdict,
             checker.status,
             checker.checks.len()
         );
+        if let Some(reason) = &checker.reason {
+            let _ = writeln!(text, "Not verified: {reason}");
+        }
     }
     match result.solutions.len() {
         0 | 1 => block(&mut text, "Solution output", &result.stdout, "stdout"),
@@ -387,6 +391,11 @@ pub fn portfolio_job(status: &PortfolioJobStatus) -> String {
                 .as_ref()
                 .map_or("-".to_owned(), ToString::to_string)
         );
+    }
+    for attempt in &result.attempts {
+        if let Some(why) = &attempt.refused {
+            let _ = writeln!(text, "Refused: attempt {} — {why}", attempt.index);
+        }
     }
     if let Some(winner) = &result.winner {
         text.push_str("\nWinning solve:\n");

@@ -168,6 +168,9 @@ fn write_inline(
         })?;
         Ok(path)
     };
+    if let Some(text) = checker {
+        lint_checker("checker", text)?;
+    }
     let data = data.map(|text| write("data.dzn", text)).transpose()?;
     let checker = checker
         .map(|text| write("checker.mzc.mzn", text))
@@ -255,10 +258,19 @@ fn checker_file(path: &str) -> Result<PathBuf, ToolError> {
             ))
         })?
     };
+    // A compiled `.mzc` cannot be read; a `.mzc.mzn` must be a checker.
     if has_suffix(&checker, &[".mzc.mzn"]) {
-        check_utf8("checker_path", &checker)?;
+        let text = utf8_text("checker_path", &checker)?;
+        lint_checker(&format!("checker_path {path}"), &text)?;
     }
     Ok(checker)
+}
+
+/// Refuses a checker that cannot check (see [`super::checker::lint`]).
+fn lint_checker(argument: &str, text: &str) -> Result<(), ToolError> {
+    super::checker::lint(text).map_err(|problem| {
+        ToolError::invalid(format!("{argument} is not a usable checker: {problem}"))
+    })
 }
 
 /// The names MiniZinc takes for a solution checker.

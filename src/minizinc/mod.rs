@@ -12,6 +12,7 @@
 //! Inline and path-based tools share this code; [`Sources`] is the only
 //! difference.
 
+mod checker;
 mod controls;
 mod inputs;
 pub mod results;
@@ -24,6 +25,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget, validate_timeout};
+pub use checker::lint as lint_checker;
 pub use controls::{MAX_PARALLEL, SolveControls};
 pub(crate) use inputs::prepare_inline_models;
 pub use inputs::{Prepared, Sources};
@@ -464,8 +466,12 @@ fn solve_result(
     let status = verdict::solve_status(&run, &report);
     let timed_out = run.timed_out();
     // The raw stream moves into the checker's transcript: kept once, not copied.
-    let checker =
-        has_checker.then(|| verdict::checker_report(timed_out, &report, status, run.stdout));
+    let facts = checker::RunFacts {
+        timed_out: timed_out || status == "timeout",
+        truncated: run.truncated,
+        status,
+    };
+    let checker = has_checker.then(|| checker::checker_report(facts, &report, run.stdout));
     let solutions: Vec<_> = report.solutions.iter().map(|s| s.values.clone()).collect();
     let mut result = SolveResult {
         status: status.to_owned(),

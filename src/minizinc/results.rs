@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
 use crate::diagnostics::Diagnostic;
+use crate::verdict::Verdict;
 
 /// Outcome of a compile check (`minizinc -c`): the model flattens for the
 /// solver, or why not. `ok` does not mean satisfiable.
@@ -73,17 +74,37 @@ pub struct ModelInspectionResult {
 /// One checker verdict, aligned with `solutions`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SolutionCheck {
-    /// The checker's constraints rejected this solution.
+    /// The checker rejected this solution (its constraints failed, or it
+    /// printed INCORRECT).
     pub violation: bool,
-    /// What the checker printed, verbatim (not interpreted).
+    /// What the checker printed, verbatim.
     pub output: String,
+    /// `accepted` only when the checker ran to its end on this solution
+    /// without an error and printed a line starting with CORRECT (any
+    /// case) and none starting with INCORRECT; otherwise `rejected`,
+    /// `error` (it stopped with an evaluation, assertion or type error, or
+    /// ended UNKNOWN) or `no_verdict` (it said neither).
+    pub verdict: Verdict,
+    /// Why the verdict is not `accepted`; `null` when it is.
+    pub reason: Option<String>,
 }
 
 /// What the solution checker said about a solve.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CheckerReport {
-    /// `completed`, `violation`, `no_solution`, `error` or `timeout`.
+    /// `completed`, `violation`, `no_solution`, `error` or `timeout`: how
+    /// the checking ended (the reference's field; `completed` alone is not
+    /// a pass — read `verdict`).
     pub status: String,
+    /// The solve's verdict: `accepted` only when there were solutions and
+    /// every one was accepted; otherwise the worst solution's verdict, or
+    /// `error` (the solve failed, or the output was cut at the cap),
+    /// `timeout` (the time ran out before a solution was checked) or
+    /// `no_verdict` (no solution to check).
+    pub verdict: Verdict,
+    /// Why the verdict is not `accepted` (naming the solution when there
+    /// were several); `null` when it is.
+    pub reason: Option<String>,
     /// One verdict per produced solution, in order.
     pub checks: Vec<SolutionCheck>,
     /// The raw `--json-stream` transcript with solve and checker messages.

@@ -43,7 +43,8 @@ pub struct StreamSolution {
     pub check: Option<SolutionCheck>,
 }
 
-/// A checker's verdict on one solution.
+/// What the checker said about one solution, as the stream carried it
+/// (graded into a verdict by [`super::checker`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SolutionCheck {
     /// The checker found the solution inconsistent (its constraints failed).
@@ -51,6 +52,12 @@ pub struct SolutionCheck {
     /// What the checker printed, verbatim (e.g. `CORRECT` / `INCORRECT`),
     /// plus the inconsistency message when it rejected.
     pub output: String,
+    /// Errors the checker stopped with on this solution (an undefined
+    /// result, an assertion, an abort, a type error), rendered.
+    pub errors: Vec<String>,
+    /// A status of the checker's own other than `UNSATISFIABLE` (2.9 says
+    /// `UNKNOWN` when the checker stopped with an error).
+    pub status: Option<String>,
 }
 
 /// An `error` message from the stream.
@@ -209,11 +216,24 @@ impl Parser {
                     }
                 }
             }
-            "error" => self.report.errors.push(StreamError {
-                what: text_field(message, "what").unwrap_or_else(|| "error".to_owned()),
-                message: text_field(message, "message").unwrap_or_default(),
-                location: message.get("location").and_then(render_location),
-            }),
+            "error" => {
+                let error = StreamError {
+                    what: text_field(message, "what").unwrap_or_else(|| "error".to_owned()),
+                    message: text_field(message, "message").unwrap_or_default(),
+                    location: message.get("location").and_then(render_location),
+                };
+                // With a checker, an error followed by a solution is the
+                // checker's on that solution (the model's own errors end
+                // the run): MiniZinc prints it at the top level, often
+                // without a location, and goes on.
+                if self.checker {
+                    self.pending_check
+                        .get_or_insert_with(SolutionCheck::default)
+                        .errors
+                        .push(error.render());
+                }
+                self.report.errors.push(error);
+            }
             "warning" => {
                 let note = render_warning(message);
                 if self.checker && is_checker_location(message) {
@@ -248,12 +268,14 @@ impl Parser {
             .unwrap_or_else(|| synthesize_text(&values));
         let check = if self.checker {
             let mut check = self.pending_check.take().unwrap_or_default();
-            if self.pending_status.take().as_deref() == Some("UNSATISFIABLE") {
-                check.violation = true;
+            match self.pending_status.take() {
+                Some(status) if status == "UNSATISFIABLE" => check.violation = true,
+                Some(status) => check.status = Some(status),
+                None => {}
             }
             // A checker signals a failure either way: its constraints fail
             // (unsatisfiable), or its output says INCORRECT.
-            if says_incorrect(&check.output) {
+            if super::checker::says_incorrect(&check.output) {
                 check.violation = true;
             }
             Some(check)
@@ -278,21 +300,20 @@ impl Parser {
                 for inner in nested.iter().filter_map(Value::as_object) {
                     match inner.get("type").and_then(Value::as_str).unwrap_or("") {
                         "solution" => check.output.push_str(&section_text(inner)),
-                        "status"
-                            if inner.get("status").and_then(Value::as_str)
-                                == Some("UNSATISFIABLE") =>
-                        {
-                            check.violation = true;
-                        }
+                        "status" => match inner.get("status").and_then(Value::as_str) {
+                            Some("UNSATISFIABLE") => check.violation = true,
+                            Some(status) => check.status = Some(status.to_owned()),
+                            None => {}
+                        },
                         "warning" => check
                             .output
                             .push_str(&format!("{}\n", render_warning(inner))),
                         "error" => {
                             let what = text_field(inner, "what").unwrap_or_default();
                             let text = text_field(inner, "message").unwrap_or_default();
-                            check
-                                .output
-                                .push_str(&format!("Error: {what}: {}\n", text.trim()));
+                            let rendered = format!("Error: {what}: {}", text.trim());
+                            check.output.push_str(&format!("{rendered}\n"));
+                            check.errors.push(rendered);
                         }
                         _ => {}
                     }
@@ -373,13 +394,6 @@ fn is_checker_location(message: &Map<String, Value>) -> bool {
         .and_then(|location| location.get("filename"))
         .and_then(Value::as_str)
         .is_some_and(|file| file.ends_with(".mzc") || file.ends_with(".mzc.mzn"))
-}
-
-/// A checker's text verdict: a line that starts with `INCORRECT`.
-fn says_incorrect(output: &str) -> bool {
-    output
-        .lines()
-        .any(|line| line.trim_start().starts_with("INCORRECT"))
 }
 
 #[cfg(test)]
@@ -520,7 +534,8 @@ mod tests {
             first,
             SolutionCheck {
                 violation: false,
-                output: "CORRECT\n".into()
+                output: "CORRECT\n".into(),
+                ..SolutionCheck::default()
             }
         );
         let second = report.solutions[1].check.clone().unwrap();

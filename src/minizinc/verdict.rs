@@ -8,8 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::results::{
-    CheckResult, CheckerReport, InterfaceType, ModelInspectionResult, ModelInterface,
-    SolutionCheck, SolveResult,
+    CheckResult, InterfaceType, ModelInspectionResult, ModelInterface, SolveResult,
 };
 use super::stream::{StreamError, StreamReport};
 use crate::diagnostics::{Category, Diagnostic};
@@ -108,14 +107,16 @@ pub fn solve_diagnostic(
         ),
         _ => {
             if let Some(checker) = &result.checker
-                && checker.status != "completed"
+                && !checker.verdict.is_accepted()
             {
+                let reason = checker.reason.as_deref().unwrap_or("no reason given");
                 return Some(
                     base(
                         Category::CheckerFailed,
-                        format!("the solution checker reported {}", checker.status),
+                        format!("the checker's verdict is {}: {reason}", checker.verdict),
                     )
-                    .with_detail("checker_status", checker.status.clone()),
+                    .with_detail("checker_status", checker.status.clone())
+                    .with_detail("checker_verdict", checker.verdict.as_str()),
                 );
             }
             let optimising = matches!(report.method(), Some("minimize" | "maximize"));
@@ -194,42 +195,6 @@ pub fn classify_error(errors: &[StreamError], stderr: &str) -> (Category, String
         Category::Unknown
     };
     (category, first_line)
-}
-
-/// The checker's overall verdict on a solve.
-pub fn checker_report(
-    timed_out: bool,
-    report: &StreamReport,
-    status: &str,
-    transcript: String,
-) -> CheckerReport {
-    let checks: Vec<SolutionCheck> = report
-        .solutions
-        .iter()
-        .map(|solution| {
-            let check = solution.check.clone().unwrap_or_default();
-            SolutionCheck {
-                violation: check.violation,
-                output: check.output,
-            }
-        })
-        .collect();
-    let checker_status = if timed_out {
-        "timeout"
-    } else if checks.iter().any(|check| check.violation) {
-        "violation"
-    } else if status == "error" {
-        "error"
-    } else if checks.is_empty() {
-        "no_solution"
-    } else {
-        "completed"
-    };
-    CheckerReport {
-        status: checker_status.to_owned(),
-        checks,
-        transcript,
-    }
 }
 
 /// The solutions as text, MiniZinc-style: each block then `----------`,

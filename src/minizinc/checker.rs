@@ -1,0 +1,519 @@
+//! What a MiniZinc solution checker must be, and what its output means.
+//!
+//! Two jobs, both pure functions of text:
+//! - [`lint`] refuses, before anything runs, a "checker" that cannot check:
+//!   one that reads nothing of the solution (no declaration left for the
+//!   solution to fill in: empty of items, or only comments) and one that is
+//!   a model in disguise (its own `var` declarations or `solve` item: it
+//!   would search and print `CORRECT` for whatever it found).
+//! - [`grade`] turns what the stream says about one solution into a
+//!   [`Verdict`], and [`checker_report`] combines the solutions' verdicts
+//!   into the solve's.
+//!
+//! Where we deliberately part from the reference server: it passes the
+//! checker's output through "not interpreted", so a checker that stopped
+//! with an error, said nothing, or said `incorrect` in lower case counted
+//! as a pass. Ours is read, because a pass is what saves, races and the
+//! CLI's exit code act on: a solution is accepted only when its checker ran
+//! to the end for that solution, with no error, and printed a line that
+//! starts with `CORRECT` (any case) and none that starts with `INCORRECT`.
+//! The verbatim output stays in the result beside the verdict.
+
+use super::results::{CheckerReport, SolutionCheck};
+use super::stream::{self, StreamReport};
+use crate::verdict::Verdict;
+
+/// Whether a checker's output rejects: a line that starts (after white
+/// space) with `INCORRECT`, in any case.
+pub(crate) fn says_incorrect(output: &str) -> bool {
+    output
+        .lines()
+        .any(|line| starts_with_word(line, "incorrect"))
+}
+
+/// Whether a checker's output accepts: a line that starts (after white
+/// space) with the word `CORRECT`, in any case (`CORRECTED` is not it).
+fn says_correct(output: &str) -> bool {
+    output.lines().any(|line| starts_with_word(line, "correct"))
+}
+
+/// Whether `line`, leading white space dropped, starts with `word` (ASCII,
+/// any case) followed by something that is not part of a word.
+fn starts_with_word(line: &str, word: &str) -> bool {
+    let line = line.trim_start();
+    let Some(head) = line.get(..word.len()) else {
+        return false;
+    };
+    head.eq_ignore_ascii_case(word)
+        && !line[word.len()..]
+            .chars()
+            .next()
+            .is_some_and(|next| next.is_alphanumeric() || next == '_')
+}
+
+/// The verdict on one solution, and why when it is not a pass.
+pub(crate) fn grade(check: &stream::SolutionCheck) -> (Verdict, Option<String>) {
+    if let Some(error) = check.errors.first() {
+        let more = match check.errors.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        return (
+            Verdict::Error,
+            Some(format!(
+                "the checker stopped with an error: {}{more}",
+                error.trim()
+            )),
+        );
+    }
+    if check.violation {
+        let reason = check
+            .output
+            .lines()
+            .map(str::trim)
+            .find(|line| starts_with_word(line, "incorrect"))
+            .map(str::to_owned)
+            .unwrap_or_else(|| "the checker's constraints failed on this solution".to_owned());
+        return (Verdict::Rejected, Some(reason));
+    }
+    if let Some(status) = &check.status {
+        return (
+            Verdict::Error,
+            Some(format!(
+                "the checker ended {status} instead of printing a verdict"
+            )),
+        );
+    }
+    if says_correct(&check.output) {
+        return (Verdict::Accepted, None);
+    }
+    let reason = if check.output.trim().is_empty() {
+        "the checker printed nothing for this solution; it must print CORRECT or INCORRECT: <why>"
+    } else {
+        "the checker's output has no line starting with CORRECT or INCORRECT"
+    };
+    (Verdict::NoVerdict, Some(reason.to_owned()))
+}
+
+/// The facts of a solve the checker's overall verdict depends on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunFacts<'a> {
+    /// Our own deadline stopped the run.
+    pub timed_out: bool,
+    /// The output went over the cap: solutions past the cut are lost.
+    pub truncated: bool,
+    /// The solve's status (`error` when MiniZinc itself failed, e.g. on a
+    /// checker that does not compile).
+    pub status: &'a str,
+}
+
+/// The checker's report on a solve: each solution's verdict, and one for
+/// the solve (the worst of them, or why there is none to give).
+pub(crate) fn checker_report(
+    facts: RunFacts<'_>,
+    report: &StreamReport,
+    transcript: String,
+) -> CheckerReport {
+    let checks: Vec<SolutionCheck> = report
+        .solutions
+        .iter()
+        .map(|solution| {
+            let check = solution.check.clone().unwrap_or_default();
+            let (verdict, reason) = grade(&check);
+            SolutionCheck {
+                violation: verdict == Verdict::Rejected,
+                output: check.output,
+                verdict,
+                reason,
+            }
+        })
+        .collect();
+    let (verdict, reason) = overall(facts, &checks);
+    let status = if facts.timed_out {
+        "timeout"
+    } else if checks.iter().any(|check| check.violation) {
+        "violation"
+    } else if facts.status == "error" || verdict == Verdict::Error {
+        "error"
+    } else if checks.is_empty() {
+        "no_solution"
+    } else {
+        "completed"
+    };
+    CheckerReport {
+        status: status.to_owned(),
+        verdict,
+        reason,
+        checks,
+        transcript,
+    }
+}
+
+/// The solve's verdict from its solutions' and the run's facts.
+fn overall(facts: RunFacts<'_>, checks: &[SolutionCheck]) -> (Verdict, Option<String>) {
+    let count = checks.len();
+    let worst = checks
+        .iter()
+        .enumerate()
+        .filter(|(_, check)| !check.verdict.is_accepted())
+        .max_by_key(|(index, check)| (check.verdict.severity(), std::cmp::Reverse(*index)));
+    if let Some((index, check)) = worst {
+        let reason = check.reason.as_deref().unwrap_or("not accepted");
+        let which = if count == 1 {
+            String::new()
+        } else {
+            format!("solution {} of {count}: ", index + 1)
+        };
+        return (check.verdict, Some(format!("{which}{reason}")));
+    }
+    if facts.status == "error" {
+        return (
+            Verdict::Error,
+            Some("the solve failed (see diagnostic): nothing was checked".to_owned()),
+        );
+    }
+    if facts.truncated {
+        return (
+            Verdict::Error,
+            Some(
+                "the output went over the 1 MiB cap: the checker's verdicts past the cut are lost"
+                    .to_owned(),
+            ),
+        );
+    }
+    if count == 0 {
+        return if facts.timed_out {
+            (
+                Verdict::Timeout,
+                Some("the run stopped at its time limit before a solution was checked".to_owned()),
+            )
+        } else {
+            (
+                Verdict::NoVerdict,
+                Some("there was no solution to check".to_owned()),
+            )
+        };
+    }
+    (Verdict::Accepted, None)
+}
+
+/// Refuses a checker that cannot check, naming why; `Ok` for one that may.
+///
+/// A checker reads the solution as data: each output variable it wants is a
+/// parameter declared without a value (`int: x;`). So a checker with no
+/// such declaration reads nothing, and one with `var` or `solve` is a model.
+/// Comments and string literals are skipped; the text of `\(...)`
+/// interpolations is read as code.
+pub fn lint(text: &str) -> Result<(), String> {
+    let tokens = tokenize(text);
+    if tokens.iter().any(|token| token == "var") {
+        return Err("the checker declares decision variables (`var`): a checker is not a model — it reads the solution's values as parameters (e.g. `int: x;`) and prints CORRECT or INCORRECT: <why>".to_owned());
+    }
+    if tokens.iter().any(|token| token == "solve") {
+        return Err("the checker has a `solve` item: a checker is not a model — it reads the solution's values as parameters (e.g. `int: x;`) and prints CORRECT or INCORRECT: <why>".to_owned());
+    }
+    let items = top_level_items(&tokens);
+    if !items.iter().any(|item| reads_the_solution(item)) {
+        let what = if items.is_empty() {
+            "the checker has no items (only comments or white space)"
+        } else {
+            "the checker declares nothing for the solution to fill in"
+        };
+        return Err(format!(
+            "{what}: it must declare the output variables it checks as parameters without a value (e.g. `int: x;`), then print CORRECT or INCORRECT: <why>"
+        ));
+    }
+    Ok(())
+}
+
+/// The items that do not open with a keyword that makes them something
+/// other than a declaration.
+const NOT_DECLARATIONS: &[&str] = &[
+    "include",
+    "output",
+    "constraint",
+    "predicate",
+    "function",
+    "test",
+    "annotation",
+    "type",
+];
+
+/// Whether an item is a declaration the solution fills in: `T: name`
+/// with no `= value` (or an `enum` without a definition).
+fn reads_the_solution(item: &[String]) -> bool {
+    let Some(first) = item.first() else {
+        return false;
+    };
+    if first == "enum" {
+        return !at_depth_zero(item).any(|token| token == "=");
+    }
+    if NOT_DECLARATIONS.contains(&first.as_str()) {
+        return false;
+    }
+    let mut seen_colon = false;
+    for token in at_depth_zero(item) {
+        match token.as_str() {
+            ":" => seen_colon = true,
+            "=" if seen_colon => return false,
+            _ => {}
+        }
+    }
+    seen_colon
+}
+
+/// The tokens of an item outside any brackets.
+fn at_depth_zero(item: &[String]) -> impl Iterator<Item = &String> {
+    let mut depth: i32 = 0;
+    item.iter().filter(move |token| {
+        match token.as_str() {
+            "(" | "[" | "{" => depth += 1,
+            ")" | "]" | "}" => depth -= 1,
+            _ => return depth == 0,
+        }
+        false
+    })
+}
+
+/// Splits tokens into items at `;` outside brackets.
+fn top_level_items(tokens: &[String]) -> Vec<Vec<String>> {
+    let mut items = Vec::new();
+    let mut current = Vec::new();
+    let mut depth: i32 = 0;
+    for token in tokens {
+        match token.as_str() {
+            "(" | "[" | "{" => depth += 1,
+            ")" | "]" | "}" => depth -= 1,
+            ";" if depth <= 0 => {
+                if !current.is_empty() {
+                    items.push(std::mem::take(&mut current));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        current.push(token.clone());
+    }
+    if !current.is_empty() {
+        items.push(current);
+    }
+    items
+}
+
+/// MiniZinc text as tokens: identifiers and keywords, `::` and `==` as one
+/// token each, every other symbol a token of its own. Comments and string
+/// literals give no tokens; an interpolation's code does.
+fn tokenize(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut tokens = Vec::new();
+    let mut at = 0;
+    // Open interpolations: the bracket depth at which each one closes.
+    let mut interpolations: Vec<i32> = Vec::new();
+    let mut depth: i32 = 0;
+    while at < chars.len() {
+        let c = chars[at];
+        match c {
+            '%' => {
+                while at < chars.len() && chars[at] != '\n' {
+                    at += 1;
+                }
+            }
+            '/' if chars.get(at + 1) == Some(&'*') => {
+                at += 2;
+                while at < chars.len() && !(chars[at] == '*' && chars.get(at + 1) == Some(&'/')) {
+                    at += 1;
+                }
+                at += 2;
+            }
+            '"' => {
+                at = skip_string(&chars, at + 1, &mut interpolations, depth);
+            }
+            ')' if interpolations.last() == Some(&depth) => {
+                // The end of an interpolation: back inside its string.
+                interpolations.pop();
+                at = skip_string(&chars, at + 1, &mut interpolations, depth);
+            }
+            '\'' => {
+                // A quoted identifier: one token, whatever it spells.
+                let start = at;
+                at += 1;
+                while at < chars.len() && chars[at] != '\'' && chars[at] != '\n' {
+                    at += 1;
+                }
+                at += 1;
+                tokens.push(chars[start..at.min(chars.len())].iter().collect());
+            }
+            c if c.is_alphabetic() || c == '_' => {
+                let start = at;
+                while at < chars.len() && (chars[at].is_alphanumeric() || chars[at] == '_') {
+                    at += 1;
+                }
+                tokens.push(chars[start..at].iter().collect());
+            }
+            c if c.is_whitespace() => at += 1,
+            ':' | '=' if chars.get(at + 1) == Some(&c) => {
+                tokens.push(format!("{c}{c}"));
+                at += 2;
+            }
+            c => {
+                match c {
+                    '(' | '[' | '{' => depth += 1,
+                    ')' | ']' | '}' => depth -= 1,
+                    _ => {}
+                }
+                tokens.push(c.to_string());
+                at += 1;
+            }
+        }
+    }
+    tokens
+}
+
+/// Skips a string literal's text from `at` (just past the opening quote or
+/// an interpolation's `)`): to just past its closing quote, or into the
+/// code of an interpolation `\(`, which is then recorded as open.
+fn skip_string(chars: &[char], mut at: usize, interpolations: &mut Vec<i32>, depth: i32) -> usize {
+    while at < chars.len() {
+        match chars[at] {
+            '\\' if chars.get(at + 1) == Some(&'(') => {
+                interpolations.push(depth);
+                return at + 2;
+            }
+            '\\' => at += 2,
+            '"' => return at + 1,
+            '\n' => return at + 1,
+            _ => at += 1,
+        }
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdict_words_in_any_case() {
+        for accepted in [
+            "CORRECT",
+            "correct",
+            "Correct: all good",
+            "  CORRECT\n",
+            "x\nCORRECT.",
+        ] {
+            assert!(says_correct(accepted), "{accepted:?}");
+            assert!(!says_incorrect(accepted), "{accepted:?}");
+        }
+        for rejected in ["INCORRECT", "incorrect: x", "Incorrect", "\tINCORRECT: w"] {
+            assert!(says_incorrect(rejected), "{rejected:?}");
+            assert!(!says_correct(rejected), "{rejected:?}");
+        }
+        for neither in [
+            "",
+            "ok",
+            "CORRECTED",
+            "the answer is CORRECT",
+            "correctly",
+            "INCORRECTLY",
+        ] {
+            assert!(!says_correct(neither), "{neither:?}");
+            assert!(!says_incorrect(neither), "{neither:?}");
+        }
+    }
+
+    fn check(output: &str) -> stream::SolutionCheck {
+        stream::SolutionCheck {
+            violation: says_incorrect(output),
+            output: output.to_owned(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn grades_each_way_a_checker_can_end() {
+        assert_eq!(grade(&check("CORRECT\n")).0, Verdict::Accepted);
+        assert_eq!(grade(&check("incorrect: x\n")).0, Verdict::Rejected);
+        assert_eq!(
+            grade(&check("CORRECT\nINCORRECT: y\n")).0,
+            Verdict::Rejected
+        );
+        assert_eq!(grade(&check("")).0, Verdict::NoVerdict);
+        assert_eq!(grade(&check("looks fine\n")).0, Verdict::NoVerdict);
+        let errored = stream::SolutionCheck {
+            errors: vec!["Error: result of evaluation is undefined: division by zero".into()],
+            ..check("CORRECT\n")
+        };
+        let (verdict, reason) = grade(&errored);
+        assert_eq!(verdict, Verdict::Error);
+        assert!(reason.unwrap().contains("division by zero"));
+        let unknown = stream::SolutionCheck {
+            status: Some("UNKNOWN".into()),
+            ..check("CORRECT\n")
+        };
+        assert_eq!(grade(&unknown).0, Verdict::Error);
+    }
+
+    #[test]
+    fn the_worst_solution_decides_and_is_named() {
+        let report = stream::parse(
+            r#"{"type": "checker", "output": {"default": "CORRECT\n"}}
+{"type": "solution", "output": {"json": {"x": 1}}}
+{"type": "checker", "output": {"default": "nothing to say\n"}}
+{"type": "solution", "output": {"json": {"x": 2}}}
+{"type": "checker", "output": {"default": "CORRECT\n"}}
+{"type": "solution", "output": {"json": {"x": 3}}}"#,
+            true,
+        );
+        let facts = RunFacts {
+            timed_out: false,
+            truncated: false,
+            status: "satisfied",
+        };
+        let report = checker_report(facts, &report, String::new());
+        assert_eq!(report.verdict, Verdict::NoVerdict);
+        assert_eq!(report.status, "completed");
+        assert!(report.reason.unwrap().starts_with("solution 2 of 3: "));
+    }
+
+    #[test]
+    fn real_checkers_pass_the_lint() {
+        let cases = [
+            "int: x; output [if x = 2 then \"CORRECT\" else \"INCORRECT: x is \\(x)\" endif];",
+            "array[1..3] of int: q; constraint forall(i in 1..3)(q[i] > 0); output [\"CORRECT\"];",
+            "enum COLOUR; array[1..2] of COLOUR: c; output [\"CORRECT\"];",
+            "int: n; array[1..n] of int: w = [i | i in 1..n]; int: x :: add_to_output; output [\"CORRECT\"];",
+            "tuple(int, bool): t; output [\"CORRECT\"];",
+            include_str!("../../checkers/load_planner.mzc.mzn"),
+        ];
+        for text in cases {
+            assert_eq!(lint(text), Ok(()), "{text}");
+        }
+    }
+
+    #[test]
+    fn checkers_that_cannot_check_are_refused() {
+        let cases = [
+            ("", "no items"),
+            ("% only a comment\n/* and another */", "no items"),
+            ("output [\"CORRECT\"];", "declares nothing"),
+            ("int: x = 3; output [\"CORRECT\"];", "declares nothing"),
+            ("var 1..3: x; output [\"CORRECT\"];", "`var`"),
+            ("int: x; solve satisfy; output [\"CORRECT\"];", "`solve`"),
+            ("array[1..2] of var int: q; output [\"CORRECT\"];", "`var`"),
+        ];
+        for (text, expected) in cases {
+            let error = lint(text).unwrap_err();
+            assert!(error.contains(expected), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn words_inside_comments_and_strings_do_not_count() {
+        let text =
+            "% var x; solve satisfy;\nint: x; /* var */ output [\"solve var \\(x) \\(\"var\")\"];";
+        assert_eq!(lint(text), Ok(()));
+        // Code inside an interpolation is code.
+        let text = "int: x; output [\"\\(let { var int: y } in x)\"];";
+        assert!(lint(text).is_err());
+    }
+}
