@@ -573,11 +573,21 @@ fn card(
     let misses: Vec<f64> = card.shipments.iter().map(|s| s.miss_probability).collect();
     let miss = round(risk::any_miss(&misses), 6);
     card.miss_probability = Some(miss);
-    card.feasible = checker.as_deref() == Some("CORRECT");
+    // The checker's typed verdict decides, not its text.
+    let accepted = result
+        .checker
+        .as_ref()
+        .is_some_and(|report| report.verdict.is_accepted());
+    card.feasible = accepted;
     if !card.feasible {
+        let reason = result
+            .checker
+            .as_ref()
+            .and_then(|report| report.reason.clone())
+            .or_else(|| checker.clone())
+            .unwrap_or_else(|| "no verdict".to_owned());
         card.infeasible_reason = Some(format!(
-            "the checker did not confirm the solution: {}",
-            checker.as_deref().unwrap_or("no verdict")
+            "the checker did not confirm the solution: {reason}"
         ));
     }
     card.within_policy = card.feasible && miss <= problem.policy.max_miss_probability;

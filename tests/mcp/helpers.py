@@ -49,7 +49,7 @@ TYPE_ERROR_MODEL = 'var 1..3: x;\nconstraint x = "a";\nsolve satisfy;\n'
 MISSING_DATA_MODEL = "int: n;\nvar 1..n: x;\nsolve maximize x;\n"
 
 #: Rejects every solution with x = 10 (a constraint-checker).
-REJECT_X10_CHECKER = "int: x; int: y;\nconstraint x < 10;\noutput [\"ok\\n\"];\n"
+REJECT_X10_CHECKER = "int: x; int: y;\nconstraint x < 10;\noutput [\"CORRECT\\n\"];\n"
 
 #: Prints a verdict; the server must not interpret it.
 TEXT_CHECKER = (
@@ -478,7 +478,7 @@ PIGEONHOLE_MODEL = (
 N_DATA = "n = 60;\n"
 EASY_N_MODEL = "int: n;\nvar 1..n: x;\nsolve maximize x;\n"
 HARD_N_MODEL = HARD_MODEL.replace("int: n = 60;", "int: n;") + "var 1..n: x = q[1];\n"
-X_CHECKER = 'int: n;\nint: x;\nconstraint x <= n;\noutput ["ok \\(x)\\n"];\n'
+X_CHECKER = 'int: n;\nint: x;\nconstraint x <= n;\noutput ["CORRECT \\(x)\\n"];\n'
 
 JOB_STATES = frozenset({"queued", "running", "succeeded", "failed", "timeout", "cancelled"})
 TERMINAL_STATES = frozenset({"succeeded", "failed", "timeout", "cancelled"})

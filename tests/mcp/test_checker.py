@@ -43,7 +43,7 @@ async def test_inline_checker_flags_the_rejected_solutions(full):
     res = structured(result)
     assert_rejects_x10(res)
     text = result_text(result)
-    assert "Checker: violation" in text and "Diagnostic: checker_failed" in text
+    assert "Checker: rejected (violation;" in text and "Diagnostic: checker_failed" in text
 
 
 async def test_a_text_verdict_is_kept_verbatim_and_incorrect_counts_as_a_violation(full):
