@@ -96,10 +96,8 @@ pub struct PortfolioAttempt {
     /// The attempt's final objective, when it found a solution.
     pub objective: Option<Number>,
     pub checker_status: Option<String>,
-    /// The checker's verdict on the attempt's solve, when a checker ran.
     pub checker_verdict: Option<Verdict>,
-    /// Why the race did not trust this attempt's solution (its checker did
-    /// not accept it); such an attempt never wins.
+    /// Why its solution was refused (it never wins).
     pub refused: Option<String>,
     pub elapsed_ms: u64,
     pub message: Option<String>,
@@ -113,8 +111,7 @@ pub struct PortfolioSolveResult {
     /// `winner` or `no_winner` (no attempt produced a result the race
     /// could trust).
     pub status: String,
-    /// Indexes into `attempts` of the attempts whose solutions the checker
-    /// did not accept (each row's `refused` says why); never the winner.
+    /// Attempts whose solution the checker did not accept.
     pub refused_attempts: Vec<usize>,
     /// Index into `attempts` of the winner.
     pub winner_index: Option<usize>,

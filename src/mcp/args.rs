@@ -147,9 +147,7 @@ pub struct SolveModelArgs {
     /// Optional inline data (`.dzn` text).
     #[serde(default)]
     pub data: Option<String>,
-    /// Optional checker (`.mzc.mzn` text) run on every solution: it declares
-    /// the outputs it reads as parameters (`int: x;`) and prints CORRECT or
-    /// INCORRECT: <why>; only `checker.verdict` accepted is a pass.
+    /// Optional checker source (`.mzc.mzn` text) run on every solution.
     #[serde(default)]
     pub checker: Option<String>,
     /// Solver id, short name or tag; omitted: cp-sat when available, else
@@ -369,8 +367,7 @@ pub struct PortfolioArgs {
     /// Optional inline `.dzn` data shared by every attempt.
     #[serde(default)]
     pub data: Option<String>,
-    /// Optional MiniZinc checker shared by every attempt; only a solution
-    /// it accepts can win.
+    /// Optional MiniZinc checker shared by every attempt.
     #[serde(default)]
     pub checker: Option<String>,
     /// 1: each (model, solver) runs once unseeded; n > 1: with seeds 1..n
@@ -771,8 +768,8 @@ pub struct SaveModelArgs {
     /// Optional inline `.dzn` data (saved as `data.dzn`).
     #[serde(default)]
     pub data: Option<String>,
-    /// Optional MiniZinc checker; the save passes only if its verdict is
-    /// accepted (saved as `checker.mzc.mzn`).
+    /// Optional MiniZinc checker; the save passes only on its `accepted`
+    /// (saved as `checker.mzc.mzn`).
     #[serde(default)]
     pub checker: Option<String>,
     /// The user's problem statement, saved verbatim as `problem.md`.

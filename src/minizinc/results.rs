@@ -79,31 +79,23 @@ pub struct SolutionCheck {
     pub violation: bool,
     /// What the checker printed, verbatim.
     pub output: String,
-    /// `accepted` only when the checker ran to its end on this solution
-    /// without an error and printed a line starting with CORRECT (any
-    /// case) and none starting with INCORRECT; otherwise `rejected`,
-    /// `error` (it stopped with an evaluation, assertion or type error, or
-    /// ended UNKNOWN) or `no_verdict` (it said neither).
+    /// `accepted` (ran to its end, printed CORRECT and no INCORRECT),
+    /// `rejected`, `error` or `no_verdict`.
     pub verdict: Verdict,
-    /// Why the verdict is not `accepted`; `null` when it is.
+    /// Why not `accepted`.
     pub reason: Option<String>,
 }
 
 /// What the solution checker said about a solve.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CheckerReport {
-    /// `completed`, `violation`, `no_solution`, `error` or `timeout`: how
-    /// the checking ended (the reference's field; `completed` alone is not
-    /// a pass — read `verdict`).
+    /// `completed`, `violation`, `no_solution`, `error` or `timeout`;
+    /// `verdict` says whether it passed.
     pub status: String,
-    /// The solve's verdict: `accepted` only when there were solutions and
-    /// every one was accepted; otherwise the worst solution's verdict, or
-    /// `error` (the solve failed, or the output was cut at the cap),
-    /// `timeout` (the time ran out before a solution was checked) or
-    /// `no_verdict` (no solution to check).
+    /// The worst solution's verdict (`accepted` only if every one was),
+    /// or why none was checked (`error`, `timeout`, `no_verdict`).
     pub verdict: Verdict,
-    /// Why the verdict is not `accepted` (naming the solution when there
-    /// were several); `null` when it is.
+    /// Why not `accepted`, naming the solution.
     pub reason: Option<String>,
     /// One verdict per produced solution, in order.
     pub checks: Vec<SolutionCheck>,
