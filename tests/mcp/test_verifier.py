@@ -236,3 +236,36 @@ async def test_a_race_without_a_checker_is_decided_as_before(full):
     assert result["refused_attempts"] == []
     assert result["attempts"][0]["checker_verdict"] is None
     assert result["winner"]["solver"] == GECODE
+
+
+async def test_a_checker_whose_array_does_not_fit_the_solution_is_an_error(full):
+    model = "array[1..3] of var 1..3: q;\nconstraint q[1] = 1;\nsolve satisfy;\n"
+    res = await call_ok(
+        full.session,
+        "solve_minizinc_model",
+        {"model": model, "checker": 'array[1..2] of int: q;\noutput ["CORRECT\\n"];\n', "solver": "gecode"},
+    )
+    assert res["status"] == "satisfied", res
+    assert res["checker"]["verdict"] == "error", res["checker"]
+    assert "Index set mismatch" in res["checker"]["reason"]
+
+
+async def test_a_checker_that_needs_what_the_model_does_not_output_fails_the_solve(full):
+    res = await call_ok(
+        full.session,
+        "solve_minizinc_model",
+        {"model": ONE, "checker": 'int: x; int: z;\noutput ["CORRECT\\n"];\n', "solver": "gecode"},
+    )
+    assert res["status"] == "error" and res["solution"] is None, res
+    assert res["checker"]["verdict"] == "error", res["checker"]
+    assert res["diagnostic"]["category"] == "checker_failed", res["diagnostic"]
+
+
+async def test_checker_output_cut_at_the_cap_is_not_a_pass(full):
+    # 1.6 MB of CORRECT lines: the stream is cut before the solution.
+    flood = 'int: x;\noutput [join("", ["CORRECT\\n" | i in 1..200000])];\n'
+    res = await call_ok(full.session, "solve_minizinc_model", {"model": ONE, "checker": flood, "solver": "gecode"})
+    assert res["truncated"] is True, res["status"]
+    assert res["checker"]["verdict"] == "error", res["checker"]["verdict"]
+    assert "cap" in res["checker"]["reason"]
+    assert res["diagnostic"]["category"] == "output_truncated"
