@@ -25,7 +25,8 @@ use crate::verdict::Verdict;
 
 /// Whether a checker's output rejects: a line that starts (after white
 /// space) with `INCORRECT`, in any case.
-pub(crate) fn says_incorrect(output: &str) -> bool {
+#[cfg(test)]
+fn says_incorrect(output: &str) -> bool {
     output
         .lines()
         .any(|line| starts_with_word(line, "incorrect"))
@@ -66,15 +67,19 @@ pub(crate) fn grade(check: &stream::SolutionCheck) -> (Verdict, Option<String>) 
             )),
         );
     }
+    let incorrect = check
+        .output
+        .lines()
+        .map(str::trim)
+        .find(|line| starts_with_word(line, "incorrect"));
+    if let Some(line) = incorrect {
+        return (Verdict::Rejected, Some(line.to_owned()));
+    }
     if check.violation {
-        let reason = check
-            .output
-            .lines()
-            .map(str::trim)
-            .find(|line| starts_with_word(line, "incorrect"))
-            .map(str::to_owned)
-            .unwrap_or_else(|| "the checker's constraints failed on this solution".to_owned());
-        return (Verdict::Rejected, Some(reason));
+        return (
+            Verdict::Rejected,
+            Some("the checker's constraints failed on this solution".to_owned()),
+        );
     }
     if let Some(status) = &check.status {
         return (
@@ -423,7 +428,6 @@ mod tests {
 
     fn check(output: &str) -> stream::SolutionCheck {
         stream::SolutionCheck {
-            violation: says_incorrect(output),
             output: output.to_owned(),
             ..Default::default()
         }
@@ -515,5 +519,36 @@ mod tests {
         // Code inside an interpolation is code.
         let text = "int: x; output [\"\\(let { var int: y } in x)\"];";
         assert!(lint(text).is_err());
+    }
+
+    /// Both ways a checker rejects count: unsatisfiable constraints and a
+    /// text verdict, on 2.6's top-level lines and 2.8+'s nested ones.
+    #[test]
+    fn an_incorrect_text_verdict_is_a_rejection() {
+        let top_level = r#"{"type": "checker", "output": {"default": "INCORRECT: over capacity\n"}, "sections": ["default"]}
+{"type": "solution", "output": {"json": {"x": 1}}}
+{"type": "checker", "output": {"default": "CORRECT\n"}, "sections": ["default"]}
+{"type": "solution", "output": {"json": {"x": 2}}}"#;
+        let nested = r#"{"type": "checker", "messages": [{"type": "solution", "output": {"default": "INCORRECT: over capacity\n"}, "sections": ["default"]}]}
+{"type": "solution", "output": {"json": {"x": 1}}}
+{"type": "checker", "messages": [{"type": "solution", "output": {"default": "CORRECT\n"}, "sections": ["default"]}]}
+{"type": "solution", "output": {"json": {"x": 2}}}"#;
+        let facts = RunFacts {
+            timed_out: false,
+            truncated: false,
+            status: "satisfied",
+        };
+        for text in [top_level, nested] {
+            let report = checker_report(facts, &stream::parse(text, true), String::new());
+            let checks = &report.checks;
+            assert!(checks[0].violation, "{text}");
+            assert_eq!(checks[0].verdict, Verdict::Rejected, "{text}");
+            assert_eq!(
+                checks[0].reason.as_deref(),
+                Some("INCORRECT: over capacity")
+            );
+            assert_eq!(checks[1].verdict, Verdict::Accepted, "{text}");
+            assert!(!checks[1].violation, "{text}");
+        }
     }
 }

@@ -47,7 +47,8 @@ pub struct StreamSolution {
 /// (graded into a verdict by [`super::checker`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SolutionCheck {
-    /// The checker found the solution inconsistent (its constraints failed).
+    /// The checker found the solution inconsistent (its constraints failed;
+    /// its text is read by [`super::checker::grade`]).
     pub violation: bool,
     /// What the checker printed, verbatim (e.g. `CORRECT` / `INCORRECT`),
     /// plus the inconsistency message when it rejected.
@@ -272,11 +273,6 @@ impl Parser {
                 Some(status) if status == "UNSATISFIABLE" => check.violation = true,
                 Some(status) => check.status = Some(status),
                 None => {}
-            }
-            // A checker signals a failure either way: its constraints fail
-            // (unsatisfiable), or its output says INCORRECT.
-            if super::checker::says_incorrect(&check.output) {
-                check.violation = true;
             }
             Some(check)
         } else {
@@ -551,31 +547,6 @@ mod tests {
         let report = parse(text, false);
         let interface = report.interface.unwrap();
         assert_eq!(interface["method"], "sat");
-    }
-
-    /// Both ways a checker fails count: unsatisfiable constraints (above)
-    /// and a text verdict, on 2.6's top-level lines and 2.8+'s nested ones.
-    #[test]
-    fn an_incorrect_text_verdict_is_a_violation() {
-        let top_level = r#"{"type": "checker", "output": {"default": "INCORRECT: over capacity\n"}, "sections": ["default"]}
-{"type": "solution", "output": {"json": {"x": 1}}}
-{"type": "checker", "output": {"default": "CORRECT\n"}, "sections": ["default"]}
-{"type": "solution", "output": {"json": {"x": 2}}}"#;
-        let nested = r#"{"type": "checker", "messages": [{"type": "solution", "output": {"default": "INCORRECT: over capacity\n"}, "sections": ["default"]}]}
-{"type": "solution", "output": {"json": {"x": 1}}}
-{"type": "checker", "messages": [{"type": "solution", "output": {"default": "CORRECT\n"}, "sections": ["default"]}]}
-{"type": "solution", "output": {"json": {"x": 2}}}"#;
-        for text in [top_level, nested] {
-            let report = parse(text, true);
-            let checks: Vec<SolutionCheck> = report
-                .solutions
-                .iter()
-                .map(|solution| solution.check.clone().unwrap())
-                .collect();
-            assert!(checks[0].violation, "{text}");
-            assert_eq!(checks[0].output.trim(), "INCORRECT: over capacity");
-            assert!(!checks[1].violation, "{text}");
-        }
     }
 }
 
