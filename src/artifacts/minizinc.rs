@@ -2,9 +2,11 @@
 //! and save it only if every gate passes.
 //!
 //! Gates, in order, each short-circuiting: the compile check is `ok`; the
-//! solve ends `satisfied` or `optimal` with exit code 0 and no timeout;
-//! with a checker, the checker report is `completed`. Anything else is
-//! `not_verified` with the gating results, and nothing is written.
+//! solve ends proven — `optimal`, or `satisfied` on a satisfaction model —
+//! with exit code 0, whole output and no time limit of ours or MiniZinc's
+//! ([`solve_gate`]); with a checker, its verdict is an acceptance
+//! ([`checker_gate`]). Anything else is `not_verified` with the gating
+//! results, and nothing is written.
 //! Everything that can be refused without running a solver — the target,
 //! the arguments, the portfolio provenance — is refused first.
 
@@ -19,8 +21,8 @@ use super::target::{FileSet, StagedFile, Target, check_target, commit};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::jobs::PortfolioSolveResult;
 use crate::minizinc::{
-    CheckResult, PreflightRequest, SolveControls, SolveRequest, SolveResult, Sources,
-    validate_timeout,
+    CheckResult, CheckerReport, PreflightRequest, SolveControls, SolveRequest, SolveResult,
+    Sources, validate_timeout,
 };
 use crate::progress::{Progress, Stage};
 use crate::sha256_hex;
@@ -168,6 +170,12 @@ impl Artifacts {
 }
 
 /// Why the verifying solve does not pass, or `None` when it does.
+///
+/// Only a proven answer passes, however the run stopped: our wall clock
+/// (`timed_out`), MiniZinc's own `--time-limit` ending cleanly with an
+/// incumbent (`timeout_with_incumbent`), a `satisfied` optimisation model
+/// (an objective without a proof), a cut output, an unclean exit, and a
+/// checker whose verdict is not an acceptance are each refused.
 pub(crate) fn solve_gate(solve: &SolveResult) -> Option<String> {
     if solve.timed_out {
         return Some("the verifying solve hit the time limit; raise timeout_ms".to_owned());
@@ -178,21 +186,47 @@ pub(crate) fn solve_gate(solve: &SolveResult) -> Option<String> {
             solve.status
         ));
     }
+    if solve
+        .diagnostic
+        .as_ref()
+        .is_some_and(|diagnostic| diagnostic.category == Category::TimeoutWithIncumbent)
+    {
+        return Some(
+            "the verifying solve stopped at MiniZinc's time limit with an unproven incumbent (timeout_with_incumbent); raise timeout_ms until it ends optimal".to_owned(),
+        );
+    }
+    if solve.status == "satisfied" && solve.objective.is_some() {
+        return Some(
+            "the verifying solve ended satisfied on an optimisation model: an incumbent, not a proven optimum; raise timeout_ms until it ends optimal".to_owned(),
+        );
+    }
+    if solve.truncated {
+        return Some(
+            "the verifying solve's output went over the cap and was cut, so its last answer is not known"
+                .to_owned(),
+        );
+    }
     if solve.return_code != Some(0) {
         return Some(match solve.return_code {
             Some(code) => format!("the verifying solve exited with code {code}, not 0"),
             None => "the verifying solve was stopped before it exited".to_owned(),
         });
     }
-    if let Some(checker) = &solve.checker
-        && checker.status != "completed"
-    {
-        return Some(format!(
-            "the checker ended {}, not completed; see solve.checker",
-            checker.status
-        ));
+    if let Some(checker) = &solve.checker {
+        return checker_gate(checker);
     }
     None
+}
+
+/// Why the checker's report is not an acceptance, or `None` when it is:
+/// the one place a save and a replay read the checker's verdict.
+pub(crate) fn checker_gate(checker: &CheckerReport) -> Option<String> {
+    (checker.status != "completed").then(|| {
+        format!(
+            "the checker ended {}, not completed; see solve.checker",
+            checker.status
+        )
+    })
 }
 
 fn not_verified(

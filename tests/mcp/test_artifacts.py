@@ -27,6 +27,8 @@ import pytest
 from cpsat_helpers import KNAPSACK, KNAPSACK_OPTIMUM, REAL_CHECKER, cpsat_env, cpsat_server, knapsack_script
 from helpers import (
     EASY_N_MODEL,
+    HANG_AFTER_FIRST_MODEL,
+    HARD_MODEL,
     N_DATA,
     OPT_MODEL,
     SAT_MODEL,
@@ -149,6 +151,47 @@ async def test_a_failing_gate_writes_nothing(server, tmp_path):
         assert (result["solve"] or {}).get("status") == solve_status, f"{case}: {result['solve']}"
         assert not target.exists(), f"{case}: the target was written"
     assert list(tmp_path.iterdir()) == [], "something was written beside the targets"
+
+
+#: Unproven answers, however the run stopped: (case, arguments, solve status,
+#: timed_out, words the reason must hold).
+UNPROVEN_CASES = [
+    # MiniZinc's own --time-limit stops the solve cleanly with an incumbent.
+    ("minizinc-time-limit", {"model": HARD_MODEL, "timeout_ms": 1000}, "satisfied", False, "timeout_with_incumbent"),
+    # The same stop with all_solutions has no timeout diagnostic: a satisfied optimisation.
+    (
+        "satisfied-optimisation",
+        {"model": HARD_MODEL, "timeout_ms": 1000, "all_solutions": True},
+        "satisfied",
+        False,
+        "satisfied on an optimisation model",
+    ),
+    # Our own wall clock kills it.
+    (
+        "our-timeout",
+        {"model": HANG_AFTER_FIRST_MODEL, "timeout_ms": 500, "all_solutions": True},
+        "timeout",
+        True,
+        "time limit",
+    ),
+]
+
+
+@pytest.mark.parametrize("case,change,status,timed_out,words", UNPROVEN_CASES, ids=[c[0] for c in UNPROVEN_CASES])
+async def test_an_unproven_answer_is_never_saved(server, tmp_path, case, change, status, timed_out, words):
+    target = tmp_path / case
+    result = await call_ok(
+        server.session,
+        "save_verified_minizinc_model",
+        {"solver": "gecode", "target_dir": str(target), **change},
+    )
+    assert result["status"] == "not_verified", f"{case}: {result['message']}"
+    assert result["solve"]["status"] == status, result["solve"]["status"]
+    assert result["solve"]["timed_out"] is timed_out, result["solve"]
+    assert words in result["diagnostic"]["message"], result["diagnostic"]
+    assert result["message"].endswith("nothing was written"), result["message"]
+    assert result["files"] == []
+    assert list(tmp_path.iterdir()) == [], "a save wrote something (a target or a staging sibling)"
 
 
 async def test_refused_targets_are_left_untouched(server, tmp_path):
