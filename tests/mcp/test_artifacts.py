@@ -66,7 +66,8 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 def check_manifest(target: Path, roles: dict[str, str]) -> dict:
     manifest = json.loads((target / MANIFEST).read_text())
-    assert manifest["format"] == "solvergate-artifact" and manifest["format_version"] == 1, manifest
+    assert manifest["format"] == "solvergate-artifact" and manifest["format_version"] == 2, manifest
+    assert len(manifest["manifest_sha256"]) == 64, manifest
     listed = {f["name"]: f for f in manifest["files"]}
     assert {name: f["role"] for name, f in listed.items()} == roles, manifest["files"]
     on_disk = {p.name for p in target.iterdir()} - {MANIFEST}
@@ -269,6 +270,65 @@ async def test_a_changed_missing_or_extra_file_makes_replay_refuse(server, tmp_p
     assert replay["reproduced"] is True, replay
     error = await call_error(server.session, "replay_artifact", {"target_dir": str(tmp_path)})
     assert error.category == "invalid_request" and "not a solvergate artifact" in error.message, error.text
+
+
+def edit_seed(m):
+    m["minizinc"]["solve_controls"]["random_seed"] = 2
+
+
+def edit_budget(m):
+    m["minizinc"]["timeout_ms"] = 1000
+
+
+def edit_file_hash(m):
+    m["files"][0]["sha256"] = "0" * 64
+
+
+def edit_seal(m):
+    m["manifest_sha256"] = "0" * 64
+
+
+def drop_seal(m):
+    del m["manifest_sha256"]
+
+
+def as_legacy(m):
+    del m["manifest_sha256"]
+    m["format_version"] = 1
+
+
+#: (case, edit of the manifest's JSON, words the refusal must hold)
+MANIFEST_EDITS = [
+    ("seed", edit_seed, "changed since it was saved"),
+    ("budget", edit_budget, "changed since it was saved"),
+    ("file-hash", edit_file_hash, "changed since it was saved"),
+    ("seal", edit_seal, "changed since it was saved"),
+    ("no-seal", drop_seal, "changed since it was saved"),
+    ("legacy-unsealed", as_legacy, "save the artifact again"),
+]
+
+
+async def test_an_edited_manifest_makes_replay_refuse(server, tmp_path):
+    target = tmp_path / "sealed"
+    saved = await call_ok(
+        server.session,
+        "save_verified_minizinc_model",
+        {"model": EASY_N_MODEL, "data": N_DATA, "solver": "gecode", "random_seed": 1, "target_dir": str(target)},
+    )
+    assert saved["status"] == "saved", saved
+    path = target / MANIFEST
+    original = path.read_text()
+    for case, edit, words in MANIFEST_EDITS:
+        manifest = json.loads(original)
+        edit(manifest)
+        path.write_text(json.dumps(manifest, indent=2))
+        error = await call_error(server.session, "replay_artifact", {"target_dir": str(target)})
+        assert error.category == "not_verified", f"{case}: {error.text}"
+        assert MANIFEST in error.message and words in error.message, f"{case}: {error.text}"
+    # Key order and whitespace are not content.
+    path.write_text(json.dumps(json.loads(original), sort_keys=True))
+    replay = await call_ok(server.session, "replay_artifact", {"target_dir": str(target)})
+    assert replay["reproduced"] is True, replay
 
 
 # ---- provenance -----------------------------------------------------------------------------
