@@ -59,13 +59,17 @@ impl Backend {
 /// One saved file: its role, fixed name, hash and size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SavedFile {
-    /// `model`, `data`, `checker`, `problem`, `solve_result`, `solution`,
-    /// `replay_config` or `experiment_log`.
+    /// `model`, `data`, `checker`, `include`, `problem`, `solve_result`,
+    /// `solution`, `replay_config` or `experiment_log`.
     pub role: String,
     /// The bare file name inside the saved directory.
     pub name: String,
     pub sha256: String,
     pub bytes: u64,
+    /// Role `include` only: the path the file was copied from at the save
+    /// (provenance; replay runs the copy, never this path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 impl SavedFile {
@@ -75,6 +79,7 @@ impl SavedFile {
             name: name.to_owned(),
             sha256: sha256_hex(bytes),
             bytes: bytes.len() as u64,
+            source: None,
         }
     }
 }
@@ -470,6 +475,7 @@ mod properties {
                 name,
                 sha256,
                 bytes,
+                source: None,
             },
         )
     }

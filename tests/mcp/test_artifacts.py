@@ -331,6 +331,148 @@ async def test_an_edited_manifest_makes_replay_refuse(server, tmp_path):
     assert replay["reproduced"] is True, replay
 
 
+# ---- includes: an artifact is closed ---------------------------------------------------
+
+BASE_ROLES = {"model.mzn": "model", "solve-result.json": "solve_result"}
+
+
+def bounded_model(include: str) -> str:
+    return f'include "{include}";\nvar 1..10: x;\nconstraint x <= k;\nsolve maximize x;\n'
+
+
+async def test_an_included_file_is_copied_hashed_and_replayed_from_the_copy(server, tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    helper = lib / "helper.mzn"
+    helper.write_text("int: k = 7;\n")
+    target = tmp_path / "closed"
+    saved = await call_ok(
+        server.session,
+        "save_verified_minizinc_model",
+        {"model": bounded_model(str(helper)), "solver": "gecode", "target_dir": str(target)},
+    )
+    assert saved["status"] == "saved", saved["message"]
+    assert saved["solve"]["objective"] == 7
+    manifest = check_manifest(target, {**BASE_ROLES, "helper.mzn": "include"})
+    [entry] = [f for f in manifest["files"] if f["role"] == "include"]
+    assert entry["source"] == str(helper), entry
+    # The absolute include had to be rewritten to the copy; nothing else changed.
+    assert (target / "model.mzn").read_text() == bounded_model("helper.mzn")
+    assert (target / "helper.mzn").read_text() == "int: k = 7;\n"
+
+    # The original changes: replay runs the artifact's copy, never the original.
+    helper.write_text("int: k = 3;\n")
+    replay = await call_ok(server.session, "replay_artifact", {"target_dir": str(target)})
+    assert replay["reproduced"] is True and replay["solve"]["objective"] == 7, replay["reason"]
+
+    # The copy next to the model changes, or goes: replay refuses, naming it.
+    copy = target / "helper.mzn"
+    copy.write_text("int: k = 3;\n")
+    error = await call_error(server.session, "replay_artifact", {"target_dir": str(target)})
+    assert error.category == "not_verified" and "helper.mzn" in error.message, error.text
+    copy.unlink()
+    error = await call_error(server.session, "replay_artifact", {"target_dir": str(target)})
+    assert error.category == "not_verified" and "helper.mzn is missing" in error.message, error.text
+
+
+async def test_nested_includes_of_the_model_and_the_checker_are_copied(server, tmp_path):
+    lib = tmp_path / "lib"
+    (lib / "deep").mkdir(parents=True)
+    (lib / "helper.mzn").write_text('include "nested.mzn";\ninclude "deep/bound.mzn";\n')
+    (lib / "nested.mzn").write_text("int: j = 2;\n")
+    (lib / "deep" / "bound.mzn").write_text('include "alldifferent.mzn";\nint: k = j + 5;\n')
+    (lib / "limit.mzn").write_text("int: limit = 7;\n")
+    checker = f'include "{lib / "limit.mzn"}";\nint: x;\noutput [if x <= limit then "CORRECT\\n" else "INCORRECT\\n" endif];\n'
+    target = tmp_path / "nested"
+    saved = await call_ok(
+        server.session,
+        "save_verified_minizinc_model",
+        {
+            "model": bounded_model(str(lib / "helper.mzn")),
+            "checker": checker,
+            "solver": "gecode",
+            "target_dir": str(target),
+        },
+    )
+    assert saved["status"] == "saved", saved["message"]
+    assert saved["solve"]["objective"] == 7
+    roles = {
+        **BASE_ROLES,
+        "checker.mzc.mzn": "checker",
+        "helper.mzn": "include",
+        "nested.mzn": "include",
+        "bound.mzn": "include",
+        "limit.mzn": "include",
+    }
+    check_manifest(target, roles)
+    # A bare name already names the copy beside it; a subdirectory had to go.
+    assert (target / "helper.mzn").read_text() == 'include "nested.mzn";\ninclude "bound.mzn";\n'
+    assert (target / "bound.mzn").read_text() == (lib / "deep" / "bound.mzn").read_text()
+    assert 'include "limit.mzn";' in (target / "checker.mzc.mzn").read_text()
+    replay = await call_ok(server.session, "replay_artifact", {"target_dir": str(target)})
+    assert replay["reproduced"] is True, replay["reason"]
+
+
+def stdlib_cases() -> list[str]:
+    cases = ["alldifferent.mzn"]
+    # Debian's 2.6.4 with its Gecode cannot compile globals.mzn at all (a type error in
+    # std/inverse_fn.mzn), so that include is tried on the newer runtime only.
+    if "/usr" != os.environ.get("SOLVERGATE_TEST_RUNTIME", "/usr").rstrip("/"):
+        cases.append("globals.mzn")
+    return cases
+
+
+@pytest.mark.parametrize("library", stdlib_cases())
+async def test_a_standard_library_include_is_not_copied(server, tmp_path, library):
+    model = f'include "{library}";\narray[1..3] of var 1..3: q;\nconstraint alldifferent(q);\nsolve satisfy;\n'
+    target = tmp_path / "stdlib"
+    saved = await call_ok(
+        server.session, "save_verified_minizinc_model", {"model": model, "solver": "gecode", "target_dir": str(target)}
+    )
+    assert saved["status"] == "saved", saved["message"]
+    check_manifest(target, BASE_ROLES)
+    assert (target / "model.mzn").read_text() == model, "a model without local includes is saved verbatim"
+
+
+def include_refusals(root: Path) -> list[tuple[str, str, str]]:
+    """(case, model, words of the reason) for includes a save cannot copy faithfully."""
+    for name, text in (("a", "int: k = 4;\n"), ("b", "int: other = 1;\n")):
+        (root / name).mkdir()
+        (root / name / "h.mzn").write_text(text)
+    (root / "a" / "model.mzn").write_text("int: k = 4;\n")
+    (root / "a" / "link.mzn").symlink_to(root / "a" / "h.mzn")
+    climb = "../" * 40 + str(root / "a" / "h.mzn").lstrip("/")
+    return [
+        ("relative-to-inline-model", bounded_model(climb), "relative to itself"),
+        ("through-a-symlink", bounded_model(str(root / "a" / "link.mzn")), "symbolic link"),
+        (
+            "same-name-twice",
+            f'include "{root / "a" / "h.mzn"}";\n' + bounded_model(str(root / "b" / "h.mzn")),
+            "both named h.mzn",
+        ),
+        ("reserved-name", bounded_model(str(root / "a" / "model.mzn")), "a name the artifact gives its own files"),
+    ]
+
+
+async def test_an_include_that_cannot_be_copied_faithfully_is_refused(server, tmp_path):
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    saves = tmp_path / "saves"
+    saves.mkdir()
+    for case, model, words in include_refusals(sources):
+        target = saves / case
+        result = await call_ok(
+            server.session,
+            "save_verified_minizinc_model",
+            {"model": model, "solver": "gecode", "target_dir": str(target)},
+        )
+        assert result["status"] == "not_verified", f"{case}: {result['message']}"
+        assert result["check"]["status"] == "ok", case
+        assert words in result["diagnostic"]["message"], f"{case}: {result['diagnostic']}"
+        assert result["files"] == [], case
+    assert list(saves.iterdir()) == [], "a refused save wrote something"
+
+
 # ---- provenance -----------------------------------------------------------------------------
 
 
@@ -595,6 +737,21 @@ def test_sigkill_during_saves_leaves_the_old_or_the_new_directory(harness, tmp_p
     assert staging_dirs(parent) == []
     assert [p.name for p in parent.iterdir()] == ["artifact"]
     artifact_state(target, variants)
+
+
+async def test_a_script_cannot_import_a_sibling_module_at_the_save(server, tmp_path):
+    """A CP-SAT save re-runs the inline source alone in a fresh directory, so a
+    `helper.py` beside the script the client had is not there: the reported gate
+    fails and nothing is written (a saved script is closed by construction)."""
+    (tmp_path / "helper.py").write_text("VALUE = 3\n")
+    source = "import json\nimport helper\nprint(json.dumps({'status': 'feasible', 'objective': helper.VALUE, 'solution': {'v': 1}}))\n"
+    target = tmp_path / "script"
+    result = await call_ok(
+        server.session, "save_verified_cpsat_python", {"source": source, "target_dir": str(target)}
+    )
+    assert result["saved"] is False and result["reason"] is not None, result
+    assert "helper" in result["stderr"], result["stderr"]
+    assert not target.exists()
 
 
 async def test_a_save_needs_a_clean_exit(server, tmp_path):
