@@ -6,7 +6,11 @@
   experiment-log.json, and a mismatched one is refused before anything runs;
 - every refusal (foreign file, missing overwrite, unrecognised manifest,
   relative path, missing parent, failing gate) writes nothing;
-- a changed, missing or extra file makes replay refuse, naming it;
+- a changed, missing or extra file makes replay refuse, naming it, and so does
+  an edited manifest (seed, budget, a file hash, the seal itself, no seal);
+- an unproven answer is never saved, however the run stopped;
+- local includes are copied, hashed and replayed from the copy (stdlib ones
+  are not), and an include that cannot be copied faithfully is refused;
 - SIGKILL at random moments during 20 saves over an existing artifact leaves
   a wholly old or wholly new directory, and the next start removes what the
   killed saves staged.
