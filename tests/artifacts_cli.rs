@@ -216,6 +216,31 @@ fn replay_refuses_a_changed_model() {
     assert_eq!(output.status.code(), Some(4));
 }
 
+/// Editing a recorded control (the budget, a legacy manifest without a seal)
+/// breaks the manifest's seal: replay refuses, naming the manifest.
+#[test]
+fn replay_refuses_an_edited_manifest() {
+    let home = Home::new();
+    let target = home.save_model("n-model");
+    let path = target.join(".solvergate-artifact.json");
+    let original: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let mut edited = original.clone();
+    edited["minizinc"]["timeout_ms"] = 1000.into();
+    std::fs::write(&path, edited.to_string()).unwrap();
+    let output = home.run(&["replay", target.to_str().unwrap()]);
+    snapshot("replay_edited_manifest", home.dir.path(), &output);
+    assert_eq!(output.status.code(), Some(4));
+
+    let mut legacy = original;
+    legacy["format_version"] = 1.into();
+    legacy.as_object_mut().unwrap().remove("manifest_sha256");
+    std::fs::write(&path, legacy.to_string()).unwrap();
+    let output = home.run(&["replay", target.to_str().unwrap()]);
+    snapshot("replay_unsealed_manifest", home.dir.path(), &output);
+    assert_eq!(output.status.code(), Some(4));
+}
+
 #[test]
 fn replay_that_does_not_reproduce_says_why() {
     let home = Home::new();

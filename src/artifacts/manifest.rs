@@ -6,6 +6,14 @@
 //! do. A manifest we cannot parse, or one of another format, marks a
 //! directory we will not touch. Bump [`FORMAT_VERSION`] when a field changes
 //! meaning; readers refuse versions newer than theirs.
+//!
+//! The manifest seals itself: `manifest_sha256` is the SHA-256 of its own
+//! canonical JSON (every field but that one, keys sorted, no whitespace),
+//! so an edited control — the seed, the budget, the solver, a file hash —
+//! is found by [`check_seal`] before replay trusts any of it. Version 1
+//! manifests had no seal: they are still read (listed, replaced by a new
+//! save) but replay refuses them, since accepting an unsealed manifest
+//! would let anyone drop the field to get past the check.
 
 use std::path::Path;
 
@@ -20,8 +28,13 @@ use crate::sha256_hex;
 pub const MANIFEST_FILE: &str = ".solvergate-artifact.json";
 /// The `format` value that marks a manifest as ours.
 pub const FORMAT: &str = "solvergate-artifact";
-/// The manifest layout this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The manifest layout this build writes and reads (2: sealed with
+/// `manifest_sha256`).
+pub const FORMAT_VERSION: u32 = 2;
+/// The first layout whose manifests carry `manifest_sha256`.
+pub const SEALED_SINCE: u32 = 2;
+/// The field that holds the seal.
+const SEAL_FIELD: &str = "manifest_sha256";
 
 /// Which runtime a saved artifact runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -46,13 +59,17 @@ impl Backend {
 /// One saved file: its role, fixed name, hash and size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SavedFile {
-    /// `model`, `data`, `checker`, `problem`, `solve_result`, `solution`,
-    /// `replay_config` or `experiment_log`.
+    /// `model`, `data`, `checker`, `include`, `problem`, `solve_result`,
+    /// `solution`, `replay_config` or `experiment_log`.
     pub role: String,
     /// The bare file name inside the saved directory.
     pub name: String,
     pub sha256: String,
     pub bytes: u64,
+    /// Role `include` only: the path the file was copied from at the save
+    /// (provenance; replay runs the copy, never this path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 impl SavedFile {
@@ -62,6 +79,7 @@ impl SavedFile {
             name: name.to_owned(),
             sha256: sha256_hex(bytes),
             bytes: bytes.len() as u64,
+            source: None,
         }
     }
 }
@@ -133,6 +151,11 @@ pub struct ArtifactManifest {
     pub experiment: Option<Value>,
     /// Every file the save wrote besides this manifest.
     pub files: Vec<SavedFile>,
+    /// SHA-256 of this manifest's canonical JSON without this field (keys
+    /// sorted, no whitespace); written by [`ArtifactManifest::to_bytes`],
+    /// checked by [`check_seal`]. `null` only in version 1 manifests.
+    #[serde(default)]
+    pub manifest_sha256: Option<String>,
 }
 
 impl ArtifactManifest {
@@ -157,12 +180,19 @@ impl ArtifactManifest {
             verification,
             experiment: None,
             files,
+            manifest_sha256: None,
         }
     }
 
     /// Reads and checks the manifest in `dir`; the problem in words when it
     /// is missing, unreadable, not ours or too new.
     pub fn read(dir: &Path) -> Result<ArtifactManifest, String> {
+        ArtifactManifest::parse(&ArtifactManifest::read_bytes(dir)?)
+    }
+
+    /// The bytes of the manifest in `dir`, refused when missing, unreadable
+    /// or too large to be ours.
+    pub fn read_bytes(dir: &Path) -> Result<Vec<u8>, String> {
         let path = dir.join(MANIFEST_FILE);
         let meta = std::fs::metadata(&path).map_err(|error| match error.kind() {
             std::io::ErrorKind::NotFound => format!("there is no {MANIFEST_FILE} in it"),
@@ -174,8 +204,7 @@ impl ArtifactManifest {
                 meta.len()
             ));
         }
-        let bytes = std::fs::read(&path).map_err(|error| format!("{MANIFEST_FILE}: {error}"))?;
-        ArtifactManifest::parse(&bytes)
+        std::fs::read(&path).map_err(|error| format!("{MANIFEST_FILE}: {error}"))
     }
 
     /// Checks the bytes of a manifest: JSON, ours, not too new, and every
@@ -211,9 +240,16 @@ impl ArtifactManifest {
         Ok(manifest)
     }
 
-    /// The manifest as the bytes a save writes.
+    /// The manifest as the bytes a save writes, sealed: `manifest_sha256`
+    /// is computed here from everything else, whatever the field held.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut text = serde_json::to_string_pretty(self).unwrap_or_else(|_| "{}".to_owned());
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        if let Value::Object(fields) = &mut value {
+            fields.remove(SEAL_FIELD);
+            let seal = seal_of(&Value::Object(fields.clone()));
+            fields.insert(SEAL_FIELD.to_owned(), Value::String(seal));
+        }
+        let mut text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{}".to_owned());
         text.push('\n');
         text.into_bytes()
     }
@@ -223,9 +259,166 @@ impl ArtifactManifest {
     }
 }
 
+/// Checks the seal of a manifest's bytes: the content without
+/// `manifest_sha256` must hash to it. `named` is how the refusal names the
+/// manifest (its file name, and where it is). Every field counts, including any a
+/// save never writes, so nothing can be added, removed or changed.
+pub fn check_seal(bytes: &[u8], named: &str) -> Result<(), String> {
+    let value: Value =
+        serde_json::from_slice(bytes).map_err(|error| format!("{named} is not JSON: {error}"))?;
+    let Value::Object(mut fields) = value else {
+        return Err(format!("{named} is not a JSON object"));
+    };
+    let version = fields
+        .get("format_version")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    if version < u64::from(SEALED_SINCE) {
+        return Err(format!(
+            "{named} has format_version {version}, saved by an older solvergate that did not seal its manifest, so a changed seed, budget or file hash could not be told; save the artifact again to replay it"
+        ));
+    }
+    let recorded = match fields.remove(SEAL_FIELD) {
+        Some(Value::String(seal)) => seal,
+        _ => {
+            return Err(format!(
+                "{named} has no {SEAL_FIELD} string, which every format_version {version} manifest carries: it was changed since it was saved"
+            ));
+        }
+    };
+    let actual = seal_of(&Value::Object(fields));
+    if actual != recorded {
+        return Err(format!(
+            "{named} was changed since it was saved: its content hashes to {actual}, its {SEAL_FIELD} records {recorded}"
+        ));
+    }
+    Ok(())
+}
+
+/// SHA-256 of the canonical JSON of `value`.
+fn seal_of(value: &Value) -> String {
+    let mut text = String::new();
+    canonical(value, &mut text);
+    sha256_hex(text.as_bytes())
+}
+
+/// Compact JSON with every object's keys sorted, whatever map the build's
+/// serde_json uses.
+fn canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(fields) => {
+            let mut keys: Vec<&String> = fields.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (index, key) in keys.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                if let Some(child) = fields.get(key) {
+                    canonical(child, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sealed_minizinc() -> Vec<u8> {
+        let mut manifest = ArtifactManifest::new(
+            Backend::Minizinc,
+            Some("2.6.4".to_owned()),
+            VerificationRecord {
+                status: "optimal".to_owned(),
+                objective: Some(Number::from(60)),
+                checker_status: None,
+                level: "solved".to_owned(),
+            },
+            vec![SavedFile::of("model", "model.mzn", b"solve satisfy;")],
+        );
+        manifest.minizinc = Some(MinizincRecord {
+            solver: "org.gecode.gecode".to_owned(),
+            solver_version: "6.2.0".to_owned(),
+            timeout_ms: 20000,
+            solve_controls: SolveControls {
+                random_seed: Some(7),
+                ..SolveControls::default()
+            },
+        });
+        manifest.to_bytes()
+    }
+
+    /// Every edit of a recorded control or hash breaks the seal, and the
+    /// refusal names the manifest.
+    #[test]
+    fn an_edited_manifest_is_refused() {
+        let bytes = sealed_minizinc();
+        assert_eq!(check_seal(&bytes, MANIFEST_FILE), Ok(()));
+        let original: Value = serde_json::from_slice(&bytes).unwrap();
+        type Edit = fn(&mut Value);
+        let edits: [(&str, Edit); 8] = [
+            ("the seed", |v| {
+                v["minizinc"]["solve_controls"]["random_seed"] = 8.into()
+            }),
+            ("the budget", |v| v["minizinc"]["timeout_ms"] = 60000.into()),
+            ("the solver", |v| {
+                v["minizinc"]["solver"] = "org.chuffed.chuffed".into()
+            }),
+            ("a flag", |v| {
+                v["minizinc"]["solve_controls"]["free_search"] = true.into()
+            }),
+            ("a file hash", |v| {
+                v["files"][0]["sha256"] = "0".repeat(64).into()
+            }),
+            ("the seal", |v| v["manifest_sha256"] = "0".repeat(64).into()),
+            ("no seal", |v| {
+                v.as_object_mut().unwrap().remove("manifest_sha256");
+            }),
+            ("an added field", |v| v["note"] = "hello".into()),
+        ];
+        for (what, edit) in edits {
+            let mut value = original.clone();
+            edit(&mut value);
+            let problem = check_seal(value.to_string().as_bytes(), MANIFEST_FILE).unwrap_err();
+            assert!(problem.starts_with(MANIFEST_FILE), "{what}: {problem}");
+            assert!(
+                problem.contains("changed since it was saved"),
+                "{what}: {problem}"
+            );
+        }
+        // Whitespace and key order are not content.
+        let compact = original.to_string();
+        assert_eq!(check_seal(compact.as_bytes(), MANIFEST_FILE), Ok(()));
+    }
+
+    /// A version 1 manifest still reads (so a new save may replace it) but
+    /// its seal check says to save it again.
+    #[test]
+    fn an_unsealed_legacy_manifest_reads_but_does_not_replay() {
+        let mut value: Value = serde_json::from_slice(&sealed_minizinc()).unwrap();
+        value["format_version"] = 1.into();
+        value.as_object_mut().unwrap().remove("manifest_sha256");
+        let bytes = value.to_string();
+        assert!(ArtifactManifest::parse(bytes.as_bytes()).is_ok());
+        let problem = check_seal(bytes.as_bytes(), MANIFEST_FILE).unwrap_err();
+        assert!(problem.contains("save the artifact again"), "{problem}");
+    }
 
     /// Found by `manifests_round_trip`: without serde_json's
     /// `float_roundtrip`, this threshold came back one ULP lower, so a
@@ -282,6 +475,7 @@ mod properties {
                 name,
                 sha256,
                 bytes,
+                source: None,
             },
         )
     }
@@ -416,6 +610,7 @@ mod properties {
                         verification,
                         experiment,
                         files,
+                        manifest_sha256: None,
                     }
                 },
             )
@@ -430,6 +625,24 @@ mod properties {
             Just("/etc/passwd".to_owned()),
             Just("a/".to_owned()),
         ]
+    }
+
+    /// JSON pointers to every scalar in `value`.
+    fn scalar_pointers(value: &Value, at: String, out: &mut Vec<String>) {
+        match value {
+            Value::Object(fields) => {
+                for (key, child) in fields {
+                    let key = key.replace('~', "~0").replace('/', "~1");
+                    scalar_pointers(child, format!("{at}/{key}"), out);
+                }
+            }
+            Value::Array(items) => {
+                for (index, child) in items.iter().enumerate() {
+                    scalar_pointers(child, format!("{at}/{index}"), out);
+                }
+            }
+            _ => out.push(at),
+        }
     }
 
     proptest! {
@@ -453,6 +666,29 @@ mod properties {
             let read = read.unwrap_or_else(|_| unreachable!());
             let again = read.to_bytes();
             prop_assert_eq!(String::from_utf8_lossy(&again), String::from_utf8_lossy(&bytes));
+        }
+
+        /// What a save writes is sealed, and changing any one scalar in it
+        /// breaks the seal.
+        #[test]
+        fn a_sealed_manifest_checks_and_any_scalar_edit_breaks_it(manifest in manifest(), pick in any::<prop::sample::Index>()) {
+            let bytes = manifest.to_bytes();
+            prop_assert_eq!(check_seal(&bytes, MANIFEST_FILE), Ok(()));
+            let mut value: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+            let mut leaves = Vec::new();
+            scalar_pointers(&value, String::new(), &mut leaves);
+            leaves.retain(|pointer| pointer != "/manifest_sha256");
+            prop_assume!(!leaves.is_empty());
+            let pointer = &leaves[pick.index(leaves.len())];
+            if let Some(leaf) = value.pointer_mut(pointer) {
+                *leaf = match leaf {
+                    Value::String(text) => Value::String(format!("{text}x")),
+                    Value::Bool(flag) => Value::Bool(!*flag),
+                    Value::Null => Value::from(1),
+                    _ => Value::Null,
+                };
+            }
+            prop_assert!(check_seal(value.to_string().as_bytes(), MANIFEST_FILE).is_err(), "{} edited", pointer);
         }
 
         /// A listed name is accepted exactly when it is a bare name that is

@@ -2,9 +2,11 @@
 //! and save it only if every gate passes.
 //!
 //! Gates, in order, each short-circuiting: the compile check is `ok`; the
-//! solve ends `satisfied` or `optimal` with exit code 0 and no timeout;
-//! with a checker, the checker report is `completed`. Anything else is
-//! `not_verified` with the gating results, and nothing is written.
+//! solve ends proven — `optimal`, or `satisfied` on a satisfaction model —
+//! with exit code 0, whole output and no time limit of ours or MiniZinc's
+//! ([`solve_gate`]); with a checker, its verdict is an acceptance
+//! ([`checker_gate`]). Anything else is `not_verified` with the gating
+//! results, and nothing is written.
 //! Everything that can be refused without running a solver — the target,
 //! the arguments, the portfolio provenance — is refused first.
 
@@ -13,14 +15,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
 use super::Artifacts;
+use super::includes::{self, Closure};
 use super::manifest::{ArtifactManifest, Backend, MinizincRecord, SavedFile, VerificationRecord};
 use super::target::{FileSet, StagedFile, Target, check_target, commit};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::jobs::PortfolioSolveResult;
 use crate::minizinc::{
-    CheckResult, PreflightRequest, SolveControls, SolveRequest, SolveResult, Sources,
-    validate_timeout,
+    CheckResult, CheckerReport, PreflightRequest, SolveControls, SolveRequest, SolveResult,
+    Sources, validate_timeout,
 };
 use crate::progress::{Progress, Stage};
 use crate::sha256_hex;
@@ -117,6 +123,15 @@ impl Artifacts {
                 None,
             ));
         }
+        progress.report(Stage::Running, "closing the artifact over its includes");
+        let closed = match self
+            .close_over_includes(request, &solver.id, cancel)
+            .await?
+        {
+            Ok(closed) => closed,
+            Err(why) => return Ok(not_verified(&target, why, check, None)),
+        };
+        let sources = closed.sources.clone().unwrap_or(sources);
         progress.report(Stage::Running, "gate 2: verifying solve");
         let solve = self
             .minizinc
@@ -142,7 +157,8 @@ impl Artifacts {
             timeout_ms: request.timeout_ms,
             solve_controls: request.controls.clone(),
         };
-        let (staged, files) = minizinc_files(request, &solve, record, runtime_version)?;
+        let (staged, files) =
+            minizinc_files(request, &closed.closure, &solve, record, runtime_version)?;
         let journal = self.journal.clone();
         let pause = self.pause_before_swap;
         let overwrite = request.overwrite;
@@ -167,7 +183,213 @@ impl Artifacts {
     }
 }
 
+/// A save's model and checker closed over their includes, and the sources
+/// to verify: the closed copy in a private dir when anything was copied or
+/// rewritten, else `None` (the inline text as given).
+struct Closed {
+    closure: Closure,
+    sources: Option<Sources>,
+    /// Holds the closed copy while the solve runs.
+    _scratch: Option<tempfile::TempDir>,
+}
+
+impl Artifacts {
+    /// Lists the local files the model and checker include (MiniZinc's
+    /// `included_files`), copies them with [`includes::close`], and checks
+    /// that the closed copy compiles and includes exactly its copies. The
+    /// inner error is why the save is refused.
+    async fn close_over_includes(
+        &self,
+        request: &SaveModelRequest,
+        solver: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Result<Closed, String>, ToolError> {
+        let as_given = Closed {
+            closure: Closure {
+                model: request.model.clone(),
+                checker: request.checker.clone(),
+                copies: Vec::new(),
+            },
+            sources: None,
+            _scratch: None,
+        };
+        // An include item needs the word; most models never say it.
+        let may_include = |text: &str| text.contains("include");
+        let checker = request.checker.as_deref().filter(|text| may_include(text));
+        if !may_include(&request.model) && checker.is_none() {
+            return Ok(Ok(as_given));
+        }
+        let mut listed = BTreeSet::new();
+        for (what, text) in [
+            ("model", Some(request.model.as_str())),
+            ("checker", checker),
+        ] {
+            let Some(text) = text else { continue };
+            match self
+                .included_files(what, inline(text), solver, request.timeout_ms, cancel)
+                .await?
+            {
+                Ok(files) => listed.extend(files),
+                Err(why) => return Ok(Err(why)),
+            }
+        }
+        let closure = {
+            let (model, checker) = (request.model.clone(), request.checker.clone());
+            let listed = listed.clone();
+            off_thread(move || {
+                Ok(includes::close(
+                    &model,
+                    checker.as_deref(),
+                    &listed,
+                    &includes::read_local,
+                ))
+            })
+            .await?
+        };
+        let closure = match closure {
+            Ok(closure) => closure,
+            Err(why) => {
+                return Ok(Err(format!(
+                    "the artifact cannot be closed over its includes: {why}"
+                )));
+            }
+        };
+        if closure.is_closed_as_given(&request.model, request.checker.as_deref()) {
+            return Ok(Ok(as_given));
+        }
+        let (scratch, sources) = write_closed(&closure, request.data.as_deref())?;
+        let expected: BTreeSet<PathBuf> = closure
+            .copies
+            .iter()
+            .map(|copy| scratch.path().join(&copy.name))
+            .collect();
+        let mut found = BTreeSet::new();
+        let Sources::Files {
+            model_path,
+            checker_path,
+            ..
+        } = &sources
+        else {
+            return Err(ToolError::invalid(
+                "internal: the closed copy is not a set of files",
+            ));
+        };
+        let closed_checker = checker_path.as_ref().filter(|_| checker.is_some());
+        for (what, path) in [("model", Some(model_path)), ("checker", closed_checker)] {
+            let Some(path) = path else { continue };
+            let files = Sources::Files {
+                model_path: path.clone(),
+                data_path: None,
+                checker_path: None,
+            };
+            match self
+                .included_files(what, files, solver, request.timeout_ms, cancel)
+                .await?
+            {
+                Ok(files) => found.extend(files),
+                Err(why) => return Ok(Err(format!("the artifact's closed copy: {why}"))),
+            }
+        }
+        if found != expected {
+            let strays: Vec<String> = found
+                .symmetric_difference(&expected)
+                .map(|path| path.display().to_string())
+                .collect();
+            return Ok(Err(format!(
+                "the artifact's closed copy does not include exactly its copied files (differs at {}); save the model with its includes inlined",
+                strays.join(", ")
+            )));
+        }
+        Ok(Ok(Closed {
+            closure,
+            sources: Some(sources),
+            _scratch: Some(scratch),
+        }))
+    }
+
+    /// The local files a model (or a checker read as one) includes, as
+    /// MiniZinc lists them; the inner error when it cannot list them.
+    async fn included_files(
+        &self,
+        what: &str,
+        sources: Sources,
+        solver: &str,
+        timeout_ms: i64,
+        cancel: &CancellationToken,
+    ) -> Result<Result<Vec<PathBuf>, String>, ToolError> {
+        let inspection = self
+            .minizinc
+            .inspect(
+                &PreflightRequest {
+                    sources,
+                    solver: Some(solver.to_owned()),
+                    timeout_ms,
+                },
+                &Progress::none(),
+                cancel,
+            )
+            .await?;
+        Ok(match (inspection.status.as_str(), inspection.interface) {
+            ("ok", Some(interface)) => Ok(interface
+                .included_files
+                .into_iter()
+                .map(PathBuf::from)
+                .collect()),
+            (status, _) => Err(format!(
+                "MiniZinc could not list the {what}'s includes (its interface ended {status}{})",
+                inspection
+                    .diagnostic
+                    .map(|diagnostic| format!(": {}", diagnostic.message))
+                    .unwrap_or_default()
+            )),
+        })
+    }
+}
+
+fn inline(model: &str) -> Sources {
+    Sources::Inline {
+        model: model.to_owned(),
+        data: None,
+        checker: None,
+    }
+}
+
+/// Writes the closed model, checker, data and copies into a private dir,
+/// as the artifact will hold them.
+fn write_closed(
+    closure: &Closure,
+    data: Option<&str>,
+) -> Result<(tempfile::TempDir, Sources), ToolError> {
+    let scratch = crate::exec::scratch_dir("solvergate-closed-")?;
+    let write = |name: &str, text: &str| -> Result<String, ToolError> {
+        let path = scratch.path().join(name);
+        std::fs::write(&path, text).map_err(|error| {
+            ToolError::invalid(format!("could not write {}: {error}", path.display()))
+        })?;
+        Ok(path.to_string_lossy().into_owned())
+    };
+    for copy in &closure.copies {
+        write(&copy.name, &copy.text)?;
+    }
+    let sources = Sources::Files {
+        model_path: write("model.mzn", &closure.model)?,
+        data_path: data.map(|text| write("data.dzn", text)).transpose()?,
+        checker_path: closure
+            .checker
+            .as_deref()
+            .map(|text| write("checker.mzc.mzn", text))
+            .transpose()?,
+    };
+    Ok((scratch, sources))
+}
+
 /// Why the verifying solve does not pass, or `None` when it does.
+///
+/// Only a proven answer passes, however the run stopped: our wall clock
+/// (`timed_out`), MiniZinc's own `--time-limit` ending cleanly with an
+/// incumbent (`timeout_with_incumbent`), a `satisfied` optimisation model
+/// (an objective without a proof), a cut output, an unclean exit, and a
+/// checker whose verdict is not an acceptance are each refused.
 pub(crate) fn solve_gate(solve: &SolveResult) -> Option<String> {
     if solve.timed_out {
         return Some("the verifying solve hit the time limit; raise timeout_ms".to_owned());
@@ -178,21 +400,47 @@ pub(crate) fn solve_gate(solve: &SolveResult) -> Option<String> {
             solve.status
         ));
     }
+    if solve
+        .diagnostic
+        .as_ref()
+        .is_some_and(|diagnostic| diagnostic.category == Category::TimeoutWithIncumbent)
+    {
+        return Some(
+            "the verifying solve stopped at MiniZinc's time limit with an unproven incumbent (timeout_with_incumbent); raise timeout_ms until it ends optimal".to_owned(),
+        );
+    }
+    if solve.status == "satisfied" && solve.objective.is_some() {
+        return Some(
+            "the verifying solve ended satisfied on an optimisation model: an incumbent, not a proven optimum; raise timeout_ms until it ends optimal".to_owned(),
+        );
+    }
+    if solve.truncated {
+        return Some(
+            "the verifying solve's output went over the cap and was cut, so its last answer is not known"
+                .to_owned(),
+        );
+    }
     if solve.return_code != Some(0) {
         return Some(match solve.return_code {
             Some(code) => format!("the verifying solve exited with code {code}, not 0"),
             None => "the verifying solve was stopped before it exited".to_owned(),
         });
     }
-    if let Some(checker) = &solve.checker
-        && checker.status != "completed"
-    {
-        return Some(format!(
-            "the checker ended {}, not completed; see solve.checker",
-            checker.status
-        ));
+    if let Some(checker) = &solve.checker {
+        return checker_gate(checker);
     }
     None
+}
+
+/// Why the checker's report is not an acceptance, or `None` when it is:
+/// the one place a save and a replay read the checker's verdict.
+pub(crate) fn checker_gate(checker: &CheckerReport) -> Option<String> {
+    (checker.status != "completed").then(|| {
+        format!(
+            "the checker ended {}, not completed; see solve.checker",
+            checker.status
+        )
+    })
 }
 
 fn not_verified(
@@ -340,17 +588,21 @@ type Files = (Vec<StagedFile>, Vec<SavedFile>);
 
 fn minizinc_files(
     request: &SaveModelRequest,
+    closure: &Closure,
     solve: &SolveResult,
     record: MinizincRecord,
     runtime_version: Option<String>,
 ) -> Result<Files, ToolError> {
     let mut set = FileSet::default();
-    set.add("model", "model.mzn", request.model.clone().into_bytes());
+    set.add("model", "model.mzn", closure.model.clone().into_bytes());
     if let Some(data) = &request.data {
         set.add("data", "data.dzn", data.clone().into_bytes());
     }
-    if let Some(checker) = &request.checker {
+    if let Some(checker) = &closure.checker {
         set.add("checker", "checker.mzc.mzn", checker.clone().into_bytes());
+    }
+    for copy in &closure.copies {
+        set.add_copy(&copy.name, &copy.source, copy.text.clone().into_bytes());
     }
     if let Some(problem) = &request.problem {
         set.add("problem", "problem.md", problem.clone().into_bytes());

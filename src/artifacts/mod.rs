@@ -12,6 +12,7 @@
 //! the gates the caller names and reports what the runtime said.
 
 pub mod cpsat;
+pub mod includes;
 pub mod list;
 pub mod manifest;
 pub mod minizinc;

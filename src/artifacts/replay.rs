@@ -1,9 +1,11 @@
 //! Replay: prove a saved artifact still is what was saved, run it again the
 //! way it was verified, and say whether the answer came back.
 //!
-//! Integrity first: every file the manifest lists must be there with its
-//! recorded sha256, and nothing else may be (a changed, missing or extra
-//! file refuses the replay, naming it, before any process starts). Then the
+//! Integrity first: the manifest's own seal must hold (an edited seed,
+//! budget, solver or hash refuses the replay, naming the manifest), every
+//! file it lists must be there with its recorded sha256, and nothing else
+//! may be (a changed, missing or extra file refuses the replay, naming it,
+//! before any process starts). Then the
 //! recorded backend, solver, controls, seed, config, checker and expectation
 //! run again. `reproduced` means the same status and objective and every
 //! gate passing again; when not, `reason` says what differed and why it can
@@ -19,7 +21,7 @@ use serde_json::{Map, Number, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::Artifacts;
-use super::manifest::{ArtifactManifest, Backend, MANIFEST_FILE};
+use super::manifest::{ArtifactManifest, Backend, MANIFEST_FILE, check_seal};
 use super::minizinc::solve_gate;
 use crate::cpsat::{CheckerReport, CheckerSource, CpsatPythonResult, ScriptRequest, ScriptSource};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
@@ -70,14 +72,17 @@ fn tampered(message: String) -> ToolError {
     ToolError::new(Category::NotVerified, message)
 }
 
-/// Reads the manifest and checks every file against it.
+/// Reads the manifest, checks its seal, and checks every file against it.
 pub fn verify_files(dir: &Path) -> Result<ArtifactManifest, ToolError> {
-    let manifest = ArtifactManifest::read(dir).map_err(|problem| {
+    let not_ours = |problem: String| {
         ToolError::invalid(format!(
             "{} is not a solvergate artifact: {problem}",
             dir.display()
         ))
-    })?;
+    };
+    let bytes = ArtifactManifest::read_bytes(dir).map_err(not_ours)?;
+    let manifest = ArtifactManifest::parse(&bytes).map_err(not_ours)?;
+    check_seal(&bytes, &format!("{MANIFEST_FILE} in {}", dir.display())).map_err(tampered)?;
     let listed: BTreeSet<&str> = manifest
         .files
         .iter()

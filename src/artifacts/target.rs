@@ -182,7 +182,7 @@ fn entries_of(dir: &Path) -> Result<BTreeSet<String>, ToolError> {
 
 /// One file of a save: its fixed name and bytes.
 pub struct StagedFile {
-    pub name: &'static str,
+    pub name: String,
     pub bytes: Vec<u8>,
 }
 
@@ -194,9 +194,23 @@ pub struct FileSet {
 }
 
 impl FileSet {
-    pub fn add(&mut self, role: &str, name: &'static str, bytes: Vec<u8>) {
+    pub fn add(&mut self, role: &str, name: &str, bytes: Vec<u8>) {
         self.files.push(SavedFile::of(role, name, &bytes));
-        self.staged.push(StagedFile { name, bytes });
+        self.staged.push(StagedFile {
+            name: name.to_owned(),
+            bytes,
+        });
+    }
+
+    /// A file copied into the save from `source` (an include).
+    pub fn add_copy(&mut self, name: &str, source: &Path, bytes: Vec<u8>) {
+        let mut file = SavedFile::of("include", name, &bytes);
+        file.source = Some(source.display().to_string());
+        self.files.push(file);
+        self.staged.push(StagedFile {
+            name: name.to_owned(),
+            bytes,
+        });
     }
 
     /// The manifest entries so far.
@@ -207,7 +221,7 @@ impl FileSet {
     /// Everything to write, the manifest last.
     pub fn with_manifest(mut self, manifest: &ArtifactManifest) -> Vec<StagedFile> {
         self.staged.push(StagedFile {
-            name: MANIFEST_FILE,
+            name: MANIFEST_FILE.to_owned(),
             bytes: manifest.to_bytes(),
         });
         self.staged
@@ -257,7 +271,7 @@ fn stage_and_swap(
     };
     fs::create_dir(staging).map_err(|error| io("create", staging, error))?;
     for file in files {
-        let path = staging.join(file.name);
+        let path = staging.join(&file.name);
         let mut out = fs::File::create(&path).map_err(|error| io("create", &path, error))?;
         out.write_all(&file.bytes)
             .and_then(|()| out.sync_all())
@@ -409,7 +423,7 @@ mod tests {
 
     fn files(text: &str) -> Vec<StagedFile> {
         vec![StagedFile {
-            name: "model.mzn",
+            name: "model.mzn".to_owned(),
             bytes: text.as_bytes().to_vec(),
         }]
     }
@@ -490,11 +504,11 @@ mod tests {
         assert_eq!(target.state, TargetState::Absent);
         let mut first = files("first");
         first.push(StagedFile {
-            name: MANIFEST_FILE,
+            name: MANIFEST_FILE.to_owned(),
             bytes: manifest_for(&["model.mzn", "data.dzn"]).into_bytes(),
         });
         first.push(StagedFile {
-            name: "data.dzn",
+            name: "data.dzn".to_owned(),
             bytes: b"n = 1;".to_vec(),
         });
         commit(&target, &first, false, &journal, None).unwrap();
@@ -503,7 +517,7 @@ mod tests {
         let target = check_target(dir.to_str().unwrap(), true).unwrap();
         let mut second = files("second");
         second.push(StagedFile {
-            name: MANIFEST_FILE,
+            name: MANIFEST_FILE.to_owned(),
             bytes: manifest_for(&["model.mzn"]).into_bytes(),
         });
         commit(&target, &second, true, &journal, None).unwrap();

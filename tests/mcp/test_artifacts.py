@@ -6,7 +6,11 @@
   experiment-log.json, and a mismatched one is refused before anything runs;
 - every refusal (foreign file, missing overwrite, unrecognised manifest,
   relative path, missing parent, failing gate) writes nothing;
-- a changed, missing or extra file makes replay refuse, naming it;
+- a changed, missing or extra file makes replay refuse, naming it, and so does
+  an edited manifest (seed, budget, a file hash, the seal itself, no seal);
+- an unproven answer is never saved, however the run stopped;
+- local includes are copied, hashed and replayed from the copy (stdlib ones
+  are not), and an include that cannot be copied faithfully is refused;
 - SIGKILL at random moments during 20 saves over an existing artifact leaves
   a wholly old or wholly new directory, and the next start removes what the
   killed saves staged.
@@ -27,6 +31,8 @@ import pytest
 from cpsat_helpers import KNAPSACK, KNAPSACK_OPTIMUM, REAL_CHECKER, cpsat_env, cpsat_server, knapsack_script
 from helpers import (
     EASY_N_MODEL,
+    HANG_AFTER_FIRST_MODEL,
+    HARD_MODEL,
     N_DATA,
     OPT_MODEL,
     SAT_MODEL,
@@ -64,7 +70,8 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 def check_manifest(target: Path, roles: dict[str, str]) -> dict:
     manifest = json.loads((target / MANIFEST).read_text())
-    assert manifest["format"] == "solvergate-artifact" and manifest["format_version"] == 1, manifest
+    assert manifest["format"] == "solvergate-artifact" and manifest["format_version"] == 2, manifest
+    assert len(manifest["manifest_sha256"]) == 64, manifest
     listed = {f["name"]: f for f in manifest["files"]}
     assert {name: f["role"] for name, f in listed.items()} == roles, manifest["files"]
     on_disk = {p.name for p in target.iterdir()} - {MANIFEST}
@@ -151,6 +158,47 @@ async def test_a_failing_gate_writes_nothing(server, tmp_path):
     assert list(tmp_path.iterdir()) == [], "something was written beside the targets"
 
 
+#: Unproven answers, however the run stopped: (case, arguments, solve status,
+#: timed_out, words the reason must hold).
+UNPROVEN_CASES = [
+    # MiniZinc's own --time-limit stops the solve cleanly with an incumbent.
+    ("minizinc-time-limit", {"model": HARD_MODEL, "timeout_ms": 1000}, "satisfied", False, "timeout_with_incumbent"),
+    # The same stop with all_solutions has no timeout diagnostic: a satisfied optimisation.
+    (
+        "satisfied-optimisation",
+        {"model": HARD_MODEL, "timeout_ms": 1000, "all_solutions": True},
+        "satisfied",
+        False,
+        "satisfied on an optimisation model",
+    ),
+    # Our own wall clock kills it.
+    (
+        "our-timeout",
+        {"model": HANG_AFTER_FIRST_MODEL, "timeout_ms": 500, "all_solutions": True},
+        "timeout",
+        True,
+        "time limit",
+    ),
+]
+
+
+@pytest.mark.parametrize("case,change,status,timed_out,words", UNPROVEN_CASES, ids=[c[0] for c in UNPROVEN_CASES])
+async def test_an_unproven_answer_is_never_saved(server, tmp_path, case, change, status, timed_out, words):
+    target = tmp_path / case
+    result = await call_ok(
+        server.session,
+        "save_verified_minizinc_model",
+        {"solver": "gecode", "target_dir": str(target), **change},
+    )
+    assert result["status"] == "not_verified", f"{case}: {result['message']}"
+    assert result["solve"]["status"] == status, result["solve"]["status"]
+    assert result["solve"]["timed_out"] is timed_out, result["solve"]
+    assert words in result["diagnostic"]["message"], result["diagnostic"]
+    assert result["message"].endswith("nothing was written"), result["message"]
+    assert result["files"] == []
+    assert list(tmp_path.iterdir()) == [], "a save wrote something (a target or a staging sibling)"
+
+
 async def test_refused_targets_are_left_untouched(server, tmp_path):
     base = {"model": OPT_MODEL, "solver": "gecode"}
     # A previous save to overwrite.
@@ -226,6 +274,207 @@ async def test_a_changed_missing_or_extra_file_makes_replay_refuse(server, tmp_p
     assert replay["reproduced"] is True, replay
     error = await call_error(server.session, "replay_artifact", {"target_dir": str(tmp_path)})
     assert error.category == "invalid_request" and "not a solvergate artifact" in error.message, error.text
+
+
+def edit_seed(m):
+    m["minizinc"]["solve_controls"]["random_seed"] = 2
+
+
+def edit_budget(m):
+    m["minizinc"]["timeout_ms"] = 1000
+
+
+def edit_file_hash(m):
+    m["files"][0]["sha256"] = "0" * 64
+
+
+def edit_seal(m):
+    m["manifest_sha256"] = "0" * 64
+
+
+def drop_seal(m):
+    del m["manifest_sha256"]
+
+
+def as_legacy(m):
+    del m["manifest_sha256"]
+    m["format_version"] = 1
+
+
+#: (case, edit of the manifest's JSON, words the refusal must hold)
+MANIFEST_EDITS = [
+    ("seed", edit_seed, "changed since it was saved"),
+    ("budget", edit_budget, "changed since it was saved"),
+    ("file-hash", edit_file_hash, "changed since it was saved"),
+    ("seal", edit_seal, "changed since it was saved"),
+    ("no-seal", drop_seal, "changed since it was saved"),
+    ("legacy-unsealed", as_legacy, "save the artifact again"),
+]
+
+
+async def test_an_edited_manifest_makes_replay_refuse(server, tmp_path):
+    target = tmp_path / "sealed"
+    saved = await call_ok(
+        server.session,
+        "save_verified_minizinc_model",
+        {"model": EASY_N_MODEL, "data": N_DATA, "solver": "gecode", "random_seed": 1, "target_dir": str(target)},
+    )
+    assert saved["status"] == "saved", saved
+    path = target / MANIFEST
+    original = path.read_text()
+    for case, edit, words in MANIFEST_EDITS:
+        manifest = json.loads(original)
+        edit(manifest)
+        path.write_text(json.dumps(manifest, indent=2))
+        error = await call_error(server.session, "replay_artifact", {"target_dir": str(target)})
+        assert error.category == "not_verified", f"{case}: {error.text}"
+        assert MANIFEST in error.message and words in error.message, f"{case}: {error.text}"
+    # Key order and whitespace are not content.
+    path.write_text(json.dumps(json.loads(original), sort_keys=True))
+    replay = await call_ok(server.session, "replay_artifact", {"target_dir": str(target)})
+    assert replay["reproduced"] is True, replay
+
+
+# ---- includes: an artifact is closed ---------------------------------------------------
+
+BASE_ROLES = {"model.mzn": "model", "solve-result.json": "solve_result"}
+
+
+def bounded_model(include: str) -> str:
+    return f'include "{include}";\nvar 1..10: x;\nconstraint x <= k;\nsolve maximize x;\n'
+
+
+async def test_an_included_file_is_copied_hashed_and_replayed_from_the_copy(server, tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    helper = lib / "helper.mzn"
+    helper.write_text("int: k = 7;\n")
+    target = tmp_path / "closed"
+    saved = await call_ok(
+        server.session,
+        "save_verified_minizinc_model",
+        {"model": bounded_model(str(helper)), "solver": "gecode", "target_dir": str(target)},
+    )
+    assert saved["status"] == "saved", saved["message"]
+    assert saved["solve"]["objective"] == 7
+    manifest = check_manifest(target, {**BASE_ROLES, "helper.mzn": "include"})
+    [entry] = [f for f in manifest["files"] if f["role"] == "include"]
+    assert entry["source"] == str(helper), entry
+    # The absolute include had to be rewritten to the copy; nothing else changed.
+    assert (target / "model.mzn").read_text() == bounded_model("helper.mzn")
+    assert (target / "helper.mzn").read_text() == "int: k = 7;\n"
+
+    # The original changes: replay runs the artifact's copy, never the original.
+    helper.write_text("int: k = 3;\n")
+    replay = await call_ok(server.session, "replay_artifact", {"target_dir": str(target)})
+    assert replay["reproduced"] is True and replay["solve"]["objective"] == 7, replay["reason"]
+
+    # The copy next to the model changes, or goes: replay refuses, naming it.
+    copy = target / "helper.mzn"
+    copy.write_text("int: k = 3;\n")
+    error = await call_error(server.session, "replay_artifact", {"target_dir": str(target)})
+    assert error.category == "not_verified" and "helper.mzn" in error.message, error.text
+    copy.unlink()
+    error = await call_error(server.session, "replay_artifact", {"target_dir": str(target)})
+    assert error.category == "not_verified" and "helper.mzn is missing" in error.message, error.text
+
+
+async def test_nested_includes_of_the_model_and_the_checker_are_copied(server, tmp_path):
+    lib = tmp_path / "lib"
+    (lib / "deep").mkdir(parents=True)
+    (lib / "helper.mzn").write_text('include "nested.mzn";\ninclude "deep/bound.mzn";\n')
+    (lib / "nested.mzn").write_text("int: j = 2;\n")
+    (lib / "deep" / "bound.mzn").write_text('include "alldifferent.mzn";\nint: k = j + 5;\n')
+    (lib / "limit.mzn").write_text("int: limit = 7;\n")
+    checker = f'include "{lib / "limit.mzn"}";\nint: x;\noutput [if x <= limit then "CORRECT\\n" else "INCORRECT\\n" endif];\n'
+    target = tmp_path / "nested"
+    saved = await call_ok(
+        server.session,
+        "save_verified_minizinc_model",
+        {
+            "model": bounded_model(str(lib / "helper.mzn")),
+            "checker": checker,
+            "solver": "gecode",
+            "target_dir": str(target),
+        },
+    )
+    assert saved["status"] == "saved", saved["message"]
+    assert saved["solve"]["objective"] == 7
+    roles = {
+        **BASE_ROLES,
+        "checker.mzc.mzn": "checker",
+        "helper.mzn": "include",
+        "nested.mzn": "include",
+        "bound.mzn": "include",
+        "limit.mzn": "include",
+    }
+    check_manifest(target, roles)
+    # A bare name already names the copy beside it; a subdirectory had to go.
+    assert (target / "helper.mzn").read_text() == 'include "nested.mzn";\ninclude "bound.mzn";\n'
+    assert (target / "bound.mzn").read_text() == (lib / "deep" / "bound.mzn").read_text()
+    assert 'include "limit.mzn";' in (target / "checker.mzc.mzn").read_text()
+    replay = await call_ok(server.session, "replay_artifact", {"target_dir": str(target)})
+    assert replay["reproduced"] is True, replay["reason"]
+
+
+def stdlib_cases() -> list[str]:
+    cases = ["alldifferent.mzn"]
+    # Debian's 2.6.4 with its Gecode cannot compile globals.mzn at all (a type error in
+    # std/inverse_fn.mzn), so that include is tried on the newer runtime only.
+    if "/usr" != os.environ.get("SOLVERGATE_TEST_RUNTIME", "/usr").rstrip("/"):
+        cases.append("globals.mzn")
+    return cases
+
+
+@pytest.mark.parametrize("library", stdlib_cases())
+async def test_a_standard_library_include_is_not_copied(server, tmp_path, library):
+    model = f'include "{library}";\narray[1..3] of var 1..3: q;\nconstraint alldifferent(q);\nsolve satisfy;\n'
+    target = tmp_path / "stdlib"
+    saved = await call_ok(
+        server.session, "save_verified_minizinc_model", {"model": model, "solver": "gecode", "target_dir": str(target)}
+    )
+    assert saved["status"] == "saved", saved["message"]
+    check_manifest(target, BASE_ROLES)
+    assert (target / "model.mzn").read_text() == model, "a model without local includes is saved verbatim"
+
+
+def include_refusals(root: Path) -> list[tuple[str, str, str]]:
+    """(case, model, words of the reason) for includes a save cannot copy faithfully."""
+    for name, text in (("a", "int: k = 4;\n"), ("b", "int: other = 1;\n")):
+        (root / name).mkdir()
+        (root / name / "h.mzn").write_text(text)
+    (root / "a" / "model.mzn").write_text("int: k = 4;\n")
+    (root / "a" / "link.mzn").symlink_to(root / "a" / "h.mzn")
+    climb = "../" * 40 + str(root / "a" / "h.mzn").lstrip("/")
+    return [
+        ("relative-to-inline-model", bounded_model(climb), "relative to itself"),
+        ("through-a-symlink", bounded_model(str(root / "a" / "link.mzn")), "symbolic link"),
+        (
+            "same-name-twice",
+            f'include "{root / "a" / "h.mzn"}";\n' + bounded_model(str(root / "b" / "h.mzn")),
+            "both named h.mzn",
+        ),
+        ("reserved-name", bounded_model(str(root / "a" / "model.mzn")), "a name the artifact gives its own files"),
+    ]
+
+
+async def test_an_include_that_cannot_be_copied_faithfully_is_refused(server, tmp_path):
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    saves = tmp_path / "saves"
+    saves.mkdir()
+    for case, model, words in include_refusals(sources):
+        target = saves / case
+        result = await call_ok(
+            server.session,
+            "save_verified_minizinc_model",
+            {"model": model, "solver": "gecode", "target_dir": str(target)},
+        )
+        assert result["status"] == "not_verified", f"{case}: {result['message']}"
+        assert result["check"]["status"] == "ok", case
+        assert words in result["diagnostic"]["message"], f"{case}: {result['diagnostic']}"
+        assert result["files"] == [], case
+    assert list(saves.iterdir()) == [], "a refused save wrote something"
 
 
 # ---- provenance -----------------------------------------------------------------------------
@@ -492,6 +741,21 @@ def test_sigkill_during_saves_leaves_the_old_or_the_new_directory(harness, tmp_p
     assert staging_dirs(parent) == []
     assert [p.name for p in parent.iterdir()] == ["artifact"]
     artifact_state(target, variants)
+
+
+async def test_a_script_cannot_import_a_sibling_module_at_the_save(server, tmp_path):
+    """A CP-SAT save re-runs the inline source alone in a fresh directory, so a
+    `helper.py` beside the script the client had is not there: the reported gate
+    fails and nothing is written (a saved script is closed by construction)."""
+    (tmp_path / "helper.py").write_text("VALUE = 3\n")
+    source = "import json\nimport helper\nprint(json.dumps({'status': 'feasible', 'objective': helper.VALUE, 'solution': {'v': 1}}))\n"
+    target = tmp_path / "script"
+    result = await call_ok(
+        server.session, "save_verified_cpsat_python", {"source": source, "target_dir": str(target)}
+    )
+    assert result["saved"] is False and result["reason"] is not None, result
+    assert "helper" in result["stderr"], result["stderr"]
+    assert not target.exists()
 
 
 async def test_a_save_needs_a_clean_exit(server, tmp_path):
