@@ -21,7 +21,7 @@ use common::{test_python, test_runtime, text, transcript};
 
 const MODEL: &str = "int: n;\nvar 1..n: x;\nsolve maximize x;\n";
 const DATA: &str = "n = 60;\n";
-const CHECKER: &str = "int: n;\nint: x;\nconstraint x <= n;\noutput [\"ok\\n\"];\n";
+const CHECKER: &str = "int: n;\nint: x;\nconstraint x <= n;\noutput [\"CORRECT\\n\"];\n";
 const SCRIPT: &str = "import json, os\nseed = int(os.environ.get('SOLVERGATE_CPSAT_SEED', '0'))\nprint(json.dumps({'status': 'feasible', 'objective': seed, 'solution': {'seed': seed}}))\n";
 /// A script whose incumbent is different on every run.
 const RESTLESS: &str = "import json, random\nvalue = random.SystemRandom().randint(10**11, 10**12 - 1)\nprint(json.dumps({'status': 'feasible', 'objective': value, 'solution': {'value': value}}))\n";

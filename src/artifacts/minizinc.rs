@@ -435,10 +435,11 @@ pub(crate) fn solve_gate(solve: &SolveResult) -> Option<String> {
 /// Why the checker's report is not an acceptance, or `None` when it is:
 /// the one place a save and a replay read the checker's verdict.
 pub(crate) fn checker_gate(checker: &CheckerReport) -> Option<String> {
-    (checker.status != "completed").then(|| {
+    (!checker.verdict.is_accepted()).then(|| {
         format!(
-            "the checker ended {}, not completed; see solve.checker",
-            checker.status
+            "the checker's verdict is {}, not accepted: {}; see solve.checker",
+            checker.verdict,
+            checker.reason.as_deref().unwrap_or("no reason given")
         )
     })
 }

@@ -75,7 +75,7 @@ HOSTILE_DEEP = [case for case in HOSTILE if case[0] in {
 PER_CALL_TIMEOUT = 120.0
 CONCURRENCY = 6
 
-TINY_CHECKER = 'int: x;\noutput ["ok\\n"];\n'
+TINY_CHECKER = 'int: x;\noutput ["CORRECT\\n"];\n'
 CPSAT_CHECKER = "import sys\nprint('CHECK: ok')\n"
 
 

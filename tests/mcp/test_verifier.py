@@ -269,3 +269,51 @@ async def test_checker_output_cut_at_the_cap_is_not_a_pass(full):
     assert res["checker"]["verdict"] == "error", res["checker"]["verdict"]
     assert "cap" in res["checker"]["reason"]
     assert res["diagnostic"]["category"] == "output_truncated"
+
+
+# ---- Saves trust only accepted answers ------------------------------------------------
+
+SAVE_REFUSED = [case for case in VERDICTS if case[2] != "accepted"]
+
+
+@pytest.mark.parametrize(("name", "checker", "verdict", "reason"), SAVE_REFUSED, ids=[case[0] for case in SAVE_REFUSED])
+async def test_a_save_writes_nothing_unless_the_checker_accepted(full, tmp_path, name, checker, verdict, reason):
+    target = tmp_path / "saved"
+    res = await call_ok(
+        full.session,
+        "save_verified_minizinc_model",
+        {"model": ONE, "checker": checker, "solver": "gecode", "target_dir": str(target)},
+    )
+    assert res["status"] == "not_verified", res
+    assert f"the checker's verdict is {verdict}, not accepted" in res["message"], res["message"]
+    assert res["diagnostic"]["category"] == "not_verified"
+    assert res["files"] == []
+    assert not target.exists() and list(tmp_path.iterdir()) == [], "a save left something behind"
+
+
+@pytest.mark.parametrize(("name", "checker", "phrase"), REFUSED, ids=[case[0] for case in REFUSED])
+async def test_a_save_refuses_a_checker_that_cannot_check(full, tmp_path, name, checker, phrase):
+    target = tmp_path / "saved"
+    arguments = {"model": ONE, "checker": checker, "solver": "gecode", "target_dir": str(target)}
+    result = await full.session.call_tool("save_verified_minizinc_model", arguments)
+    if result.is_error:
+        assert phrase in result_text(result)
+    else:
+        res = structured(result)
+        assert res["status"] == "not_verified" and phrase in res["message"], res
+    assert list(tmp_path.iterdir()) == [], "a save left something behind"
+
+
+async def test_a_save_with_an_accepting_checker_is_saved_and_replays(full, tmp_path):
+    target = tmp_path / "saved"
+    checker = VERDICTS[-3][1]
+    res = await call_ok(
+        full.session,
+        "save_verified_minizinc_model",
+        {"model": ONE, "checker": checker, "solver": "gecode", "target_dir": str(target)},
+    )
+    assert res["status"] == "saved", res
+    assert res["solve"]["checker"]["verdict"] == "accepted"
+    replay = await call_ok(full.session, "replay_artifact", {"target_dir": str(target)})
+    assert replay["reproduced"] is True, replay
+    assert replay["solve"]["checker"]["verdict"] == "accepted"

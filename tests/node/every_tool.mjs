@@ -33,7 +33,7 @@ if (!HARD_MODEL) {
 }
 const N_MODEL = "int: n;\nvar 1..n: x;\nsolve maximize x;\n";
 const N_DATA = "n = 60;\n";
-const X_CHECKER = 'int: n;\nint: x;\nconstraint x <= n;\noutput ["ok \\(x)\\n"];\n';
+const X_CHECKER = 'int: n;\nint: x;\nconstraint x <= n;\noutput ["CORRECT \\(x)\\n"];\n';
 
 // Unique optimum: items 1 and 2, value 13.
 const KNAPSACK = {
