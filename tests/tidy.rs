@@ -503,3 +503,187 @@ fn the_checks_see_what_they_look_for() {
         ]
     );
 }
+
+/// The sibling files a file names: `super::<name>` (also inside `use
+/// super::{...}` groups) and `crate::<folder>::<name>`, where `<name>` is
+/// another non-`mod.rs` file of the same folder. Test modules (from the
+/// first `#[cfg(test)]` on) do not count.
+fn sibling_imports(source: &Source, siblings: &[String]) -> Vec<String> {
+    let code: Vec<String> = source
+        .code_lines()
+        .map(|(_, code)| code)
+        .take_while(|code| code.trim() != "#[cfg(test)]")
+        .collect();
+    let text = code.join("\n");
+    let folder = Path::new(&source.path)
+        .parent()
+        .and_then(|dir| dir.strip_prefix("src").ok())
+        .map(|dir| dir.to_string_lossy().replace('/', "::"))
+        .unwrap_or_default();
+    let mut prefixes = vec!["super::".to_owned()];
+    if !folder.is_empty() {
+        prefixes.push(format!("crate::{folder}::"));
+    }
+    let word = |rest: &str| -> String {
+        rest.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    let mut names = Vec::new();
+    for prefix in &prefixes {
+        for (index, _) in text.match_indices(prefix.as_str()) {
+            if text[..index]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+            {
+                continue; // `super::super::`, `a::super::`
+            }
+            let rest = &text[index + prefix.len()..];
+            match rest.strip_prefix('{') {
+                Some(group) => {
+                    let mut depth = 0;
+                    let mut start = true;
+                    for (offset, c) in group.char_indices() {
+                        match c {
+                            '{' => depth += 1,
+                            '}' if depth == 0 => break,
+                            '}' => depth -= 1,
+                            ',' if depth == 0 => start = true,
+                            c if start && (c.is_alphanumeric() || c == '_') => {
+                                start = false;
+                                names.push(word(&group[offset..]));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                None => names.push(word(rest)),
+            }
+        }
+    }
+    let stem = Path::new(&source.path)
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut found: Vec<String> = names
+        .into_iter()
+        .filter(|name| *name != stem && siblings.contains(name))
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// Every cycle of imports among the non-`mod.rs` files of one folder, as
+/// the files of each strongly connected group.
+fn folder_cycles(sources: &[Source]) -> Vec<Vec<String>> {
+    use std::collections::BTreeMap;
+    let mut folders: BTreeMap<String, Vec<&Source>> = BTreeMap::new();
+    for source in sources {
+        let path = Path::new(&source.path);
+        if path
+            .file_name()
+            .is_some_and(|name| name == "mod.rs" || name == "lib.rs" || name == "main.rs")
+        {
+            continue;
+        }
+        let folder = path
+            .parent()
+            .map(|dir| dir.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        folders.entry(folder).or_default().push(source);
+    }
+    let mut cycles = Vec::new();
+    for (folder, files) in folders {
+        let stems: Vec<String> = files
+            .iter()
+            .filter_map(|source| Path::new(&source.path).file_stem())
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .collect();
+        let edges: BTreeMap<String, Vec<String>> = files
+            .iter()
+            .zip(&stems)
+            .map(|(source, stem)| (stem.clone(), sibling_imports(source, &stems)))
+            .collect();
+        // Two files are in one cycle when each reaches the other.
+        let reaches = |from: &str| -> Vec<String> {
+            let mut seen = vec![from.to_owned()];
+            let mut stack = vec![from.to_owned()];
+            while let Some(at) = stack.pop() {
+                for next in edges.get(&at).into_iter().flatten() {
+                    if !seen.contains(next) {
+                        seen.push(next.clone());
+                        stack.push(next.clone());
+                    }
+                }
+            }
+            seen
+        };
+        let mut placed: Vec<String> = Vec::new();
+        for stem in &stems {
+            if placed.contains(stem) {
+                continue;
+            }
+            let mut group: Vec<String> = reaches(stem)
+                .into_iter()
+                .filter(|other| other != stem && reaches(other).contains(stem))
+                .collect();
+            if group.is_empty() {
+                continue;
+            }
+            group.push(stem.clone());
+            group.sort();
+            placed.extend(group.iter().cloned());
+            cycles.push(
+                group
+                    .iter()
+                    .map(|stem| format!("{folder}/{stem}.rs"))
+                    .collect(),
+            );
+        }
+    }
+    cycles
+}
+
+#[test]
+fn no_folder_has_an_import_cycle_between_its_files() {
+    let cycles: Vec<String> = folder_cycles(&sources())
+        .into_iter()
+        .map(|cycle| cycle.join(" <-> "))
+        .collect();
+    report(
+        "the files of a folder import each other in one direction only (no cycle)",
+        cycles,
+    );
+}
+
+#[test]
+fn the_cycle_check_sees_a_cycle() {
+    let file = |path: &str, text: &str| Source {
+        path: path.to_owned(),
+        text: format!("//! x\n{text}"),
+    };
+    let sources = [
+        file("src/a/one.rs", "use super::two::X;\n"),
+        file("src/a/two.rs", "use crate::a::{three::Y, one};\n"),
+        file(
+            "src/a/three.rs",
+            "fn f() { super::one::g(); }\n#[cfg(test)]\nmod tests { use super::two; }\n",
+        ),
+        file("src/a/four.rs", "use super::one::Z;\n"),
+        file("src/b/one.rs", "use super::two::X;\n"),
+        file(
+            "src/b/two.rs",
+            "#[cfg(test)]\nmod tests { use super::one; }\n",
+        ),
+    ];
+    assert_eq!(
+        folder_cycles(&sources),
+        [vec![
+            "src/a/one.rs".to_owned(),
+            "src/a/three.rs".to_owned(),
+            "src/a/two.rs".to_owned()
+        ]]
+    );
+}

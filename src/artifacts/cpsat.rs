@@ -17,8 +17,7 @@ use super::Artifacts;
 use super::manifest::{
     ArtifactManifest, Backend, CpsatRecord, Expectation, SavedFile, VerificationRecord,
 };
-use super::minizinc::pretty;
-use super::target::{FileSet, Target, check_target, commit};
+use super::target::{FileSet, Target, check_target, commit, pretty};
 use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::cpsat::{
     CheckerReport, CheckerSource, CpsatPythonExperimentResult, CpsatPythonResult, ScriptRequest,

@@ -115,6 +115,15 @@ pub struct CpsatRecord {
     pub expectation: Option<Expectation>,
 }
 
+/// What the planner record of a manifest holds.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct PlannerRecord {
+    pub result_id: String,
+    /// SHA-256 of the bundled model and checker that planned it.
+    pub model_sha256: String,
+    pub checker_sha256: String,
+}
+
 /// What the verifying run showed.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct VerificationRecord {
@@ -145,7 +154,7 @@ pub struct ArtifactManifest {
     pub cpsat: Option<CpsatRecord>,
     /// Present for the `planner` backend.
     #[serde(default)]
-    pub planner: Option<super::plan::PlannerRecord>,
+    pub planner: Option<PlannerRecord>,
     pub verification: VerificationRecord,
     /// A compact summary of the race or experiment the save came from.
     pub experiment: Option<Value>,
@@ -459,7 +468,6 @@ mod tests {
 #[cfg(test)]
 mod properties {
     use super::*;
-    use crate::artifacts::plan::PlannerRecord;
     use crate::strategies::{deeply_nested, json_value};
     use proptest::prelude::*;
 

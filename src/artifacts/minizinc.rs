@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use super::Artifacts;
 use super::includes::{self, Closure};
 use super::manifest::{ArtifactManifest, Backend, MinizincRecord, SavedFile, VerificationRecord};
-use super::target::{FileSet, StagedFile, Target, check_target, commit};
+use super::target::{FileSet, StagedFile, Target, check_target, commit, pretty};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::jobs::PortfolioSolveResult;
 use crate::minizinc::{
@@ -638,15 +638,4 @@ fn minizinc_files(
     manifest.minizinc = Some(record);
     manifest.experiment = experiment;
     Ok((set.with_manifest(&manifest), files))
-}
-
-pub(crate) fn pretty<T: Serialize>(value: &T) -> Result<Vec<u8>, ToolError> {
-    let mut text = serde_json::to_string_pretty(value).map_err(|error| {
-        ToolError::new(
-            Category::Unknown,
-            format!("could not encode a result: {error}"),
-        )
-    })?;
-    text.push('\n');
-    Ok(text.into_bytes())
 }

@@ -13,9 +13,8 @@ use serde_json::Number;
 use tokio_util::sync::CancellationToken;
 
 use super::Artifacts;
-use super::manifest::{ArtifactManifest, Backend, SavedFile, VerificationRecord};
-use super::minizinc::pretty;
-use super::target::{FileSet, check_target, commit};
+use super::manifest::{ArtifactManifest, Backend, PlannerRecord, SavedFile, VerificationRecord};
+use super::target::{FileSet, check_target, commit, pretty};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::planner::{LoadPlan, LoadProblem, PlanResult, model};
 use crate::progress::{Progress, Stage};
@@ -42,15 +41,6 @@ pub struct SavePlanResult {
     pub recommended: Option<String>,
     pub files: Vec<SavedFile>,
     pub diagnostic: Option<Diagnostic>,
-}
-
-/// What the planner record of a manifest holds.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-pub struct PlannerRecord {
-    pub result_id: String,
-    /// SHA-256 of the bundled model and checker that planned it.
-    pub model_sha256: String,
-    pub checker_sha256: String,
 }
 
 /// The verification summary of a plan: status `planned`, the recommended

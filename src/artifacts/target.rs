@@ -24,6 +24,8 @@ use std::fs;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
+use serde::Serialize;
+
 use crate::diagnostics::{Category, ToolError};
 
 use super::manifest::{ArtifactManifest, MANIFEST_FILE, SavedFile};
@@ -415,6 +417,18 @@ impl Journal {
             let _ = fs::remove_file(path);
         }
     }
+}
+
+/// A result as a saved JSON file: pretty-printed, with a final newline.
+pub(crate) fn pretty<T: Serialize>(value: &T) -> Result<Vec<u8>, ToolError> {
+    let mut text = serde_json::to_string_pretty(value).map_err(|error| {
+        ToolError::new(
+            Category::Unknown,
+            format!("could not encode a result: {error}"),
+        )
+    })?;
+    text.push('\n');
+    Ok(text.into_bytes())
 }
 
 #[cfg(test)]

@@ -3,10 +3,14 @@
 //!
 //! The registries (bounds, queue, cancel, retention, portfolio races) never
 //! change with the backend; only the work each admitted job starts does.
-//! [`LocalBackend`] runs it in this process's executor (the default);
-//! [`SlurmBackend`](super::slurm::SlurmBackend) hands it to Slurm as one
-//! batch job that runs `solvergate worker` on a node. Both end in the same
-//! [`execute`] call, so a result is the same struct whichever ran it.
+//! This file holds the seam itself — the [`JobBackend`] trait, the work a
+//! backend is handed ([`CpsatJobRequest`], a `SolveRequest`) and the one
+//! function each kind of work ends in ([`execute_solve`], [`run_job`]) —
+//! and imports no backend. `LocalBackend` (`local.rs`) runs the work in
+//! this process's executor (the default); `SlurmBackend` (`slurm.rs`) hands
+//! it to Slurm as one batch job that runs `solvergate worker` on a node,
+//! which ends in the same functions, so a result is the same struct
+//! whichever ran it.
 //!
 //! A backend must keep the registry's contract: when the work's future
 //! resolves after its token was cancelled, nothing it started is still
@@ -21,10 +25,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::cpsat::{CpsatJobOutput, CpsatJobRequest, run_job};
 use super::registry::{JobState, Outcome, Work};
-use super::slurm::{SlurmBackend, SlurmConfig};
-use crate::cpsat::Cpsat;
+use crate::cpsat::{CheckerReport, CheckerSource, Cpsat, CpsatPythonResult, ScriptRequest};
 use crate::diagnostics::ToolError;
 use crate::minizinc::{MiniZinc, SolveRequest, SolveResult};
 use crate::progress::{LiveSlot, Progress};
@@ -105,76 +107,65 @@ pub trait JobBackend: Send + Sync {
     fn shutdown(&self) -> BoxFuture<'_, ()>;
 }
 
-/// Which backend a server uses.
+/// A CP-SAT job as submitted.
 #[derive(Debug, Clone)]
-pub enum BackendChoice {
-    Local,
-    Slurm(Box<SlurmConfig>),
+pub struct CpsatJobRequest {
+    pub script: ScriptRequest,
+    pub checker: Option<CheckerSource>,
+    pub problem: Option<String>,
+    pub checker_timeout_ms: Option<i64>,
 }
 
-/// Builds the backend `choice` names over the server's services.
-pub fn build(choice: &BackendChoice, minizinc: MiniZinc, cpsat: Cpsat) -> Arc<dyn JobBackend> {
-    match choice {
-        BackendChoice::Local => Arc::new(LocalBackend { minizinc, cpsat }),
-        BackendChoice::Slurm(config) => Arc::new(SlurmBackend::new(config.as_ref().clone())),
-    }
+/// What a finished CP-SAT job holds.
+#[derive(Debug, Clone)]
+pub struct CpsatJobOutput {
+    pub result: Arc<CpsatPythonResult>,
+    pub checker: Option<CheckerReport>,
+    pub checker_skipped_reason: Option<String>,
 }
 
-/// Work that the server runs itself.
-#[derive(Clone)]
-pub struct LocalBackend {
-    minizinc: MiniZinc,
-    cpsat: Cpsat,
-}
-
-impl LocalBackend {
-    pub fn new(minizinc: MiniZinc, cpsat: Cpsat) -> Self {
-        LocalBackend { minizinc, cpsat }
-    }
-}
-
-impl JobBackend for LocalBackend {
-    fn name(&self) -> &'static str {
-        "local"
-    }
-
-    fn describe(&self) -> String {
-        "jobs: local (this machine)".to_owned()
-    }
-
-    fn preflight<'a>(
-        &'a self,
-        _cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, Result<(), ToolError>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn solve(&self, request: SolveRequest, run: RunContext) -> Work<SolveResult> {
-        let minizinc = self.minizinc.clone();
-        Box::pin(async move {
-            let progress = Progress::into_slot(run.live);
-            let result = execute_solve(&minizinc, &request, &progress, &run.token).await;
-            solve_outcome(result, &run.token)
-        })
-    }
-
-    fn cpsat(
-        &self,
-        request: CpsatJobRequest,
-        checker_timeout_ms: Option<u64>,
-        run: RunContext,
-    ) -> Work<CpsatJobOutput> {
-        let cpsat = self.cpsat.clone();
-        Box::pin(async move {
-            let result = run_job(&cpsat, &request, checker_timeout_ms, &run.token).await;
-            cpsat_outcome(result, &run.token)
-        })
-    }
-
-    fn shutdown(&self) -> BoxFuture<'_, ()> {
-        // Local work stops with its job tokens; nothing is held elsewhere.
-        Box::pin(async {})
-    }
+/// The script, then — with a checkable answer — the checker (every
+/// backend ends here; the Slurm worker too).
+pub(crate) async fn run_job(
+    cpsat: &Cpsat,
+    request: &CpsatJobRequest,
+    checker_timeout_ms: Option<u64>,
+    token: &CancellationToken,
+) -> Result<CpsatJobOutput, ToolError> {
+    let mut result = cpsat.run(&request.script, &Progress::none(), token).await?;
+    let (Some(checker), Some(checker_ms)) = (&request.checker, checker_timeout_ms) else {
+        return Ok(CpsatJobOutput {
+            result: Arc::new(result),
+            checker: None,
+            checker_skipped_reason: None,
+        });
+    };
+    let solution = match result.checkable() {
+        Ok(solution) => solution.clone(),
+        Err(reason) => {
+            return Ok(CpsatJobOutput {
+                result: Arc::new(result),
+                checker: None,
+                checker_skipped_reason: Some(reason),
+            });
+        }
+    };
+    let report = cpsat
+        .check(
+            checker,
+            request.problem.as_deref(),
+            &solution,
+            &result,
+            checker_ms,
+            token,
+        )
+        .await?;
+    result.diagnostic = crate::cpsat::checked_diagnostic(&result, Some(&report.status));
+    Ok(CpsatJobOutput {
+        result: Arc::new(result),
+        checker: Some(report),
+        checker_skipped_reason: None,
+    })
 }
 
 /// The one solve every backend ends in (the Slurm worker calls it too).

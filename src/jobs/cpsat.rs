@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 use std::sync::Arc;
 
 use super::backend::{
-    JobBackend, PlacementSlot, RunContext, SlurmPlacement, placement_of, visible_state,
+    CpsatJobOutput, CpsatJobRequest, JobBackend, PlacementSlot, RunContext, SlurmPlacement,
+    placement_of, visible_state,
 };
 use super::registry::{JobRegistry, JobSnapshot, JobState, Start};
 use super::status::{
@@ -21,29 +22,10 @@ use super::status::{
 };
 use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::cpsat::{
-    CheckerReport, CheckerSource, Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource,
-    positive_ms,
+    CheckerReport, CheckerSource, Cpsat, CpsatPythonResult, ScriptSource, positive_ms,
 };
 use crate::diagnostics::{Diagnostic, ToolError};
-use crate::progress::Progress;
 use crate::settings::JobBounds;
-
-/// A CP-SAT job as submitted.
-#[derive(Debug, Clone)]
-pub struct CpsatJobRequest {
-    pub script: ScriptRequest,
-    pub checker: Option<CheckerSource>,
-    pub problem: Option<String>,
-    pub checker_timeout_ms: Option<i64>,
-}
-
-/// What a finished CP-SAT job holds.
-#[derive(Debug, Clone)]
-pub struct CpsatJobOutput {
-    pub result: Arc<CpsatPythonResult>,
-    pub checker: Option<CheckerReport>,
-    pub checker_skipped_reason: Option<String>,
-}
 
 /// The budgets a job echoes.
 #[derive(Debug, Clone)]
@@ -206,50 +188,6 @@ impl CpsatJobs {
             self.registry.bounds().max_retained_terminal,
         )
     }
-}
-
-/// The script, then — with a checkable answer — the checker (every
-/// backend ends here; the Slurm worker too).
-pub(crate) async fn run_job(
-    cpsat: &Cpsat,
-    request: &CpsatJobRequest,
-    checker_timeout_ms: Option<u64>,
-    token: &CancellationToken,
-) -> Result<CpsatJobOutput, ToolError> {
-    let mut result = cpsat.run(&request.script, &Progress::none(), token).await?;
-    let (Some(checker), Some(checker_ms)) = (&request.checker, checker_timeout_ms) else {
-        return Ok(CpsatJobOutput {
-            result: Arc::new(result),
-            checker: None,
-            checker_skipped_reason: None,
-        });
-    };
-    let solution = match result.checkable() {
-        Ok(solution) => solution.clone(),
-        Err(reason) => {
-            return Ok(CpsatJobOutput {
-                result: Arc::new(result),
-                checker: None,
-                checker_skipped_reason: Some(reason),
-            });
-        }
-    };
-    let report = cpsat
-        .check(
-            checker,
-            request.problem.as_deref(),
-            &solution,
-            &result,
-            checker_ms,
-            token,
-        )
-        .await?;
-    result.diagnostic = crate::cpsat::checked_diagnostic(&result, Some(&report.status));
-    Ok(CpsatJobOutput {
-        result: Arc::new(result),
-        checker: Some(report),
-        checker_skipped_reason: None,
-    })
 }
 
 fn status(snapshot: JobSnapshot<CpsatJobOutput, CpsatJobMeta>) -> CpsatPythonJobStatus {

@@ -9,6 +9,7 @@
 
 pub mod backend;
 pub mod cpsat;
+pub mod local;
 pub mod portfolio;
 pub mod registry;
 pub mod slurm;
@@ -18,8 +19,9 @@ pub mod winner;
 pub mod wire;
 pub mod worker;
 
-pub use backend::{BackendChoice, JobBackend, LocalBackend, SlurmPlacement};
-pub use cpsat::{CpsatJobRequest, CpsatJobs, CpsatPythonJobStatus};
+pub use backend::{CpsatJobRequest, JobBackend, SlurmPlacement};
+pub use cpsat::{CpsatJobs, CpsatPythonJobStatus};
+pub use local::{BackendChoice, LocalBackend};
 pub use portfolio::{
     MAX_SEEDS, PortfolioJobStatus, PortfolioRequest, PortfolioSolveResult, Portfolios, WinnerPolicy,
 };

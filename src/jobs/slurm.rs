@@ -29,9 +29,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::backend::{
-    BoxFuture, JobBackend, PlacementSlot, RunContext, SlurmPlacement, cpsat_outcome, solve_outcome,
+    BoxFuture, CpsatJobOutput, CpsatJobRequest, JobBackend, PlacementSlot, RunContext,
+    SlurmPlacement, cpsat_outcome, solve_outcome,
 };
-use super::cpsat::{CpsatJobOutput, CpsatJobRequest};
 use super::registry::{Outcome, Work};
 use super::wire::{
     RESULT_FILE, TASK_FILE, WorkerOutcome, WorkerTask, WorkerWork, write_atomically,

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::cpsat::{CpsatJobOutput, CpsatJobRequest};
+use super::backend::{CpsatJobOutput, CpsatJobRequest};
 use crate::cpsat::{CheckerReport, CheckerSource, CpsatPythonResult, ScriptRequest, ScriptSource};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{SolveControls, SolveRequest, SolveResult, Sources};

@@ -14,8 +14,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::backend::execute_solve;
-use super::cpsat::run_job;
+use super::backend::{execute_solve, run_job};
 use super::wire::{RESULT_FILE, Runnable, TASK_FILE, WorkerOutcome, WorkerTask, write_atomically};
 use crate::cpsat::Cpsat;
 use crate::minizinc::MiniZinc;

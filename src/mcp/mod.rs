@@ -315,7 +315,7 @@ impl SolvergateServer {
         let minizinc = MiniZinc::new(runtime).with_test_hooks(test_hooks);
         let cpsat_service = Cpsat::new(cpsat.clone());
         let job_backend =
-            crate::jobs::backend::build(&job_backend, minizinc.clone(), cpsat_service.clone());
+            crate::jobs::local::build(&job_backend, minizinc.clone(), cpsat_service.clone());
         let jobs = JobPools::new(
             &minizinc,
             &cpsat_service,
