@@ -183,3 +183,17 @@ fn text_part_of_a_capped_result() {
     );
     assert_text("solve_capped", &text);
 }
+
+/// The whole `tools/list` of the full toolset, schemas included, pinned: a
+/// change to any tool's name, description or input or output schema is a
+/// reviewed diff. It does not depend on the runtime, so it has no version
+/// suffix.
+#[test]
+fn the_full_tools_list_is_pinned() {
+    let mut session = Session::start();
+    let answer = session.request("tools/list", serde_json::json!({}));
+    let tools = &answer["result"]["tools"];
+    assert!(tools.as_array().is_some_and(|tools| tools.len() == 40), "{answer}");
+    let text = serde_json::to_string_pretty(tools).unwrap();
+    insta::assert_snapshot!("tools_list_full", text);
+}
