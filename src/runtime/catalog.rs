@@ -81,6 +81,11 @@ impl SolverInfo {
     }
 }
 
+/// `--solvers-json` printed something that is not a JSON list.
+#[derive(Debug, thiserror::Error)]
+#[error("--solvers-json did not print a JSON list: {0}")]
+pub struct CatalogError(#[source] pub serde_json::Error);
+
 /// The runtime's solvers, in the order it lists them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SolverCatalog {
@@ -92,9 +97,8 @@ pub const PREFERRED_SOLVER: &str = "cp-sat";
 
 impl SolverCatalog {
     /// Parses `minizinc --solvers-json` output.
-    pub fn parse(json: &str) -> Result<SolverCatalog, String> {
-        let entries: Vec<Value> = serde_json::from_str(json)
-            .map_err(|error| format!("--solvers-json did not print a JSON list: {error}"))?;
+    pub fn parse(json: &str) -> Result<SolverCatalog, CatalogError> {
+        let entries: Vec<Value> = serde_json::from_str(json).map_err(CatalogError)?;
         let solvers = entries.iter().filter_map(solver_from_json).collect();
         Ok(SolverCatalog { solvers })
     }

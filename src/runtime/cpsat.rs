@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use super::cache::Cached;
 use super::{LocationSource, UserDirs, config, is_executable};
-use crate::exec::{self, ChildCommand, Ending, Limits};
+use crate::exec::{self, ChildCommand, Ending, ExecError, Limits};
 use crate::settings::Settings;
 
 /// Probe answers per interpreter path, for the process.
@@ -94,7 +94,7 @@ impl CpsatRuntime {
     /// for the whole process (every `CpsatRuntime` of the same path shares
     /// the answer) and asked again when the file changes. A failure is not
     /// kept, so a fixed runtime is seen at the next call.
-    pub async fn probe(&self, cancel: &CancellationToken) -> Result<String, String> {
+    pub async fn probe(&self, cancel: &CancellationToken) -> Result<String, ProbeError> {
         let cached = {
             let mut probes = PROBES
                 .lock()
@@ -119,32 +119,45 @@ impl CpsatRuntime {
             python: self.python.display().to_string(),
             source: self.source,
             ortools_version: probed.as_ref().ok().cloned(),
-            problem: probed.err(),
+            problem: probed.err().map(|problem| problem.to_string()),
         }
     }
 }
 
+/// Why an interpreter is not a usable CP-SAT runtime.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("no executable Python at {}", .0.display())]
+    NoPython(PathBuf),
+    #[error(transparent)]
+    Run(#[from] ExecError),
+    #[error("cancelled")]
+    Cancelled,
+    /// The interpreter ran but the import failed; `reason` is the last
+    /// line of its stderr.
+    #[error("{} cannot import ortools.sat.python.cp_model: {reason}", .python.display())]
+    NoOrtools { python: PathBuf, reason: String },
+}
+
 /// Runs `python -c PROBE`; the version on success, the reason otherwise.
-pub async fn probe_python(python: &Path, cancel: &CancellationToken) -> Result<String, String> {
+pub async fn probe_python(python: &Path, cancel: &CancellationToken) -> Result<String, ProbeError> {
     if !is_executable(python) {
-        return Err(format!("no executable Python at {}", python.display()));
+        return Err(ProbeError::NoPython(python.to_path_buf()));
     }
     let command = ChildCommand::new(python).args(["-c", PROBE]);
-    let output = exec::run(&command, Limits::new(Duration::from_secs(60)), cancel)
-        .await
-        .map_err(|error| error.to_string())?;
+    let output = exec::run(&command, Limits::new(Duration::from_secs(60)), cancel).await?;
     match (output.ending, output.return_code) {
         (Ending::Exited, Some(0)) => Ok(output.stdout.trim().to_owned()),
-        (Ending::Cancelled, _) => Err("cancelled".to_owned()),
-        _ => Err(format!(
-            "{} cannot import ortools.sat.python.cp_model: {}",
-            python.display(),
-            output
+        (Ending::Cancelled, _) => Err(ProbeError::Cancelled),
+        _ => Err(ProbeError::NoOrtools {
+            python: python.to_path_buf(),
+            reason: output
                 .stderr
                 .lines()
                 .last()
                 .unwrap_or("no error message")
                 .trim()
-        )),
+                .to_owned(),
+        }),
     }
 }

@@ -46,7 +46,11 @@ const MAX_LINK_DEPTH: usize = 40;
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
     #[error("refusing archive entry {entry:?}: {reason}")]
-    Unsafe { entry: String, reason: String },
+    Unsafe {
+        entry: String,
+        #[source]
+        reason: Refusal,
+    },
     #[error("archive entry {entry:?} is not under the expected top-level directory {prefix:?}")]
     Layout { entry: String, prefix: String },
     #[error("could not read the archive: {0}")]
@@ -55,6 +59,41 @@ pub enum ArchiveError {
     Write { path: PathBuf, source: io::Error },
     #[error("extraction cancelled")]
     Cancelled,
+}
+
+/// Why one entry was refused: a fixed rule it broke, or where its link or
+/// its parents lead.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    /// A rule the entry itself breaks (its kind, its spelling).
+    #[error("{0}")]
+    Rule(&'static str),
+    #[error("its parent {} is a symlink", .0.display())]
+    SymlinkParent(PathBuf),
+    #[error("symlink to the absolute path {}", .0.display())]
+    AbsoluteTarget(PathBuf),
+    #[error("absolute link path")]
+    AbsoluteLink,
+    #[error("symlink target {} leaves the root", .0.display())]
+    LeavesRoot(PathBuf),
+    #[error("symlink target {} follows more than {MAX_LINK_DEPTH} links (a loop?)", .0.display())]
+    TooManyLinks(PathBuf),
+    #[error("could not read the link {}: {source}", .link.display())]
+    ReadLink { link: PathBuf, source: io::Error },
+    #[error(
+        "symlink target {} goes through {}, a link to the absolute path {}",
+        .target.display(),
+        .via.display(),
+        .leads_to.display()
+    )]
+    ThroughAbsolute {
+        target: PathBuf,
+        via: PathBuf,
+        leads_to: PathBuf,
+    },
+    /// A link that was fine when written, refused against the whole tree.
+    #[error("{0} (once the whole archive is extracted)")]
+    Finished(Box<Refusal>),
 }
 
 /// Extracts a gzip-compressed tar from `reader` into `root` (which must
@@ -95,12 +134,13 @@ pub fn extract_tar(
         let Some(relative) = relative_path(&raw, strip_prefix)? else {
             continue;
         };
-        let unsafe_entry = |reason: &str| ArchiveError::Unsafe {
+        let unsafe_entry = |reason: Refusal| ArchiveError::Unsafe {
             entry: raw.clone(),
-            reason: reason.to_owned(),
+            reason,
         };
+        let rule = |rule: &'static str| unsafe_entry(Refusal::Rule(rule));
         let destination = root.join(&relative);
-        ensure_no_symlink_ancestor(root, &relative).map_err(|reason| unsafe_entry(&reason))?;
+        ensure_no_symlink_ancestor(root, &relative).map_err(unsafe_entry)?;
         let kind = entry.header().entry_type();
         match kind {
             EntryType::Directory => {
@@ -123,9 +163,8 @@ pub fn extract_tar(
                 written += 1;
             }
             EntryType::Symlink => {
-                let target =
-                    link_target(&entry).ok_or_else(|| unsafe_entry("symlink without a target"))?;
-                resolve_link(root, &relative, &target).map_err(|reason| unsafe_entry(&reason))?;
+                let target = link_target(&entry).ok_or_else(|| rule("symlink without a target"))?;
+                resolve_link(root, &relative, &target).map_err(unsafe_entry)?;
                 make_parent(&destination)?;
                 remove_existing(&destination)?;
                 std::os::unix::fs::symlink(&target, &destination)
@@ -135,18 +174,17 @@ pub fn extract_tar(
             }
             EntryType::Link => {
                 let target =
-                    link_target(&entry).ok_or_else(|| unsafe_entry("hardlink without a target"))?;
+                    link_target(&entry).ok_or_else(|| rule("hardlink without a target"))?;
                 let target = relative_path(&target.to_string_lossy(), strip_prefix)
-                    .map_err(|_| unsafe_entry("hardlink target leaves the archive root"))?
-                    .ok_or_else(|| unsafe_entry("hardlink to the archive root"))?;
-                ensure_no_symlink_ancestor(root, &target)
-                    .map_err(|reason| unsafe_entry(&reason))?;
+                    .map_err(|_| rule("hardlink target leaves the archive root"))?
+                    .ok_or_else(|| rule("hardlink to the archive root"))?;
+                ensure_no_symlink_ancestor(root, &target).map_err(unsafe_entry)?;
                 let source_path = root.join(&target);
                 if fs::symlink_metadata(&source_path)
                     .map(|m| !m.is_file())
                     .unwrap_or(true)
                 {
-                    return Err(unsafe_entry(
+                    return Err(rule(
                         "hardlink target is not a regular file extracted earlier",
                     ));
                 }
@@ -157,7 +195,7 @@ pub fn extract_tar(
                 written += 1;
             }
             EntryType::Char | EntryType::Block | EntryType::Fifo => {
-                return Err(unsafe_entry("device and FIFO entries are not allowed"));
+                return Err(rule("device and FIFO entries are not allowed"));
             }
             // Metadata-only entries (PAX headers, GNU long names) are handled
             // by the tar reader; anything else carries nothing we install.
@@ -178,7 +216,7 @@ fn recheck_links(root: &Path, links: &[(String, PathBuf)]) -> Result<(), Archive
         };
         resolve_link(root, relative, &target).map_err(|reason| ArchiveError::Unsafe {
             entry: raw.clone(),
-            reason: format!("{reason} (once the whole archive is extracted)"),
+            reason: Refusal::Finished(Box::new(reason)),
         })?;
     }
     Ok(())
@@ -194,9 +232,9 @@ fn write_error(path: &Path, source: io::Error) -> ArchiveError {
 /// The entry's path below the root, or `None` for the prefix directory
 /// itself. Refuses absolute paths and `..`.
 fn relative_path(raw: &str, strip_prefix: Option<&str>) -> Result<Option<PathBuf>, ArchiveError> {
-    let unsafe_entry = |reason: &str| ArchiveError::Unsafe {
+    let unsafe_entry = |rule: &'static str| ArchiveError::Unsafe {
         entry: raw.to_owned(),
-        reason: reason.to_owned(),
+        reason: Refusal::Rule(rule),
     };
     let path = Path::new(raw);
     let mut parts = Vec::new();
@@ -230,7 +268,7 @@ fn relative_path(raw: &str, strip_prefix: Option<&str>) -> Result<Option<PathBuf
 
 /// Refuses an entry whose parent directories, as they are on disk now,
 /// include a symlink: writing there would land outside the root.
-fn ensure_no_symlink_ancestor(root: &Path, relative: &Path) -> Result<(), String> {
+fn ensure_no_symlink_ancestor(root: &Path, relative: &Path) -> Result<(), Refusal> {
     let mut current = root.to_path_buf();
     let components: Vec<_> = relative.components().collect();
     for component in components.iter().take(components.len().saturating_sub(1)) {
@@ -238,9 +276,8 @@ fn ensure_no_symlink_ancestor(root: &Path, relative: &Path) -> Result<(), String
         if let Ok(meta) = fs::symlink_metadata(&current)
             && meta.file_type().is_symlink()
         {
-            return Err(format!(
-                "its parent {} is a symlink",
-                current.strip_prefix(root).unwrap_or(&current).display()
+            return Err(Refusal::SymlinkParent(
+                current.strip_prefix(root).unwrap_or(&current).to_path_buf(),
             ));
         }
     }
@@ -273,12 +310,10 @@ fn steps(path: &Path) -> Option<Vec<Step>> {
 /// not a directory, is taken as written. Refuses an absolute target
 /// (including one reached through another link), any `..` that would climb
 /// above the root, and chains longer than the bound.
-fn resolve_link(root: &Path, link: &Path, target: &Path) -> Result<PathBuf, String> {
-    let shown = target.display();
-    let mut pending =
-        steps(target).ok_or_else(|| format!("symlink to the absolute path {shown}"))?;
+fn resolve_link(root: &Path, link: &Path, target: &Path) -> Result<PathBuf, Refusal> {
+    let mut pending = steps(target).ok_or_else(|| Refusal::AbsoluteTarget(target.to_path_buf()))?;
     let parent = link.parent().unwrap_or(Path::new(""));
-    let mut start = steps(parent).ok_or_else(|| "absolute link path".to_owned())?;
+    let mut start = steps(parent).ok_or(Refusal::AbsoluteLink)?;
     start.append(&mut pending);
     // A stack, next step last.
     pending = start;
@@ -291,7 +326,7 @@ fn resolve_link(root: &Path, link: &Path, target: &Path) -> Result<PathBuf, Stri
                 // Everything in `resolved` is a real directory (or missing),
                 // never a link, so `..` is its parent, as for the kernel.
                 if !resolved.pop() {
-                    return Err(format!("symlink target {shown} leaves the root"));
+                    return Err(Refusal::LeavesRoot(target.to_path_buf()));
                 }
             }
             Step::Down(name) => {
@@ -303,19 +338,16 @@ fn resolve_link(root: &Path, link: &Path, target: &Path) -> Result<PathBuf, Stri
                 }
                 followed += 1;
                 if followed > MAX_LINK_DEPTH {
-                    return Err(format!(
-                        "symlink target {shown} follows more than {MAX_LINK_DEPTH} links (a loop?)"
-                    ));
+                    return Err(Refusal::TooManyLinks(target.to_path_buf()));
                 }
-                let next = fs::read_link(&here).map_err(|error| {
-                    format!("could not read the link {}: {error}", resolved.display())
+                let next = fs::read_link(&here).map_err(|source| Refusal::ReadLink {
+                    link: resolved.clone(),
+                    source,
                 })?;
-                let mut next = steps(&next).ok_or_else(|| {
-                    format!(
-                        "symlink target {shown} goes through {}, a link to the absolute path {}",
-                        resolved.display(),
-                        next.display()
-                    )
+                let mut next = steps(&next).ok_or_else(|| Refusal::ThroughAbsolute {
+                    target: target.to_path_buf(),
+                    via: resolved.clone(),
+                    leads_to: next.clone(),
                 })?;
                 resolved.pop();
                 next.reverse();
@@ -346,7 +378,7 @@ fn remove_existing(path: &Path) -> Result<(), ArchiveError> {
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.is_dir() => Err(ArchiveError::Unsafe {
             entry: path.display().to_string(),
-            reason: "a file entry would replace a directory".to_owned(),
+            reason: Refusal::Rule("a file entry would replace a directory"),
         }),
         Ok(_) => fs::remove_file(path).map_err(|source| write_error(path, source)),
         Err(_) => Ok(()),
@@ -443,7 +475,10 @@ mod tests {
         let (outer, result) = extract(entries);
         match result {
             Err(ArchiveError::Unsafe { reason, .. }) => {
-                assert!(reason.contains(expected), "{entries:?}: {reason}")
+                assert!(
+                    reason.to_string().contains(expected),
+                    "{entries:?}: {reason}"
+                )
             }
             other => panic!("{entries:?}: expected a refusal, got {other:?}"),
         }

@@ -134,9 +134,7 @@ async fn install_cpsat_into(
     .await?;
 
     events(InstallEvent::SmokeCheck);
-    let ortools_version = probe_python(&python, cancel)
-        .await
-        .map_err(InstallError::SmokeCheck)?;
+    let ortools_version = probe_python(&python, cancel).await?;
     if ortools_version != request.pins.ortools {
         return Err(InstallError::SmokeCheck(format!(
             "the venv reports OR-Tools {ortools_version}, the manifest pins {}",

@@ -26,9 +26,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-pub use archive::ArchiveError;
 /// For `crate::fuzzing` only.
 pub(crate) use archive::extract_tar;
+pub use archive::{ArchiveError, Refusal};
 
 use super::catalog::SolverCatalog;
 use super::config;
@@ -147,6 +147,13 @@ pub enum InstallError {
     Archive(#[from] ArchiveError),
     #[error("the installed runtime does not work: {0}")]
     SmokeCheck(String),
+    /// The smoke check's child could not be run.
+    #[error("the installed runtime does not work: {0}")]
+    SmokeRun(#[source] crate::exec::ExecError),
+    #[error("the installed runtime does not work: {0}")]
+    Catalog(#[from] crate::runtime::catalog::CatalogError),
+    #[error("the installed runtime does not work: {0}")]
+    Probe(#[from] crate::runtime::cpsat::ProbeError),
     #[error("could not {what} {path}: {source}")]
     Io {
         what: &'static str,
@@ -382,7 +389,7 @@ async fn smoke_check(
             let command = ChildCommand::new(&binary).arg(flag);
             let output = exec::run(&command, Limits::new(Duration::from_secs(60)), cancel)
                 .await
-                .map_err(|error| InstallError::SmokeCheck(error.to_string()))?;
+                .map_err(InstallError::SmokeRun)?;
             match (output.ending, output.return_code) {
                 (Ending::Exited, Some(0)) => Ok(output.stdout),
                 (Ending::Cancelled, _) => Err(InstallError::Cancelled),
@@ -396,7 +403,7 @@ async fn smoke_check(
     };
     let version = run("--version").await?;
     let solvers = run("--solvers-json").await?;
-    let catalog = SolverCatalog::parse(&solvers).map_err(InstallError::SmokeCheck)?;
+    let catalog = SolverCatalog::parse(&solvers)?;
     let version = version.lines().next().unwrap_or_default().trim().to_owned();
     Ok((version, catalog.solvers.len()))
 }
