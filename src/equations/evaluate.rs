@@ -251,11 +251,23 @@ fn evaluate_one(
     result
 }
 
+/// Why an expression has no value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NoValue {
+    #[error("{0} has no value")]
+    Unbound(String),
+    /// A division or remainder whose right operand is 0.
+    #[error("'{}' by zero (its right operand is 0)", .0.symbol())]
+    ByZero(Op),
+    #[error("the value is too large to compute")]
+    NotFinite,
+}
+
 /// The value of an expression, or why it has none.
-pub fn value(expr: &Expr, lookup: &dyn Fn(&str) -> Option<f64>) -> Result<f64, String> {
+pub fn value(expr: &Expr, lookup: &dyn Fn(&str) -> Option<f64>) -> Result<f64, NoValue> {
     let result = match expr {
         Expr::Number(decimal) => decimal.to_f64(),
-        Expr::Name(name) => lookup(name).ok_or_else(|| format!("{name} has no value"))?,
+        Expr::Name(name) => lookup(name).ok_or_else(|| NoValue::Unbound(name.clone()))?,
         Expr::Power { base, exponent } => value(base, lookup)?.powi(*exponent as i32),
         Expr::Binary { op, left, right } => {
             let (a, b) = (value(left, lookup)?, value(right, lookup)?);
@@ -263,12 +275,7 @@ pub fn value(expr: &Expr, lookup: &dyn Fn(&str) -> Option<f64>) -> Result<f64, S
                 Op::Add => a + b,
                 Op::Sub => a - b,
                 Op::Mul => a * b,
-                Op::Div | Op::Mod if b == 0.0 => {
-                    return Err(format!(
-                        "'{}' by zero (its right operand is 0)",
-                        op.symbol()
-                    ));
-                }
+                Op::Div | Op::Mod if b == 0.0 => return Err(NoValue::ByZero(*op)),
                 Op::Div => a / b,
                 Op::Mod => a % b,
             }
@@ -277,7 +284,7 @@ pub fn value(expr: &Expr, lookup: &dyn Fn(&str) -> Option<f64>) -> Result<f64, S
     if result.is_finite() {
         Ok(result)
     } else {
-        Err("the value is too large to compute".to_owned())
+        Err(NoValue::NotFinite)
     }
 }
 

@@ -501,39 +501,43 @@ mod tests {
             .collect()
     }
 
-    /// Checks one load against the container and the input units: dims match
+    /// The first way one load breaks the rules, if any, checked against the
+    /// container and the input units: dims match
     /// the unit (per `rotated`), everything inside the container, no 3D
     /// overlap, non-stackable units on the floor, every raised unit resting on
     /// a stackable unit whose top is at its base and whose footprint covers
     /// it, weight and volume totals right and weight within payload.
-    fn validate(
+    fn first_problem(
         load: &ContainerLoad,
         container: &ContainerSpec,
         units: &[PalletUnit],
-    ) -> Result<(), String> {
+    ) -> Option<String> {
         let mut weight = 0.0;
         let mut volume = 0u64;
         for p in &load.placements {
-            let u = units
-                .get(p.unit_index)
-                .ok_or_else(|| format!("{}: unit index {} out of range", p.label, p.unit_index))?;
+            let Some(u) = units.get(p.unit_index) else {
+                return Some(format!(
+                    "{}: unit index {} out of range",
+                    p.label, p.unit_index
+                ));
+            };
             if p.label != u.label {
-                return Err(format!("{}: label differs from unit {}", p.label, u.label));
+                return Some(format!("{}: label differs from unit {}", p.label, u.label));
             }
             let (len, wid) = footprint(u, p.rotated);
             if (p.length_cm, p.width_cm, p.height_cm) != (len, wid, u.height_cm) {
-                return Err(format!("{}: placed dims differ from unit dims", p.label));
+                return Some(format!("{}: placed dims differ from unit dims", p.label));
             }
             let inside = u64::from(p.x_cm) + u64::from(p.length_cm)
                 <= u64::from(container.length_cm)
                 && u64::from(p.y_cm) + u64::from(p.width_cm) <= u64::from(container.width_cm)
                 && u64::from(p.z_cm) + u64::from(p.height_cm) <= u64::from(container.height_cm);
             if !inside {
-                return Err(format!("{}: outside the container", p.label));
+                return Some(format!("{}: outside the container", p.label));
             }
             if p.z_cm > 0 {
                 if !u.stackable {
-                    return Err(format!("{}: non-stackable unit off the floor", p.label));
+                    return Some(format!("{}: non-stackable unit off the floor", p.label));
                 }
                 let supported = load.placements.iter().any(|q| {
                     units[q.unit_index].stackable
@@ -544,7 +548,7 @@ mod tests {
                         && p.y_cm + p.width_cm <= q.y_cm + q.width_cm
                 });
                 if !supported {
-                    return Err(format!(
+                    return Some(format!(
                         "{}: not resting on a covering stackable unit",
                         p.label
                     ));
@@ -562,24 +566,24 @@ mod tests {
                     && p.z_cm < q.z_cm + q.height_cm
                     && q.z_cm < p.z_cm + p.height_cm;
                 if overlap {
-                    return Err(format!("{} overlaps {}", p.label, q.label));
+                    return Some(format!("{} overlaps {}", p.label, q.label));
                 }
             }
         }
         if weight > container.max_payload_kg {
-            return Err(format!("weight {weight} over payload"));
+            return Some(format!("weight {weight} over payload"));
         }
         if weight != load.weight_kg || volume != load.volume_cm3 {
-            return Err("load totals do not match placements".to_string());
+            return Some("load totals do not match placements".to_string());
         }
-        Ok(())
+        None
     }
 
     fn validate_all(packing: &Packing, container: &ContainerSpec, units: &[PalletUnit]) {
         assert_eq!(packing.containers as usize, packing.loads.len());
         for (i, load) in packing.loads.iter().enumerate() {
             assert!(!load.placements.is_empty(), "container {i} is empty");
-            if let Err(e) = validate(load, container, units) {
+            if let Some(e) = first_problem(load, container, units) {
                 panic!("container {i}: {e}");
             }
         }
@@ -796,20 +800,20 @@ mod tests {
         ];
         let good = pack(&units, &TWENTY_FOOT);
         let load = &good.loads[0];
-        assert_eq!(validate(load, &TWENTY_FOOT, &units), Ok(()));
+        assert_eq!(first_problem(load, &TWENTY_FOOT, &units), None);
 
         let mut overlap = load.clone();
         overlap.placements[1].x_cm = overlap.placements[0].x_cm + 10;
         overlap.placements[1].y_cm = overlap.placements[0].y_cm;
-        assert!(validate(&overlap, &TWENTY_FOOT, &units).is_err());
+        assert!(first_problem(&overlap, &TWENTY_FOOT, &units).is_some());
 
         let mut outside = load.clone();
         outside.placements[0].x_cm = 560;
-        assert!(validate(&outside, &TWENTY_FOOT, &units).is_err());
+        assert!(first_problem(&outside, &TWENTY_FOOT, &units).is_some());
 
         let mut floating = load.clone();
         floating.placements[0].z_cm = 50;
-        assert!(validate(&floating, &TWENTY_FOOT, &units).is_err());
+        assert!(first_problem(&floating, &TWENTY_FOOT, &units).is_some());
 
         // "a" on top of non-stackable "b".
         let mut on_fragile = load.clone();
@@ -826,17 +830,17 @@ mod tests {
         on_fragile.placements[a].length_cm = on_fragile.placements[b].length_cm;
         on_fragile.placements[a].width_cm = on_fragile.placements[b].width_cm;
         on_fragile.placements[a].rotated = on_fragile.placements[b].rotated;
-        assert!(validate(&on_fragile, &TWENTY_FOOT, &units).is_err());
+        assert!(first_problem(&on_fragile, &TWENTY_FOOT, &units).is_some());
 
         let light = ContainerSpec {
             max_payload_kg: 900.0,
             ..TWENTY_FOOT
         };
-        assert!(validate(load, &light, &units).is_err());
+        assert!(first_problem(load, &light, &units).is_some());
 
         let mut wrong_dims = load.clone();
         wrong_dims.placements[0].rotated = !wrong_dims.placements[0].rotated;
-        assert!(validate(&wrong_dims, &TWENTY_FOOT, &units).is_err());
+        assert!(first_problem(&wrong_dims, &TWENTY_FOOT, &units).is_some());
     }
 
     /// Tiny deterministic LCG (Knuth MMIX constants).

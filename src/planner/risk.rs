@@ -16,35 +16,51 @@ pub struct Distribution {
     atoms: Vec<(u32, f64)>,
 }
 
+/// Why a `{"day": probability}` table is not a distribution.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TableError {
+    #[error("the table is empty")]
+    Empty,
+    #[error("{0:?} is not a whole number of days")]
+    NotADay(String),
+    #[error("a delay of {0} days is beyond ten years")]
+    TooLong(u32),
+    #[error("the probability of day {day} must be between 0 and 1, got {probability}")]
+    NotAProbability { day: String, probability: f64 },
+    #[error("the probabilities sum to {0}, not 1")]
+    Sum(f64),
+}
+
 /// How far from 1 a table's probabilities may sum.
 const SUM_TOLERANCE: f64 = 1e-6;
 
 impl Distribution {
     /// Reads a `{"day": probability}` table; the problem in words when it is
     /// not a distribution.
-    pub fn from_table(table: &BTreeMap<String, f64>) -> Result<Distribution, String> {
+    pub fn from_table(table: &BTreeMap<String, f64>) -> Result<Distribution, TableError> {
         if table.is_empty() {
-            return Err("the table is empty".to_owned());
+            return Err(TableError::Empty);
         }
         let mut atoms = BTreeMap::new();
         for (day, probability) in table {
             let parsed: u32 = day
                 .trim()
                 .parse()
-                .map_err(|_| format!("{day:?} is not a whole number of days"))?;
+                .map_err(|_| TableError::NotADay(day.clone()))?;
             if parsed > 3650 {
-                return Err(format!("a delay of {parsed} days is beyond ten years"));
+                return Err(TableError::TooLong(parsed));
             }
             if !probability.is_finite() || *probability < 0.0 || *probability > 1.0 {
-                return Err(format!(
-                    "the probability of day {day} must be between 0 and 1, got {probability}"
-                ));
+                return Err(TableError::NotAProbability {
+                    day: day.clone(),
+                    probability: *probability,
+                });
             }
             *atoms.entry(parsed).or_insert(0.0) += probability;
         }
         let sum: f64 = atoms.values().sum();
         if (sum - 1.0).abs() > SUM_TOLERANCE {
-            return Err(format!("the probabilities sum to {sum}, not 1"));
+            return Err(TableError::Sum(sum));
         }
         Ok(Distribution {
             atoms: atoms.into_iter().filter(|(_, p)| *p > 0.0).collect(),
@@ -178,7 +194,7 @@ mod tests {
         let bad = |pairs: &[(&str, f64)]| {
             let table: BTreeMap<String, f64> =
                 pairs.iter().map(|(d, p)| (d.to_string(), *p)).collect();
-            Distribution::from_table(&table).unwrap_err()
+            Distribution::from_table(&table).unwrap_err().to_string()
         };
         assert!(bad(&[("0", 0.5), ("1", 0.4)]).contains("sum to"));
         assert!(bad(&[("x", 1.0)]).contains("not a whole number"));

@@ -22,6 +22,20 @@ pub const MAX_GRID_CELLS: u64 = 4_000_000;
 const ODS_MAX_ROWS: u64 = 1_048_576;
 const ODS_MAX_COLUMNS: u64 = 16_384;
 
+/// Why a scan could not read the file's structure.
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    /// `content.xml` is not well-formed XML.
+    #[error(transparent)]
+    Xml(#[from] quick_xml::Error),
+    /// The workbook stream could not be read.
+    #[error(transparent)]
+    Read(std::io::Error),
+    /// The stream ends inside a record.
+    #[error("a record is cut off")]
+    CutOff(#[source] std::io::Error),
+}
+
 /// The span of one sheet's non-empty cells as calamine lays it out.
 #[derive(Debug, Default, Clone, Copy)]
 struct Span {
@@ -54,7 +68,7 @@ fn has_attribute(element: &BytesStart<'_>, name: &str) -> bool {
 /// An upper bound on the grid cells calamine allocates for the tables of
 /// an `.ods` `content.xml`. A cell counts as holding a value when it has a
 /// value type, a formula or any content.
-pub fn ods_grid_cells(content: impl BufRead) -> Result<u64, String> {
+pub fn ods_grid_cells(content: impl BufRead) -> Result<u64, ScanError> {
     let mut reader = Reader::from_reader(content);
     let mut buffer = Vec::new();
     let mut total: u64 = 0;
@@ -66,9 +80,7 @@ pub fn ods_grid_cells(content: impl BufRead) -> Result<u64, String> {
     let mut column: u64 = 0;
     let mut row_width: u64 = 0;
     loop {
-        let event = reader
-            .read_event_into(&mut buffer)
-            .map_err(|error| error.to_string())?;
+        let event = reader.read_event_into(&mut buffer)?;
         let (element, has_content) = match &event {
             Event::Start(element) => (Some(element), true),
             Event::Empty(element) => (Some(element), false),
@@ -133,7 +145,7 @@ fn end_row(span: &mut Span, row: &mut u64, repeats: u64, width: u64) {
 /// an `.xls` workbook stream (BIFF5 or BIFF8): per sheet, the larger of
 /// the bounding box of its cell records and the box its DIMENSIONS record
 /// declares (calamine reserves that much up front).
-pub fn xls_grid_cells(mut stream: impl Read) -> Result<u64, String> {
+pub fn xls_grid_cells(mut stream: impl Read) -> Result<u64, ScanError> {
     let mut total: u64 = 0;
     let mut sheet = XlsSheet::default();
     let mut depth: u32 = 0;
@@ -143,14 +155,12 @@ pub fn xls_grid_cells(mut stream: impl Read) -> Result<u64, String> {
         match stream.read_exact(&mut header) {
             Ok(()) => {}
             Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => break,
-            Err(error) => return Err(error.to_string()),
+            Err(error) => return Err(ScanError::Read(error)),
         }
         let kind = u16::from_le_bytes([header[0], header[1]]);
         let length = usize::from(u16::from_le_bytes([header[2], header[3]]));
         body.resize(length, 0);
-        stream
-            .read_exact(&mut body)
-            .map_err(|_| "a record is cut off".to_owned())?;
+        stream.read_exact(&mut body).map_err(ScanError::CutOff)?;
         let word = |at: usize| {
             body.get(at..at + 2)
                 .map(|bytes| u16::from_le_bytes([bytes[0], bytes[1]]))
@@ -344,6 +354,10 @@ mod tests {
         assert_eq!(xls_grid_cells(declared.as_slice()).unwrap(), 100_000_000);
         // Cut inside the MULBLANK record.
         let cut = &stream[..stream.len() - 7];
-        assert_eq!(xls_grid_cells(cut), Err("a record is cut off".to_owned()));
+        assert!(matches!(xls_grid_cells(cut), Err(ScanError::CutOff(_))));
+        assert_eq!(
+            xls_grid_cells(cut).unwrap_err().to_string(),
+            "a record is cut off"
+        );
     }
 }
