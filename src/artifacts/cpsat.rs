@@ -345,10 +345,23 @@ fn check_expectation(expectation: &Expectation) -> Result<(), ToolError> {
     Ok(())
 }
 
+/// Why a run's objective does not meet the save's expectation.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub(crate) enum Unmet {
+    #[error("the run reported no finite objective")]
+    NoObjective,
+    #[error("objective {value} does not meet the threshold {threshold} ({sense})")]
+    Threshold {
+        value: f64,
+        threshold: f64,
+        sense: String,
+    },
+}
+
 /// Whether the objective meets the expectation; why not otherwise.
-pub(crate) fn meets(expectation: &Expectation, objective: Option<&Number>) -> Result<(), String> {
+pub(crate) fn meets(expectation: &Expectation, objective: Option<&Number>) -> Result<(), Unmet> {
     let Some(value) = objective.and_then(Number::as_f64).filter(|v| v.is_finite()) else {
-        return Err("the run reported no finite objective".to_owned());
+        return Err(Unmet::NoObjective);
     };
     let threshold = expectation.objective_threshold;
     let ok = match expectation.objective_sense.as_str() {
@@ -358,10 +371,11 @@ pub(crate) fn meets(expectation: &Expectation, objective: Option<&Number>) -> Re
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "objective {value} does not meet the threshold {threshold} ({})",
-            expectation.objective_sense
-        ))
+        Err(Unmet::Threshold {
+            value,
+            threshold,
+            sense: expectation.objective_sense.clone(),
+        })
     }
 }
 

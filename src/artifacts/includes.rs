@@ -160,6 +160,68 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
+/// Why the closure cannot copy the files a save includes.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CloseError {
+    /// A listed file could not be read as a copy.
+    #[error("include {written:?}: {source}")]
+    Unreadable {
+        written: String,
+        #[source]
+        source: LocalFileError,
+    },
+    #[error(
+        "two included files are both named {name} ({} and {}); an artifact keeps its includes side by side, so rename one",
+        .first.display(),
+        .second.display()
+    )]
+    SameName {
+        name: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
+    #[error(
+        "include {0:?}: its file name is not plain (letters, digits, '.', '_', '-', not hidden), so it cannot be copied under it; rename it"
+    )]
+    NotPlain(String),
+    #[error("include {written:?}: {name} is a name the artifact gives its own files; rename it")]
+    Reserved { written: String, name: String },
+    #[error(
+        "the model includes {} by a path relative to itself, and an inline model runs in a private temp dir; include it by its absolute path",
+        .0.display()
+    )]
+    RelativeToInline(PathBuf),
+    #[error(
+        "{owner} includes {written:?} from a library, but a file of that name sits in the artifact and would be included instead; rename the local file"
+    )]
+    ShadowsLibrary { owner: String, written: String },
+}
+
+/// Why [`read_local`] will not copy a file.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LocalFileError {
+    #[error("{} cannot be read: {source}", .path.display())]
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{} resolves through a symbolic link (to {}); a copy could resolve its own includes differently, so include the real path",
+        .path.display(),
+        .real.display()
+    )]
+    ThroughSymlink { path: PathBuf, real: PathBuf },
+    #[error("{} is not a regular file", .0.display())]
+    NotAFile(PathBuf),
+    #[error("{} is {bytes} bytes, over the {MAX_USER_FILE_BYTES}-byte limit", .path.display())]
+    TooLarge { path: PathBuf, bytes: u64 },
+    #[error("{} is not UTF-8 text", .path.display())]
+    NotUtf8 {
+        path: PathBuf,
+        source: std::string::FromUtf8Error,
+    },
+}
+
 /// A file the closure reads: its source (for copies) and text.
 struct Owner {
     /// `None` for the inline model and checker.
@@ -174,8 +236,8 @@ pub(crate) fn close(
     model: &str,
     checker: Option<&str>,
     listed: &BTreeSet<PathBuf>,
-    read: &dyn Fn(&Path) -> Result<String, String>,
-) -> Result<Closure, String> {
+    read: &dyn Fn(&Path) -> Result<String, LocalFileError>,
+) -> Result<Closure, CloseError> {
     let mut names: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut copies: Vec<IncludedCopy> = Vec::new();
     let mut library: Vec<(String, String)> = Vec::new();
@@ -185,7 +247,7 @@ pub(crate) fn close(
                      text: &str,
                      pending: &mut Vec<(PathBuf, String)>,
                      names: &mut BTreeMap<String, PathBuf>|
-     -> Result<String, String> {
+     -> Result<String, CloseError> {
         let mut rewritten = text.to_owned();
         for item in include_items(text).into_iter().rev() {
             let written = Path::new(&item.path);
@@ -206,11 +268,11 @@ pub(crate) fn close(
             let name = copy_name(&resolved, &item.path)?;
             match names.get(&name) {
                 Some(source) if *source != resolved => {
-                    return Err(format!(
-                        "two included files are both named {name} ({} and {}); an artifact keeps its includes side by side, so rename one",
-                        source.display(),
-                        resolved.display()
-                    ));
+                    return Err(CloseError::SameName {
+                        name,
+                        first: source.clone(),
+                        second: resolved,
+                    });
                 }
                 Some(_) => {}
                 None => {
@@ -235,7 +297,7 @@ pub(crate) fn close(
         .map(|text| visit(&inline("checker"), text, &mut pending, &mut names))
         .transpose()?;
     while let Some((source, written)) = pending.pop() {
-        let text = read(&source).map_err(|why| format!("include {written:?}: {why}"))?;
+        let text = read(&source).map_err(|source| CloseError::Unreadable { written, source })?;
         let owner = Owner {
             dir: source.parent().map(Path::to_path_buf),
             label: source.display().to_string(),
@@ -250,10 +312,7 @@ pub(crate) fn close(
     }
     for path in listed {
         if !names.values().any(|source| source == path) {
-            return Err(format!(
-                "the model includes {} by a path relative to itself, and an inline model runs in a private temp dir; include it by its absolute path",
-                path.display()
-            ));
+            return Err(CloseError::RelativeToInline(path.clone()));
         }
     }
     for (owner, written) in &library {
@@ -263,9 +322,10 @@ pub(crate) fn close(
             .map(|part| part.as_os_str().to_string_lossy().into_owned())
             .unwrap_or_default();
         if names.contains_key(&first) || RESERVED.contains(&first.as_str()) {
-            return Err(format!(
-                "{owner} includes {written:?} from a library, but a file of that name sits in the artifact and would be included instead; rename the local file"
-            ));
+            return Err(CloseError::ShadowsLibrary {
+                owner: owner.clone(),
+                written: written.clone(),
+            });
         }
     }
     copies.sort_by(|a, b| a.name.cmp(&b.name));
@@ -277,7 +337,7 @@ pub(crate) fn close(
 }
 
 /// The bare name a listed file takes in the artifact.
-fn copy_name(resolved: &Path, written: &str) -> Result<String, String> {
+fn copy_name(resolved: &Path, written: &str) -> Result<String, CloseError> {
     let name = resolved
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
@@ -288,45 +348,46 @@ fn copy_name(resolved: &Path, written: &str) -> Result<String, String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if !plain {
-        return Err(format!(
-            "include {written:?}: its file name is not plain (letters, digits, '.', '_', '-', not hidden), so it cannot be copied under it; rename it"
-        ));
+        return Err(CloseError::NotPlain(written.to_owned()));
     }
     if RESERVED.contains(&name.as_str()) {
-        return Err(format!(
-            "include {written:?}: {name} is a name the artifact gives its own files; rename it"
-        ));
+        return Err(CloseError::Reserved {
+            written: written.to_owned(),
+            name,
+        });
     }
     Ok(name)
 }
 
 /// Reads a file to copy: a regular file, not reached through a symbolic
 /// link, at most 16 MiB, UTF-8.
-pub(crate) fn read_local(path: &Path) -> Result<String, String> {
-    let real = std::fs::canonicalize(path)
-        .map_err(|error| format!("{} cannot be read: {error}", path.display()))?;
+pub(crate) fn read_local(path: &Path) -> Result<String, LocalFileError> {
+    let unreadable = |source| LocalFileError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    };
+    let real = std::fs::canonicalize(path).map_err(unreadable)?;
     if real != path {
-        return Err(format!(
-            "{} resolves through a symbolic link (to {}); a copy could resolve its own includes differently, so include the real path",
-            path.display(),
-            real.display()
-        ));
+        return Err(LocalFileError::ThroughSymlink {
+            path: path.to_path_buf(),
+            real,
+        });
     }
-    let meta = std::fs::metadata(path)
-        .map_err(|error| format!("{} cannot be read: {error}", path.display()))?;
+    let meta = std::fs::metadata(path).map_err(unreadable)?;
     if !meta.is_file() {
-        return Err(format!("{} is not a regular file", path.display()));
+        return Err(LocalFileError::NotAFile(path.to_path_buf()));
     }
     if meta.len() > MAX_USER_FILE_BYTES {
-        return Err(format!(
-            "{} is {} bytes, over the {MAX_USER_FILE_BYTES}-byte limit",
-            path.display(),
-            meta.len()
-        ));
+        return Err(LocalFileError::TooLarge {
+            path: path.to_path_buf(),
+            bytes: meta.len(),
+        });
     }
-    let bytes = std::fs::read(path)
-        .map_err(|error| format!("{} cannot be read: {error}", path.display()))?;
-    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+    let bytes = std::fs::read(path).map_err(unreadable)?;
+    String::from_utf8(bytes).map_err(|source| LocalFileError::NotUtf8 {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -348,10 +409,12 @@ mod tests {
         (map.keys().cloned().collect(), map)
     }
 
-    fn closed(model: &str, entries: &[(&str, &str)]) -> Result<Closure, String> {
+    fn closed(model: &str, entries: &[(&str, &str)]) -> Result<Closure, CloseError> {
         let (listed, map) = files(entries);
         close(model, None, &listed, &|path| {
-            map.get(path).cloned().ok_or_else(|| "missing".to_owned())
+            map.get(path)
+                .cloned()
+                .ok_or_else(|| LocalFileError::NotAFile(path.to_path_buf()))
         })
     }
 
@@ -410,7 +473,7 @@ mod tests {
             ),
         ];
         for (model, entries, words) in cases {
-            let problem = closed(model, entries).unwrap_err();
+            let problem = closed(model, entries).unwrap_err().to_string();
             assert!(problem.contains(words), "{model}: {problem}");
         }
     }
@@ -424,7 +487,9 @@ mod tests {
         std::os::unix::fs::symlink(&real, &link).unwrap();
         let root_real = std::fs::canonicalize(root.path()).unwrap();
         assert!(read_local(&root_real.join("real.mzn")).is_ok());
-        let problem = read_local(&root_real.join("link.mzn")).unwrap_err();
+        let problem = read_local(&root_real.join("link.mzn"))
+            .unwrap_err()
+            .to_string();
         assert!(problem.contains("symbolic link"), "{problem}");
     }
 }

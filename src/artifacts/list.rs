@@ -87,7 +87,7 @@ fn visit(dir: &Path, found: &mut ArtifactList) {
         }),
         Err(problem) => found.unreadable.push(UnreadableArtifact {
             dir: dir.display().to_string(),
-            problem,
+            problem: problem.to_string(),
         }),
     }
 }

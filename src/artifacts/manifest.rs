@@ -195,55 +195,46 @@ impl ArtifactManifest {
 
     /// Reads and checks the manifest in `dir`; the problem in words when it
     /// is missing, unreadable, not ours or too new.
-    pub fn read(dir: &Path) -> Result<ArtifactManifest, String> {
+    pub fn read(dir: &Path) -> Result<ArtifactManifest, ManifestError> {
         ArtifactManifest::parse(&ArtifactManifest::read_bytes(dir)?)
     }
 
     /// The bytes of the manifest in `dir`, refused when missing, unreadable
     /// or too large to be ours.
-    pub fn read_bytes(dir: &Path) -> Result<Vec<u8>, String> {
+    pub fn read_bytes(dir: &Path) -> Result<Vec<u8>, ManifestError> {
         let path = dir.join(MANIFEST_FILE);
         let meta = std::fs::metadata(&path).map_err(|error| match error.kind() {
-            std::io::ErrorKind::NotFound => format!("there is no {MANIFEST_FILE} in it"),
-            _ => format!("{MANIFEST_FILE}: {error}"),
+            std::io::ErrorKind::NotFound => ManifestError::Missing(error),
+            _ => ManifestError::Io(error),
         })?;
         if meta.len() > 16 * 1024 * 1024 {
-            return Err(format!(
-                "{MANIFEST_FILE} is {} bytes, too large to be ours",
-                meta.len()
-            ));
+            return Err(ManifestError::TooLarge(meta.len()));
         }
-        std::fs::read(&path).map_err(|error| format!("{MANIFEST_FILE}: {error}"))
+        std::fs::read(&path).map_err(ManifestError::Io)
     }
 
     /// Checks the bytes of a manifest: JSON, ours, not too new, and every
     /// listed file a bare name a save could have written.
-    pub fn parse(bytes: &[u8]) -> Result<ArtifactManifest, String> {
-        let value: Value = serde_json::from_slice(bytes)
-            .map_err(|error| format!("{MANIFEST_FILE} is not JSON: {error}"))?;
+    pub fn parse(bytes: &[u8]) -> Result<ArtifactManifest, ManifestError> {
+        let value: Value = serde_json::from_slice(bytes).map_err(ManifestError::NotJson)?;
         if value.get("format").and_then(Value::as_str) != Some(FORMAT) {
-            return Err(format!("{MANIFEST_FILE} is not a {FORMAT} manifest"));
+            return Err(ManifestError::NotOurs);
         }
         let version = value
             .get("format_version")
             .and_then(Value::as_u64)
             .unwrap_or(0);
         if version == 0 || version > u64::from(FORMAT_VERSION) {
-            return Err(format!(
-                "{MANIFEST_FILE} has format_version {version}; this solvergate reads up to {FORMAT_VERSION}"
-            ));
+            return Err(ManifestError::Version(version));
         }
-        let manifest: ArtifactManifest = serde_json::from_value(value)
-            .map_err(|error| format!("{MANIFEST_FILE} does not match its format: {error}"))?;
+        let manifest: ArtifactManifest =
+            serde_json::from_value(value).map_err(ManifestError::Shape)?;
         for file in &manifest.files {
             let plain = Path::new(&file.name)
                 .file_name()
                 .is_some_and(|name| name == file.name.as_str());
             if !plain || file.name == MANIFEST_FILE || file.name.starts_with('.') {
-                return Err(format!(
-                    "{MANIFEST_FILE} lists {:?}, which is not a file name a save writes",
-                    file.name
-                ));
+                return Err(ManifestError::NotAFileName(file.name.clone()));
             }
         }
         Ok(manifest)
@@ -268,38 +259,95 @@ impl ArtifactManifest {
     }
 }
 
+/// Why the bytes in a directory are not a manifest this solvergate reads.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("there is no {MANIFEST_FILE} in it")]
+    Missing(#[source] std::io::Error),
+    #[error("{MANIFEST_FILE}: {0}")]
+    Io(#[source] std::io::Error),
+    #[error("{MANIFEST_FILE} is {0} bytes, too large to be ours")]
+    TooLarge(u64),
+    #[error("{MANIFEST_FILE} is not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    #[error("{MANIFEST_FILE} is not a {FORMAT} manifest")]
+    NotOurs,
+    #[error("{MANIFEST_FILE} has format_version {0}; this solvergate reads up to {FORMAT_VERSION}")]
+    Version(u64),
+    #[error("{MANIFEST_FILE} does not match its format: {0}")]
+    Shape(#[source] serde_json::Error),
+    #[error("{MANIFEST_FILE} lists {0:?}, which is not a file name a save writes")]
+    NotAFileName(String),
+}
+
+/// Why a manifest's seal does not hold; `named` is how the manifest is
+/// named (its file name, and where it is).
+#[derive(Debug, thiserror::Error)]
+pub enum SealError {
+    #[error("{named} is not JSON: {source}")]
+    NotJson {
+        named: String,
+        source: serde_json::Error,
+    },
+    #[error("{named} is not a JSON object")]
+    NotAnObject { named: String },
+    #[error(
+        "{named} has format_version {version}, saved by an older solvergate that did not seal its manifest, so a changed seed, budget or file hash could not be told; save the artifact again to replay it"
+    )]
+    Unsealed { named: String, version: u64 },
+    #[error(
+        "{named} has no {SEAL_FIELD} string, which every format_version {version} manifest carries: it was changed since it was saved"
+    )]
+    NoSeal { named: String, version: u64 },
+    #[error(
+        "{named} was changed since it was saved: its content hashes to {actual}, its {SEAL_FIELD} records {recorded}"
+    )]
+    Changed {
+        named: String,
+        actual: String,
+        recorded: String,
+    },
+}
+
 /// Checks the seal of a manifest's bytes: the content without
 /// `manifest_sha256` must hash to it. `named` is how the refusal names the
 /// manifest (its file name, and where it is). Every field counts, including any a
 /// save never writes, so nothing can be added, removed or changed.
-pub fn check_seal(bytes: &[u8], named: &str) -> Result<(), String> {
-    let value: Value =
-        serde_json::from_slice(bytes).map_err(|error| format!("{named} is not JSON: {error}"))?;
+pub fn check_seal(bytes: &[u8], named: &str) -> Result<(), SealError> {
+    let named = || named.to_owned();
+    let value: Value = serde_json::from_slice(bytes).map_err(|source| SealError::NotJson {
+        named: named(),
+        source,
+    })?;
     let Value::Object(mut fields) = value else {
-        return Err(format!("{named} is not a JSON object"));
+        return Err(SealError::NotAnObject { named: named() });
     };
     let version = fields
         .get("format_version")
         .and_then(Value::as_u64)
         .unwrap_or(0);
     if version < u64::from(SEALED_SINCE) {
-        return Err(format!(
-            "{named} has format_version {version}, saved by an older solvergate that did not seal its manifest, so a changed seed, budget or file hash could not be told; save the artifact again to replay it"
-        ));
+        return Err(SealError::Unsealed {
+            named: named(),
+            version,
+        });
     }
     let recorded = match fields.remove(SEAL_FIELD) {
         Some(Value::String(seal)) => seal,
         _ => {
-            return Err(format!(
-                "{named} has no {SEAL_FIELD} string, which every format_version {version} manifest carries: it was changed since it was saved"
-            ));
+            return Err(SealError::NoSeal {
+                named: named(),
+                version,
+            });
         }
     };
     let actual = seal_of(&Value::Object(fields));
     if actual != recorded {
-        return Err(format!(
-            "{named} was changed since it was saved: its content hashes to {actual}, its {SEAL_FIELD} records {recorded}"
-        ));
+        return Err(SealError::Changed {
+            named: named(),
+            actual,
+            recorded,
+        });
     }
     Ok(())
 }
@@ -378,7 +426,7 @@ mod tests {
     #[test]
     fn an_edited_manifest_is_refused() {
         let bytes = sealed_minizinc();
-        assert_eq!(check_seal(&bytes, MANIFEST_FILE), Ok(()));
+        check_seal(&bytes, MANIFEST_FILE).unwrap();
         let original: Value = serde_json::from_slice(&bytes).unwrap();
         type Edit = fn(&mut Value);
         let edits: [(&str, Edit); 8] = [
@@ -404,7 +452,9 @@ mod tests {
         for (what, edit) in edits {
             let mut value = original.clone();
             edit(&mut value);
-            let problem = check_seal(value.to_string().as_bytes(), MANIFEST_FILE).unwrap_err();
+            let problem = check_seal(value.to_string().as_bytes(), MANIFEST_FILE)
+                .unwrap_err()
+                .to_string();
             assert!(problem.starts_with(MANIFEST_FILE), "{what}: {problem}");
             assert!(
                 problem.contains("changed since it was saved"),
@@ -413,7 +463,7 @@ mod tests {
         }
         // Whitespace and key order are not content.
         let compact = original.to_string();
-        assert_eq!(check_seal(compact.as_bytes(), MANIFEST_FILE), Ok(()));
+        check_seal(compact.as_bytes(), MANIFEST_FILE).unwrap();
     }
 
     /// A version 1 manifest still reads (so a new save may replace it) but
@@ -425,7 +475,9 @@ mod tests {
         value.as_object_mut().unwrap().remove("manifest_sha256");
         let bytes = value.to_string();
         assert!(ArtifactManifest::parse(bytes.as_bytes()).is_ok());
-        let problem = check_seal(bytes.as_bytes(), MANIFEST_FILE).unwrap_err();
+        let problem = check_seal(bytes.as_bytes(), MANIFEST_FILE)
+            .unwrap_err()
+            .to_string();
         assert!(problem.contains("save the artifact again"), "{problem}");
     }
 
@@ -681,7 +733,7 @@ mod properties {
         #[test]
         fn a_sealed_manifest_checks_and_any_scalar_edit_breaks_it(manifest in manifest(), pick in any::<prop::sample::Index>()) {
             let bytes = manifest.to_bytes();
-            prop_assert_eq!(check_seal(&bytes, MANIFEST_FILE), Ok(()));
+            prop_assert!(check_seal(&bytes, MANIFEST_FILE).is_ok());
             let mut value: Value = serde_json::from_slice(&bytes).unwrap_or_default();
             let mut leaves = Vec::new();
             scalar_pointers(&value, String::new(), &mut leaves);

@@ -129,7 +129,7 @@ impl Artifacts {
             .await?
         {
             Ok(closed) => closed,
-            Err(why) => return Ok(not_verified(&target, why, check, None)),
+            Err(why) => return Ok(not_verified(&target, why.to_string(), check, None)),
         };
         let sources = closed.sources.clone().unwrap_or(sources);
         progress.report(Stage::Running, "gate 2: verifying solve");
@@ -183,6 +183,34 @@ impl Artifacts {
     }
 }
 
+/// Why a save cannot be closed over its includes: the refusal its result
+/// names (`not_verified`).
+#[derive(Debug, thiserror::Error)]
+enum IncludesRefusal {
+    #[error(transparent)]
+    Unlisted(ListingError),
+    #[error("the artifact cannot be closed over its includes: {0}")]
+    Close(#[source] includes::CloseError),
+    #[error("the artifact's closed copy: {0}")]
+    ClosedCopyUnlisted(#[source] ListingError),
+    #[error(
+        "the artifact's closed copy does not include exactly its copied files (differs at {}); save the model with its includes inlined",
+        .0.join(", ")
+    )]
+    Strays(Vec<String>),
+}
+
+/// MiniZinc could not list the files a model (or a checker) includes.
+#[derive(Debug, thiserror::Error)]
+#[error("MiniZinc could not list the {what}'s includes (its interface ended {status}{})",
+    .diagnostic.as_ref().map(|message| format!(": {message}")).unwrap_or_default())]
+struct ListingError {
+    what: &'static str,
+    status: String,
+    /// The inspection's diagnostic message, if it had one.
+    diagnostic: Option<String>,
+}
+
 /// A save's model and checker closed over their includes, and the sources
 /// to verify: the closed copy in a private dir when anything was copied or
 /// rewritten, else `None` (the inline text as given).
@@ -203,7 +231,7 @@ impl Artifacts {
         request: &SaveModelRequest,
         solver: &str,
         cancel: &CancellationToken,
-    ) -> Result<Result<Closed, String>, ToolError> {
+    ) -> Result<Result<Closed, IncludesRefusal>, ToolError> {
         let as_given = Closed {
             closure: Closure {
                 model: request.model.clone(),
@@ -230,7 +258,7 @@ impl Artifacts {
                 .await?
             {
                 Ok(files) => listed.extend(files),
-                Err(why) => return Ok(Err(why)),
+                Err(why) => return Ok(Err(IncludesRefusal::Unlisted(why))),
             }
         }
         let closure = {
@@ -248,11 +276,7 @@ impl Artifacts {
         };
         let closure = match closure {
             Ok(closure) => closure,
-            Err(why) => {
-                return Ok(Err(format!(
-                    "the artifact cannot be closed over its includes: {why}"
-                )));
-            }
+            Err(why) => return Ok(Err(IncludesRefusal::Close(why))),
         };
         if closure.is_closed_as_given(&request.model, request.checker.as_deref()) {
             return Ok(Ok(as_given));
@@ -287,7 +311,7 @@ impl Artifacts {
                 .await?
             {
                 Ok(files) => found.extend(files),
-                Err(why) => return Ok(Err(format!("the artifact's closed copy: {why}"))),
+                Err(why) => return Ok(Err(IncludesRefusal::ClosedCopyUnlisted(why))),
             }
         }
         if found != expected {
@@ -295,10 +319,7 @@ impl Artifacts {
                 .symmetric_difference(&expected)
                 .map(|path| path.display().to_string())
                 .collect();
-            return Ok(Err(format!(
-                "the artifact's closed copy does not include exactly its copied files (differs at {}); save the model with its includes inlined",
-                strays.join(", ")
-            )));
+            return Ok(Err(IncludesRefusal::Strays(strays)));
         }
         Ok(Ok(Closed {
             closure,
@@ -311,12 +332,12 @@ impl Artifacts {
     /// MiniZinc lists them; the inner error when it cannot list them.
     async fn included_files(
         &self,
-        what: &str,
+        what: &'static str,
         sources: Sources,
         solver: &str,
         timeout_ms: i64,
         cancel: &CancellationToken,
-    ) -> Result<Result<Vec<PathBuf>, String>, ToolError> {
+    ) -> Result<Result<Vec<PathBuf>, ListingError>, ToolError> {
         let inspection = self
             .minizinc
             .inspect(
@@ -335,13 +356,11 @@ impl Artifacts {
                 .into_iter()
                 .map(PathBuf::from)
                 .collect()),
-            (status, _) => Err(format!(
-                "MiniZinc could not list the {what}'s includes (its interface ended {status}{})",
-                inspection
-                    .diagnostic
-                    .map(|diagnostic| format!(": {}", diagnostic.message))
-                    .unwrap_or_default()
-            )),
+            (status, _) => Err(ListingError {
+                what,
+                status: status.to_owned(),
+                diagnostic: inspection.diagnostic.map(|diagnostic| diagnostic.message),
+            }),
         })
     }
 }

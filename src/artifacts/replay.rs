@@ -21,7 +21,7 @@ use serde_json::{Map, Number, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::Artifacts;
-use super::manifest::{ArtifactManifest, Backend, MANIFEST_FILE, check_seal};
+use super::manifest::{ArtifactManifest, Backend, MANIFEST_FILE, ManifestError, check_seal};
 use super::minizinc::solve_gate;
 use crate::cpsat::{CheckerReport, CheckerSource, CpsatPythonResult, ScriptRequest, ScriptSource};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
@@ -74,7 +74,7 @@ fn tampered(message: String) -> ToolError {
 
 /// Reads the manifest, checks its seal, and checks every file against it.
 pub fn verify_files(dir: &Path) -> Result<ArtifactManifest, ToolError> {
-    let not_ours = |problem: String| {
+    let not_ours = |problem: ManifestError| {
         ToolError::invalid(format!(
             "{} is not a solvergate artifact: {problem}",
             dir.display()
@@ -82,7 +82,8 @@ pub fn verify_files(dir: &Path) -> Result<ArtifactManifest, ToolError> {
     };
     let bytes = ArtifactManifest::read_bytes(dir).map_err(not_ours)?;
     let manifest = ArtifactManifest::parse(&bytes).map_err(not_ours)?;
-    check_seal(&bytes, &format!("{MANIFEST_FILE} in {}", dir.display())).map_err(tampered)?;
+    check_seal(&bytes, &format!("{MANIFEST_FILE} in {}", dir.display()))
+        .map_err(|problem| tampered(problem.to_string()))?;
     let listed: BTreeSet<&str> = manifest
         .files
         .iter()

@@ -202,6 +202,27 @@ fn overall(facts: RunFacts<'_>, checks: &[SolutionCheck]) -> (Verdict, Option<St
     (Verdict::Accepted, None)
 }
 
+/// Why a checker cannot check: what [`lint`] refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LintError {
+    #[error(
+        "the checker declares decision variables (`var`): a checker is not a model — it reads the solution's values as parameters (e.g. `int: x;`) and prints CORRECT or INCORRECT: <why>"
+    )]
+    DecisionVariables,
+    #[error(
+        "the checker has a `solve` item: a checker is not a model — it reads the solution's values as parameters (e.g. `int: x;`) and prints CORRECT or INCORRECT: <why>"
+    )]
+    SolveItem,
+    #[error(
+        "the checker has no items (only comments or white space): it must declare the output variables it checks as parameters without a value (e.g. `int: x;`), then print CORRECT or INCORRECT: <why>"
+    )]
+    NoItems,
+    #[error(
+        "the checker declares nothing for the solution to fill in: it must declare the output variables it checks as parameters without a value (e.g. `int: x;`), then print CORRECT or INCORRECT: <why>"
+    )]
+    ReadsNothing,
+}
+
 /// Refuses a checker that cannot check, naming why; `Ok` for one that may.
 ///
 /// A checker reads the solution as data: each output variable it wants is a
@@ -209,24 +230,21 @@ fn overall(facts: RunFacts<'_>, checks: &[SolutionCheck]) -> (Verdict, Option<St
 /// such declaration reads nothing, and one with `var` or `solve` is a model.
 /// Comments and string literals are skipped; the text of `\(...)`
 /// interpolations is read as code.
-pub fn lint(text: &str) -> Result<(), String> {
+pub fn lint(text: &str) -> Result<(), LintError> {
     let tokens = tokenize(text);
     if tokens.iter().any(|token| token == "var") {
-        return Err("the checker declares decision variables (`var`): a checker is not a model — it reads the solution's values as parameters (e.g. `int: x;`) and prints CORRECT or INCORRECT: <why>".to_owned());
+        return Err(LintError::DecisionVariables);
     }
     if tokens.iter().any(|token| token == "solve") {
-        return Err("the checker has a `solve` item: a checker is not a model — it reads the solution's values as parameters (e.g. `int: x;`) and prints CORRECT or INCORRECT: <why>".to_owned());
+        return Err(LintError::SolveItem);
     }
     let items = top_level_items(&tokens);
     if !items.iter().any(|item| reads_the_solution(item)) {
-        let what = if items.is_empty() {
-            "the checker has no items (only comments or white space)"
+        return Err(if items.is_empty() {
+            LintError::NoItems
         } else {
-            "the checker declares nothing for the solution to fill in"
-        };
-        return Err(format!(
-            "{what}: it must declare the output variables it checks as parameters without a value (e.g. `int: x;`), then print CORRECT or INCORRECT: <why>"
-        ));
+            LintError::ReadsNothing
+        });
     }
     Ok(())
 }
@@ -506,7 +524,7 @@ mod tests {
             ("array[1..2] of var int: q; output [\"CORRECT\"];", "`var`"),
         ];
         for (text, expected) in cases {
-            let error = lint(text).unwrap_err();
+            let error = lint(text).unwrap_err().to_string();
             assert!(error.contains(expected), "{text}: {error}");
         }
     }
