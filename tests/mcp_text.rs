@@ -193,7 +193,10 @@ fn the_full_tools_list_is_pinned() {
     let mut session = Session::start();
     let answer = session.request("tools/list", serde_json::json!({}));
     let tools = &answer["result"]["tools"];
-    assert!(tools.as_array().is_some_and(|tools| tools.len() == 40), "{answer}");
+    assert!(
+        tools.as_array().is_some_and(|tools| tools.len() == 40),
+        "{answer}"
+    );
     let text = serde_json::to_string_pretty(tools).unwrap();
     insta::assert_snapshot!("tools_list_full", text);
 }

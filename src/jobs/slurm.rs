@@ -107,6 +107,33 @@ struct CommandFailure {
     message: String,
 }
 
+/// Why a job's directory could not be written, or its result not read.
+#[derive(Debug, thiserror::Error)]
+enum JobDirError {
+    #[error("could not {what} in the Slurm work directory {}: {source}", .workdir.display())]
+    Write {
+        what: &'static str,
+        workdir: PathBuf,
+        source: std::io::Error,
+    },
+    /// The blocking task that writes the directory did not finish.
+    #[error("{}", .0.0.message)]
+    Thread(ToolError),
+    #[error("could not read {}: {source}", .path.display())]
+    ReadResult {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The result file is there but not a result; `tail` is the job's
+    /// output.
+    #[error("the worker's {} could not be read: {source}; {tail}", .path.display())]
+    BadResult {
+        path: PathBuf,
+        source: serde_json::Error,
+        tail: String,
+    },
+}
+
 /// How a dispatched job ended.
 enum Dispatched {
     Done(Box<WorkerOutcome>),
@@ -239,7 +266,7 @@ impl SlurmBackend {
     ) -> Dispatched {
         let dir = match self.prepare(work).await {
             Ok(dir) => dir,
-            Err(message) => return Dispatched::Failed(message),
+            Err(error) => return Dispatched::Failed(error.to_string()),
         };
         let id = match self.submit(&dir, &resources).await {
             Ok(id) => id,
@@ -272,9 +299,9 @@ impl SlurmBackend {
                     return Dispatched::Done(Box::new(outcome));
                 }
                 Ok(None) => {}
-                Err(message) => {
+                Err(error) => {
                     self.cancel(&id, &run.placement).await;
-                    return Dispatched::Failed(message);
+                    return Dispatched::Failed(error.to_string());
                 }
             }
             if ticks.is_multiple_of(SQUEUE_EVERY) {
@@ -311,7 +338,7 @@ impl SlurmBackend {
     }
 
     /// The job's directory with its task and script.
-    async fn prepare(&self, work: WorkerWork) -> Result<JobDir, String> {
+    async fn prepare(&self, work: WorkerWork) -> Result<JobDir, JobDirError> {
         let task = WorkerTask {
             runtime_dir: self.config.runtime_dir.clone(),
             cpsat_python: self.config.cpsat_python.clone(),
@@ -322,30 +349,30 @@ impl SlurmBackend {
         let worker = self.config.worker.clone();
         let written = crate::userfiles::off_thread(move || {
             let path = workdir.join(format!("job-{}", uuid::Uuid::new_v4().simple()));
-            let problem = |what: &str, error: std::io::Error| {
-                ToolError::new(
-                    Category::JobFailed,
-                    format!(
-                        "could not {what} in the Slurm work directory {}: {error}",
-                        workdir.display()
-                    ),
-                )
+            let problem = |what: &'static str, source: std::io::Error| JobDirError::Write {
+                what,
+                workdir: workdir.clone(),
+                source,
             };
-            std::fs::create_dir(&path).map_err(|error| problem("create a job directory", error))?;
-            let dir = JobDir { path };
-            write_atomically(&dir.path.join(TASK_FILE), &task)
-                .map_err(|error| problem("write task.json", error))?;
-            let script = format!(
-                "#!/bin/sh\nexec {} worker {}\n",
-                shell_quote(&worker),
-                shell_quote(&dir.path)
-            );
-            std::fs::write(dir.path.join("job.sh"), script)
-                .map_err(|error| problem("write job.sh", error))?;
-            Ok(dir)
+            let write = || -> Result<JobDir, JobDirError> {
+                std::fs::create_dir(&path)
+                    .map_err(|error| problem("create a job directory", error))?;
+                let dir = JobDir { path };
+                write_atomically(&dir.path.join(TASK_FILE), &task)
+                    .map_err(|error| problem("write task.json", error))?;
+                let script = format!(
+                    "#!/bin/sh\nexec {} worker {}\n",
+                    shell_quote(&worker),
+                    shell_quote(&dir.path)
+                );
+                std::fs::write(dir.path.join("job.sh"), script)
+                    .map_err(|error| problem("write job.sh", error))?;
+                Ok(dir)
+            };
+            Ok(write())
         })
         .await;
-        written.map_err(|error| error.0.message)
+        written.map_err(JobDirError::Thread)?
     }
 
     async fn submit(&self, dir: &JobDir, resources: &Resources) -> Result<String, CommandFailure> {
@@ -466,7 +493,7 @@ impl SlurmBackend {
         match read_result(&dir.path) {
             Ok(Some(outcome)) => return Dispatched::Done(Box::new(outcome)),
             Ok(None) => {}
-            Err(message) => return Dispatched::Failed(message),
+            Err(error) => return Dispatched::Failed(error.to_string()),
         }
         if state == "CANCELLED" || run.token.is_cancelled() {
             return Dispatched::Cancelled;
@@ -532,18 +559,20 @@ fn set(slot: &PlacementSlot, placement: SlurmPlacement) {
 }
 
 /// The worker's result, once it is there.
-fn read_result(dir: &Path) -> Result<Option<WorkerOutcome>, String> {
+fn read_result(dir: &Path) -> Result<Option<WorkerOutcome>, JobDirError> {
     let path = dir.join(RESULT_FILE);
     match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|error| {
-            format!(
-                "the worker's {} could not be read: {error}; {}",
-                path.display(),
-                output_tail(dir)
-            )
-        }),
+        Ok(bytes) => {
+            serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|source| JobDirError::BadResult {
+                    tail: output_tail(dir),
+                    path,
+                    source,
+                })
+        }
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(error) => Err(format!("could not read {}: {error}", path.display())),
+        Err(source) => Err(JobDirError::ReadResult { path, source }),
     }
 }
 
