@@ -161,6 +161,18 @@ struct Penalty {
     max: i128,
 }
 
+/// A soft equation's weight, counted in the residual's finer units, does
+/// not fit MiniZinc's integers.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "weight {weight} counts units of {unit}, which the residual resolves {worth} times more finely; weight × {worth} is beyond ±{INT_LIMIT}: lower the weight"
+)]
+struct WeightTooLarge {
+    weight: i64,
+    unit: f64,
+    worth: i64,
+}
+
 /// Declares the soft penalty of one equation; `None` when its weight is 0.
 /// `cut` says what the excess variable's upper bound can exclude.
 fn penalty(
@@ -169,7 +181,7 @@ fn penalty(
     residual: &Residual,
     conversion: &Conversion,
     cut: Cut,
-) -> Result<Option<Penalty>, String> {
+) -> Result<Option<Penalty>, WeightTooLarge> {
     if equation.weight == 0 {
         return Ok(None);
     }
@@ -203,10 +215,11 @@ fn penalty(
     }
     let coefficient = i128::from(equation.weight) * i128::from(conversion.worth);
     if coefficient > i128::from(INT_LIMIT) {
-        return Err(format!(
-            "weight {} counts units of {}, which the residual resolves {} times more finely; weight × {} is beyond ±{INT_LIMIT}: lower the weight",
-            equation.weight, conversion.units.unit, conversion.worth, conversion.worth
-        ));
+        return Err(WeightTooLarge {
+            weight: equation.weight,
+            unit: conversion.units.unit,
+            worth: conversion.worth,
+        });
     }
     let kept = text.interval(&Term::Id(counted.clone()));
     Ok(Some(Penalty {
