@@ -29,6 +29,7 @@ mod prompts;
 mod render;
 mod schema;
 pub mod stdio_gate;
+mod titles;
 
 use std::sync::{Arc, Mutex};
 
