@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::{
-    ARTIFACT_JOURNAL, PLANNER_STORE, cancel_on_interrupt, fail, interrupted, out, refuse, render,
-};
+use super::render;
+use super::setup::{ARTIFACT_JOURNAL, PLANNER_STORE};
+use super::terminal::{cancel_on_interrupt, fail, interrupted, out, refuse};
 use crate::artifacts::{self, Artifacts};
 use crate::cpsat::Cpsat;
 use crate::diagnostics::Category;

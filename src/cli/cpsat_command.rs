@@ -13,10 +13,29 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{fail, interrupt_signal, out, render};
+use super::args::RunCpsatArgs;
+use super::render;
+use super::terminal::{fail, interrupt_signal, out, refuse};
 use crate::cpsat::{Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource};
+use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::Progress;
 use crate::runtime::cpsat::CpsatRuntime;
+
+/// Runs `run-cpsat` as parsed: the budget is checked before the
+/// interpreter is resolved.
+pub async fn run(args: RunCpsatArgs, cpsat: impl FnOnce() -> Arc<CpsatRuntime>) -> ExitCode {
+    if let Err(error) = validate_budget("--timeout-ms", args.timeout_ms, Some(DEFAULT_TIMEOUT_MS)) {
+        return fail(&error);
+    }
+    let RunCpsatArgs {
+        script,
+        args,
+        timeout_ms,
+        seed,
+        json,
+    } = args;
+    run_cpsat(cpsat(), script, args, timeout_ms, seed, json).await
+}
 
 pub async fn run_cpsat(
     cpsat: Arc<CpsatRuntime>,
@@ -27,7 +46,7 @@ pub async fn run_cpsat(
     json: bool,
 ) -> ExitCode {
     if !script.is_file() {
-        return super::refuse(format!(
+        return refuse(format!(
             "{} is not a file; pass the path of the Python script to run",
             script.display()
         ));

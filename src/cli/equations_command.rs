@@ -3,15 +3,15 @@
 //! take and printing the same readable text (or, with `--json`, the
 //! structured result).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Args, Subcommand};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use super::{fail, interrupt_signal, out, refuse, render};
+use super::args::{EquationsArgs, EquationsCommand};
+use super::render;
+use super::terminal::{fail, interrupt_signal, out, refuse};
 use crate::diagnostics::Category;
 use crate::equations::{
     self, CorrectRequest, EquationStatus, Equations, EvaluateRequest, EvaluationStatus,
@@ -21,57 +21,6 @@ use crate::minizinc::MiniZinc;
 use crate::progress::Progress;
 use crate::runtime::Runtime;
 use crate::userfiles::text_file;
-
-/// `equations --help`'s table of exit codes (the meanings of `solve`'s).
-const EXIT_CODES: &str = "\
-Exit codes:
-  0    correct/optimize: OPTIMAL or FEASIBLE; validate: every equation is valid;
-       evaluate: every equation holds
-  1    a problem before solving: a missing runtime, a file that is not there, JSON
-       that does not match the contract, a value out of range
-  2    the command line itself is wrong
-  3    INFEASIBLE: the hard constraints contradict each other
-  4    INVALID_EQUATION: an expression does not parse or cannot be compiled
-       (validate: at least one is invalid; evaluate: one could not be computed)
-  5    UNKNOWN: no answer in time, or the solver failed
-  6    evaluate: the values break an equation, or some are missing
-  130  interrupted (Ctrl-C, SIGTERM or SIGHUP)
-
-The JSON is what the MCP tools of the same name take (correct_values,
-validate_equations, evaluate_equations, optimize_expression); see the README.";
-
-/// Check, evaluate, correct and optimise systems of equations.
-#[derive(Debug, Args)]
-#[command(after_long_help = EXIT_CODES)]
-pub struct EquationsArgs {
-    #[command(subcommand)]
-    pub command: EquationsCommand,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum EquationsCommand {
-    /// Correct observed values so they satisfy the equations (correct_values).
-    #[command(after_long_help = EXIT_CODES)]
-    Correct(FileArgs),
-    /// Check the syntax of each equation, with positions (validate_equations).
-    #[command(after_long_help = EXIT_CODES)]
-    Validate(FileArgs),
-    /// Compute both sides of each equation from given values (evaluate_equations).
-    #[command(after_long_help = EXIT_CODES)]
-    Evaluate(FileArgs),
-    /// Maximise or minimise an expression under constraints (optimize_expression).
-    #[command(after_long_help = EXIT_CODES)]
-    Optimize(FileArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct FileArgs {
-    /// The request as JSON.
-    pub file: PathBuf,
-    /// Print the structured result as JSON.
-    #[arg(long)]
-    pub json: bool,
-}
 
 const INFEASIBLE: u8 = 3;
 const INVALID: u8 = 4;

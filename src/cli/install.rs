@@ -9,7 +9,9 @@ use std::sync::Mutex;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
-use super::{RuntimeKind, refuse, render};
+use super::args::{InstallArgs, RuntimeKind};
+use super::render;
+use super::terminal::{refuse, shutdown_signal};
 use crate::runtime::cpsat;
 use crate::runtime::install::cpsat::CpsatInstallRequest;
 use crate::runtime::install::{self, ArchiveSource, InstallEvent, InstallRequest, TargetState};
@@ -25,6 +27,31 @@ pub struct InstallOptions {
     pub manifest: Option<PathBuf>,
     pub only: Option<RuntimeKind>,
     pub python: Option<PathBuf>,
+}
+
+/// Runs `install-runtime` as parsed, into `--runtime-dir` when given.
+pub async fn run(
+    args: InstallArgs,
+    runtime_dir: Option<PathBuf>,
+    settings: &Settings,
+    dirs: &UserDirs,
+) -> ExitCode {
+    let InstallArgs {
+        only,
+        python,
+        yes,
+        from_archive,
+        manifest,
+    } = args;
+    let options = InstallOptions {
+        runtime_dir,
+        yes,
+        from_archive,
+        manifest,
+        only,
+        python,
+    };
+    install_runtime(options, settings, dirs).await
 }
 
 /// Installs what was asked for (both runtimes by default); exit 1 when any
@@ -44,7 +71,7 @@ pub async fn install_runtime(
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
     tokio::spawn(async move {
-        super::shutdown_signal().await;
+        shutdown_signal().await;
         on_signal.cancel();
     });
     let interactive = std::io::stdin().is_terminal();

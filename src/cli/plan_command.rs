@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::{
-    ARTIFACT_JOURNAL, PLANNER_STORE, cancel_on_interrupt, fail, interrupted, out, refuse, render,
-};
+use super::args::PlanArgs;
+use super::render;
+use super::setup::{ARTIFACT_JOURNAL, PLANNER_STORE};
+use super::terminal::{cancel_on_interrupt, fail, interrupted, out, refuse};
 use crate::artifacts::{Artifacts, SavePlanRequest};
 use crate::cpsat::Cpsat;
 use crate::minizinc::MiniZinc;
@@ -33,6 +34,34 @@ pub enum PlanOutput {
     Table,
     Json,
     Explain,
+}
+
+/// Runs `plan` as parsed: the sample cohort, the MiniZinc data, or a plan
+/// (printed as `--json` or `--explain` ask, saved with `--save`). Only a
+/// plan needs the runtimes.
+pub async fn run(
+    args: PlanArgs,
+    resolve: impl FnOnce() -> (Arc<Runtime>, Arc<CpsatRuntime>),
+    settings: &Settings,
+    dirs: &UserDirs,
+) -> ExitCode {
+    if args.example {
+        return example();
+    }
+    if args.minizinc_data {
+        return minizinc_data(args.file);
+    }
+    let (minizinc, cpsat) = resolve();
+    let output = match (args.json, args.explain) {
+        (true, _) => PlanOutput::Json,
+        (_, true) => PlanOutput::Explain,
+        _ => PlanOutput::Table,
+    };
+    let save = args.save.map(|dir| SaveTo {
+        dir,
+        overwrite: args.overwrite,
+    });
+    plan(minizinc, cpsat, settings, dirs, args.file, output, save).await
 }
 
 pub async fn plan(

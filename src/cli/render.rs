@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
-use super::RuntimeKind;
+use super::args::RuntimeKind;
 use crate::artifacts::{ArtifactList, ReplayResult};
 use crate::cpsat::CpsatPythonResult;
 use crate::minizinc::SolveResult;

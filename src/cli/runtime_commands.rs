@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{RuntimeKind, fail, out, refuse, render};
+use super::args::RuntimeKind;
+use super::render;
+use super::terminal::{fail, out, refuse};
 use crate::runtime::cpsat::{self, CpsatRuntime};
 use crate::runtime::{self, LocationSource, Runtime, RuntimeLocation, UserDirs, config};
 

@@ -37,7 +37,11 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tokio_util::sync::CancellationToken;
 
-use super::{ARTIFACT_JOURNAL, JOB_SHUTDOWN_DEADLINE, PLANNER_STORE, refuse, shutdown_signal};
+use super::args::ServeArgs;
+use super::setup::{
+    ARTIFACT_JOURNAL, JOB_SHUTDOWN_DEADLINE, PLANNER_STORE, backend_choice, print_runtimes,
+};
+use super::terminal::{refuse, shutdown_signal};
 use crate::mcp::{JobPools, ServerSetup, SolvergateServer, Toolset};
 use crate::planner::ResultStore;
 use crate::runtime::cpsat::CpsatRuntime;
@@ -60,26 +64,6 @@ const LOOPBACK_ORIGINS: &[&str] = &[
     "https://[::1]:*",
 ];
 
-/// How `serve` is asked to listen.
-#[derive(Debug, clap::Args)]
-pub struct ServeArgs {
-    /// Serve MCP over Streamable HTTP at this address, on path /mcp
-    /// (e.g. 127.0.0.1:8765; port 0 picks a free port, printed on stderr).
-    #[arg(long, value_name = "ADDR")]
-    pub http: SocketAddr,
-    /// Which tools to advertise.
-    #[arg(long, value_enum, default_value = "core")]
-    pub toolset: Toolset,
-    /// Allow an address other than loopback; needs the bearer token in
-    /// SOLVERGATE_HTTP_TOKEN.
-    #[arg(long)]
-    pub allow_remote: bool,
-    /// Also accept requests from this browser origin, as
-    /// scheme://host[:port] (repeatable). Loopback origins are always accepted.
-    #[arg(long = "allow-origin", value_name = "ORIGIN")]
-    pub allow_origins: Vec<String>,
-}
-
 /// Runs the HTTP server until SIGTERM or SIGINT.
 pub async fn serve_http(
     runtime: Arc<Runtime>,
@@ -96,8 +80,7 @@ pub async fn serve_http(
             "--allow-origin {origin:?} is not an origin: give scheme://host or scheme://host:port, e.g. https://app.example.com"
         ));
     }
-    let job_backend = match super::backend_choice(settings.job_backend, settings, &runtime, &cpsat)
-    {
+    let job_backend = match backend_choice(settings.job_backend, settings, &runtime, &cpsat) {
         Ok(backend) => backend,
         Err(problem) => return refuse(problem),
     };
@@ -255,7 +238,7 @@ fn banner(
             ""
         }
     );
-    super::print_runtimes(runtime, cpsat);
+    print_runtimes(runtime, cpsat);
 }
 
 /// What every session's server is built from.

@@ -12,20 +12,24 @@
 // what older clients show; we keep sending it for them.
 #![allow(deprecated)]
 
+// One folder per area: its tools (`mod.rs`), arguments and text parts.
+mod artifacts;
+mod cpsat;
+mod equations;
+mod jobs;
+mod minizinc;
+mod planner;
+mod tabular;
+mod unsat;
+
+// What the areas share.
 mod args;
-mod artifact_tools;
-mod cpsat_tools;
-mod equation_tools;
-mod job_tools;
-mod minizinc_tools;
-mod planner_tools;
 mod progress;
 mod prompts;
 mod render;
 mod schema;
 pub mod stdio_gate;
-mod tabular_tools;
-mod unsat_tools;
+mod titles;
 
 use std::sync::{Arc, Mutex};
 

@@ -1,13 +1,17 @@
 //! The MiniZinc tools and the runtime introspection tools: adapters that
 //! parse arguments, call the MiniZinc service and wrap its result.
 
+pub(super) mod args;
+pub(super) mod render;
+
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
-use super::args::{self, FilesArgs, ModelArgs, NoArgs, SolveFilesArgs, SolveModelArgs};
-use super::{SolvergateServer, answer, refuse, render, reply};
+use self::args::{FilesArgs, ModelArgs, SolveFilesArgs, SolveModelArgs};
+use super::args::{NoArgs, parse, schema};
+use super::{SolvergateServer, answer, refuse, reply};
 use crate::minizinc::{CheckResult, ModelInspectionResult, SolveResult};
 use crate::runtime::{self, RuntimeStatus, SolverList};
 
@@ -15,7 +19,7 @@ use crate::runtime::{self, RuntimeStatus, SolverList};
 impl SolvergateServer {
     #[tool(
         description = "Report whether the runtimes are installed: MiniZinc (directory, binary, version, which rule chose it) and CP-SAT (the Python interpreter and its OR-Tools version). Call first when a tool fails with runtime_missing.",
-        input_schema = args::schema::<NoArgs>(),
+        input_schema = schema::<NoArgs>(),
         output_schema = schema_for_output::<RuntimeStatus>()
     )]
     async fn check_runtime(
@@ -23,7 +27,7 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        if let Err(error) = args::parse::<NoArgs>(arguments) {
+        if let Err(error) = parse::<NoArgs>(arguments) {
             return refuse(&error);
         }
         let (cancel, _link) = self.call_token(&context);
@@ -34,7 +38,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "List the solvers the MiniZinc runtime offers (id, name, version, tags) with each one's capabilities (all_solutions, free_search, parallel, random_seed, num_solutions) read from its declared flags, whether it can run here (available, with the reason when not: a MIP solver without its library), and the solver used when none is named.",
-        input_schema = args::schema::<NoArgs>(),
+        input_schema = schema::<NoArgs>(),
         output_schema = schema_for_output::<SolverList>()
     )]
     async fn list_available_solvers(
@@ -42,7 +46,7 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        if let Err(error) = args::parse::<NoArgs>(arguments) {
+        if let Err(error) = parse::<NoArgs>(arguments) {
             return refuse(&error);
         }
         let (cancel, _link) = self.call_token(&context);
@@ -52,7 +56,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Compile-check a complete MiniZinc model (and optional inline data) for a solver without solving: catches syntax, type, missing-data and unsupported-construct errors cheaply. status \"ok\" means it compiles, not that it is satisfiable. Use before solve_minizinc_model, with the same data.",
-        input_schema = args::schema::<ModelArgs>(),
+        input_schema = schema::<ModelArgs>(),
         output_schema = schema_for_output::<CheckResult>()
     )]
     async fn check_minizinc_model(
@@ -72,7 +76,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Report a MiniZinc model's interface without solving: the parameters it still needs (given any data passed), its output variables, and whether it minimises, maximises or satisfies. Use to learn what data to write before a solve.",
-        input_schema = args::schema::<ModelArgs>(),
+        input_schema = schema::<ModelArgs>(),
         output_schema = schema_for_output::<ModelInspectionResult>()
     )]
     async fn inspect_minizinc_model(
@@ -94,7 +98,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Solve a constraint satisfaction or optimisation problem — scheduling, rostering, timetabling, assignment, routing, packing, knapsack, resource allocation — written as a complete MiniZinc model (plus optional inline .dzn data and an optional solution checker) on the local runtime. Returns the solver's status, every solution as a variable map, the objective, statistics and, with a checker, a verdict per solution.",
-        input_schema = args::schema::<SolveModelArgs>(),
+        input_schema = schema::<SolveModelArgs>(),
         output_schema = schema_for_output::<SolveResult>()
     )]
     async fn solve_minizinc_model(
@@ -114,7 +118,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Compile-check a MiniZinc model file (and optional .dzn/.json data file) without solving. Runs in the model's directory so relative includes resolve. Prefer absolute paths.",
-        input_schema = args::schema::<FilesArgs>(),
+        input_schema = schema::<FilesArgs>(),
         output_schema = schema_for_output::<CheckResult>()
     )]
     async fn check_minizinc_files(
@@ -134,7 +138,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Report the interface of a MiniZinc model file (required parameters, output variables, method) without solving. Runs in the model's directory so relative includes resolve.",
-        input_schema = args::schema::<FilesArgs>(),
+        input_schema = schema::<FilesArgs>(),
         output_schema = schema_for_output::<ModelInspectionResult>()
     )]
     async fn inspect_minizinc_files(
@@ -156,7 +160,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Solve a constraint satisfaction or optimisation problem whose MiniZinc model is a local file (plus optional data file and checker file ending .mzc or .mzc.mzn). Runs in the model's directory so relative includes resolve; returns the same result as solve_minizinc_model. Prefer absolute paths.",
-        input_schema = args::schema::<SolveFilesArgs>(),
+        input_schema = schema::<SolveFilesArgs>(),
         output_schema = schema_for_output::<SolveResult>()
     )]
     async fn solve_minizinc_files(

@@ -1,13 +1,17 @@
 //! The load planner's three tools: plan a cohort, explain a stored result
 //! from its id alone, and check any narration against a stored result.
 
+mod args;
+mod render;
+
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
-use super::args::{self, ExplainArgs, PlanLoadArgs, SavePlanArgs, VerifyNarrationArgs};
-use super::{SolvergateServer, render};
+use self::args::{ExplainArgs, PlanLoadArgs, SavePlanArgs, VerifyNarrationArgs};
+use super::SolvergateServer;
+use super::args::schema;
 use crate::artifacts::SavePlanResult;
 use crate::planner::PlanResult;
 use crate::planner::explain::{self, Explanation, NarrationCheck};
@@ -16,7 +20,7 @@ use crate::planner::explain::{self, Explanation, NarrationCheck};
 impl SolvergateServer {
     #[tool(
         description = "Plan a cohort of orders: choose air, sea consolidation (LCL) or full containers (FCL) per order, price four plans (all_air, all_lcl, all_fcl, optimised) on the bundled MiniZinc model with its checker, attach an exact risk read (ETA p50/p90, chance of missing a deadline, CVaR90 of the delay), and recommend one. Returns the result verbatim with result_id (SHA-256 of the result: the same cohort gives the same id). Put it into words with explain_load_plan, never by restating figures yourself.",
-        input_schema = args::schema::<PlanLoadArgs>(),
+        input_schema = schema::<PlanLoadArgs>(),
         output_schema = schema_for_output::<PlanResult>()
     )]
     async fn plan_load(
@@ -36,7 +40,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Narrate a stored load plan from its result_id alone: a fixed template filled by key lookup (no arithmetic, no rounding), checked by the narration guard before it is returned. Quote it as given.",
-        input_schema = args::schema::<ExplainArgs>(),
+        input_schema = schema::<ExplainArgs>(),
         output_schema = schema_for_output::<Explanation>()
     )]
     async fn explain_load_plan(
@@ -64,7 +68,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Check a narration against a stored load plan: every number in the text (digit runs such as 11480.0 or 0.1246) must appear in the stored result; rounded, converted (percentages), summed or invented figures are returned as offending tokens. A lexical check: a right number under a wrong label still passes.",
-        input_schema = args::schema::<VerifyNarrationArgs>(),
+        input_schema = schema::<VerifyNarrationArgs>(),
         output_schema = schema_for_output::<NarrationCheck>()
     )]
     async fn verify_narration(
@@ -86,7 +90,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Plan a cohort and save it as an artifact (backend planner) when a plan is recommended and every feasible card was confirmed by the checker: problem.json, result.json (its SHA-256 is the result_id), the bundled model and checker, and a .solvergate-artifact.json manifest. replay_artifact plans it again and compares result ids. target_dir rules as for the other saves.",
-        input_schema = args::schema::<SavePlanArgs>(),
+        input_schema = schema::<SavePlanArgs>(),
         output_schema = schema_for_output::<SavePlanResult>()
     )]
     async fn save_load_plan(

@@ -2,20 +2,24 @@
 //! Saves re-run the model or script on the runtime before writing anything;
 //! replay checks a saved directory's files and runs it again.
 
+mod args;
+mod render;
+
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
-use super::args::{self, ReplayArgs, SaveModelArgs, SavePythonArgs};
-use super::{SolvergateServer, render};
+use self::args::{ReplayArgs, SaveModelArgs, SavePythonArgs};
+use super::SolvergateServer;
+use super::args::schema;
 use crate::artifacts::{ReplayResult, SaveVerifiedModelResult, SaveVerifiedPythonResult};
 
 #[tool_router(router = artifact_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
         description = "Save a MiniZinc model to a local directory only after re-verifying it: compile check ok, solve satisfied or optimal without timeout and, with a checker, no violation. A failed gate gives status not_verified with the check and solve results, and writes nothing. target_dir: absolute, parent exists; a non-empty one is replaced only if it is a previous save and overwrite is true. Writes the model, data, checker, problem.md, solve-result.json, experiment-log.json and a manifest with every file's sha256; replay_artifact re-runs it.",
-        input_schema = args::schema::<SaveModelArgs>(),
+        input_schema = schema::<SaveModelArgs>(),
         output_schema = schema_for_output::<SaveVerifiedModelResult>()
     )]
     async fn save_verified_minizinc_model(
@@ -39,7 +43,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Re-run a CP-SAT script and save it only when its gates pass, in order: reported (optimal or feasible, non-empty solution), expectation (objective meets a threshold: a quality gate, not an optimality proof), checker (accepted). reason is null exactly when every gate passed; saved says whether anything was written; verify_only writes nothing. Writes model.py, problem.txt, checker.py, solution.json, replay-config.json, experiment-log.json and a manifest; replay_artifact re-runs it.",
-        input_schema = args::schema::<SavePythonArgs>(),
+        input_schema = schema::<SavePythonArgs>(),
         output_schema = schema_for_output::<SaveVerifiedPythonResult>()
     )]
     async fn save_verified_cpsat_python(
@@ -61,7 +65,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Replay a saved artifact: check every file against the manifest's sha256 (a changed, missing or extra file is refused, naming it), run it again with the recorded solver, controls, seed, config, checker and expectation, and report recorded vs replayed status and objective with reproduced true or false and the reason.",
-        input_schema = args::schema::<ReplayArgs>(),
+        input_schema = schema::<ReplayArgs>(),
         output_schema = schema_for_output::<ReplayResult>()
     )]
     async fn replay_artifact(

@@ -1,20 +1,24 @@
 //! The unsat-core tools: adapters that parse arguments, call the unsat-core
 //! service and wrap its result.
 
+mod args;
+mod render;
+
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
-use super::args::{self, UnsatFilesArgs, UnsatModelArgs};
-use super::{SolvergateServer, render};
+use self::args::{UnsatFilesArgs, UnsatModelArgs};
+use super::SolvergateServer;
+use super::args::schema;
 use crate::unsat::UnsatCoreResult;
 
 #[tool_router(router = unsat_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
         description = "Find why a MiniZinc model is unsatisfiable: a set of its top-level constraint items that cannot hold together (status mus_found, with line/column spans and source text), or no_core with the reason (e.g. the model is satisfiable), error or timeout. Uses findMUS when the runtime has it, else a deletion search that re-solves without each constraint in turn (solver_calls is its cost; minimal says whether the core is proven minimal). Pass the same data as the unsatisfiable solve.",
-        input_schema = args::schema::<UnsatModelArgs>(),
+        input_schema = schema::<UnsatModelArgs>(),
         output_schema = schema_for_output::<UnsatCoreResult>()
     )]
     async fn find_unsat_core(
@@ -34,7 +38,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "find_unsat_core for a model file (and optional .dzn/.json data file): same result. Runs in the model's directory so relative includes resolve; only the entry model's top-level constraint items can be in the core. Prefer absolute paths.",
-        input_schema = args::schema::<UnsatFilesArgs>(),
+        input_schema = schema::<UnsatFilesArgs>(),
         output_schema = schema_for_output::<UnsatCoreResult>()
     )]
     async fn find_unsat_core_files(

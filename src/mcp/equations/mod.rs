@@ -3,59 +3,25 @@
 //! runtime. Adapters only: the shapes, checks and models live in
 //! [`crate::equations`].
 
+mod args;
+
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
 use super::SolvergateServer;
-use super::args::{self, IntoRequest};
-use crate::diagnostics::ToolError;
+use super::args::schema;
 use crate::equations::{
     self, CorrectRequest, CorrectionResult, EvaluateRequest, EvaluationResult, OptimizationResult,
     OptimizeRequest, ValidateRequest, ValidationResult, report,
 };
 
-impl IntoRequest for ValidateRequest {
-    type Request = ValidateRequest;
-
-    fn into_request(self) -> Result<ValidateRequest, ToolError> {
-        Ok(self)
-    }
-}
-
-impl IntoRequest for EvaluateRequest {
-    type Request = EvaluateRequest;
-
-    fn into_request(self) -> Result<EvaluateRequest, ToolError> {
-        self.validate()?;
-        Ok(self)
-    }
-}
-
-impl IntoRequest for CorrectRequest {
-    type Request = CorrectRequest;
-
-    fn into_request(self) -> Result<CorrectRequest, ToolError> {
-        self.validate()?;
-        Ok(self)
-    }
-}
-
-impl IntoRequest for OptimizeRequest {
-    type Request = OptimizeRequest;
-
-    fn into_request(self) -> Result<OptimizeRequest, ToolError> {
-        self.validate()?;
-        Ok(self)
-    }
-}
-
 #[tool_router(router = equation_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
         description = "Correct values read from a document (OCR, forms) so they satisfy known equations such as gross = quantity * rate. Variables: obs, confidence 0-1 (resistance to change), mult_factor (100 for cents), optional min/max, fixed. Equations: lhs, rhs (+ - * / % **, parentheses; (0 - x) for minus), relation ==/<=/>=, weight and tolerance in units of 1/(largest mult_factor), see equation_units. Solved exactly with MiniZinc; status OPTIMAL (never when the ±2e9 integer range could cut answers), FEASIBLE, INFEASIBLE, UNKNOWN or INVALID_EQUATION, and the corrected free values.",
-        input_schema = args::schema::<CorrectRequest>(),
+        input_schema = schema::<CorrectRequest>(),
         output_schema = schema_for_output::<CorrectionResult>()
     )]
     async fn correct_values(
@@ -77,7 +43,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Check the syntax of equations (lhs, rhs) without solving: each gets an errors list (empty when valid) naming the side, the column and the offending text. Catches unary minus/plus (write (0 - x)), non-constant or non-positive exponents of **, and syntax errors. Call before correct_values or optimize_expression.",
-        input_schema = args::schema::<ValidateRequest>(),
+        input_schema = schema::<ValidateRequest>(),
         output_schema = schema_for_output::<ValidationResult>()
     )]
     async fn validate_equations(
@@ -96,7 +62,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Evaluate equations with given values (real units): per equation passed, failed, missing_values or error (does not parse, division by zero), with actual (lhs), computed (rhs), error (the difference beyond the relation) and the tolerance applied. tolerance is in real units, or with mult_factors ({name: factor}) in correct_values' units, so both tools agree. No solver runs; use it to decide whether correct_values is needed.",
-        input_schema = args::schema::<EvaluateRequest>(),
+        input_schema = schema::<EvaluateRequest>(),
         output_schema = schema_for_output::<EvaluationResult>()
     )]
     async fn evaluate_equations(
@@ -115,7 +81,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Maximise or minimise an arithmetic expression over bounded variables (min, max, mult_factor) subject to hard constraints (must hold; contradictory ones give INFEASIBLE) and soft constraints (weight per unit of violation, in correct_values' units; subtracted from a maximised objective, added to a minimised one). Same expression syntax as correct_values. Returns status, every variable in real units and objective_value recomputed from them.",
-        input_schema = args::schema::<OptimizeRequest>(),
+        input_schema = schema::<OptimizeRequest>(),
         output_schema = schema_for_output::<OptimizationResult>()
     )]
     async fn optimize_expression(

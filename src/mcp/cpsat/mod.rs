@@ -1,16 +1,20 @@
 //! The CP-SAT Python tools: script runs, checked runs, experiments and
 //! CP-SAT jobs.
 
+mod args;
+mod render;
+
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
-use super::args::{
-    self, ExperimentArgs, JobIdArgs, NoArgs, RunCpsatArgs, RunCpsatFileArgs,
-    RunCpsatFileCheckedArgs, SubmitCpsatArgs, SubmitCpsatFileArgs,
+use self::args::{
+    ExperimentArgs, RunCpsatArgs, RunCpsatFileArgs, RunCpsatFileCheckedArgs, SubmitCpsatArgs,
+    SubmitCpsatFileArgs,
 };
-use super::{SolvergateServer, render};
+use super::SolvergateServer;
+use super::args::{JobIdArgs, NoArgs, schema};
 use crate::cpsat::{CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult};
 use crate::jobs::{CpsatPythonJobStatus, JobList};
 
@@ -18,7 +22,7 @@ use crate::jobs::{CpsatPythonJobStatus, JobList};
 impl SolvergateServer {
     #[tool(
         description = "Run a complete OR-Tools CP-SAT Python script (written by you for the user's problem) in a bounded child process and return its answer. Its last stdout line must be one JSON object {\"status\": \"optimal|feasible|infeasible|unknown|error\", \"objective\": number|null, \"solution\": {...}}; a malformed one is refused with the offending key named. Shortcut: `import solvergate` and end with `solvergate.report(solver, status, {\"x\": x, ...}, model=model)` (in a solution callback, `solvergate.report_intermediate(self, {...})`). Embed the instance; stdin is empty.",
-        input_schema = args::schema::<RunCpsatArgs>(),
+        input_schema = schema::<RunCpsatArgs>(),
         output_schema = schema_for_output::<CpsatPythonResult>()
     )]
     async fn run_cpsat_python(
@@ -40,7 +44,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Run a local OR-Tools CP-SAT Python script file (prefer an absolute path) in its own directory, with optional args (its sys.argv[1:]) and replay seed/config. Same envelope contract and result as run_cpsat_python.",
-        input_schema = args::schema::<RunCpsatFileArgs>(),
+        input_schema = schema::<RunCpsatFileArgs>(),
         output_schema = schema_for_output::<CpsatPythonResult>()
     )]
     async fn run_cpsat_python_file(
@@ -62,7 +66,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Run a local CP-SAT script file, then grade its answer with a local Python checker (payload file with problem, solution, objective, solver_status as argv[1]; last stdout line {\"status\": \"accepted|rejected|error\", \"errors\": [...]}). test_checker also grades four mutated solutions to show whether the checker rejects anything.",
-        input_schema = args::schema::<RunCpsatFileCheckedArgs>(),
+        input_schema = schema::<RunCpsatFileCheckedArgs>(),
         output_schema = schema_for_output::<CpsatPythonCheckedResult>()
     )]
     async fn run_cpsat_python_file_checked(
@@ -86,7 +90,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Run several script variants of the same CP-SAT problem (inline source or script_path each), grade them with the same gates (a usable answer, a finite objective when ranking, then an optional checker) and pick one winner by objective, status, duration, attempt order. Every attempt is validated before any runs; the call is capped at 210 s of projected wall clock.",
-        input_schema = args::schema::<ExperimentArgs>(),
+        input_schema = schema::<ExperimentArgs>(),
         output_schema = schema_for_output::<CpsatPythonExperimentResult>()
     )]
     async fn run_cpsat_python_experiment(
@@ -110,7 +114,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Start a CP-SAT Python script in the background (optionally checked by an inline checker); returns at once with a job_id. Poll get_cpsat_python_job.",
-        input_schema = args::schema::<SubmitCpsatArgs>(),
+        input_schema = schema::<SubmitCpsatArgs>(),
         output_schema = schema_for_output::<CpsatPythonJobStatus>()
     )]
     async fn submit_cpsat_python_job(
@@ -129,7 +133,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Start a local CP-SAT script file in the background, in its own directory, with optional args and a checker (inline checker or checker_path, not both). Paths are validated and resolved at submit. Poll get_cpsat_python_job.",
-        input_schema = args::schema::<SubmitCpsatFileArgs>(),
+        input_schema = schema::<SubmitCpsatFileArgs>(),
         output_schema = schema_for_output::<CpsatPythonJobStatus>()
     )]
     async fn submit_cpsat_python_file_job(
@@ -148,7 +152,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Read a CP-SAT job: state, timing, and once succeeded or timeout the full result and the checker's verdict. A job stays running through its checker phase.",
-        input_schema = args::schema::<JobIdArgs>(),
+        input_schema = schema::<JobIdArgs>(),
         output_schema = schema_for_output::<CpsatPythonJobStatus>()
     )]
     async fn get_cpsat_python_job(
@@ -167,7 +171,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "Cancel a CP-SAT job: a queued one is dropped, a running one has its processes killed. Returns when it is cancelled; idempotent.",
-        input_schema = args::schema::<JobIdArgs>(),
+        input_schema = schema::<JobIdArgs>(),
         output_schema = schema_for_output::<CpsatPythonJobStatus>()
     )]
     async fn cancel_cpsat_python_job(
@@ -186,7 +190,7 @@ impl SolvergateServer {
 
     #[tool(
         description = "List the retained CP-SAT jobs, oldest first: one summary each (id, state, timing, status, objective). get_cpsat_python_job returns a job's full result.",
-        input_schema = args::schema::<NoArgs>(),
+        input_schema = schema::<NoArgs>(),
         output_schema = schema_for_output::<JobList>()
     )]
     async fn list_cpsat_python_jobs(

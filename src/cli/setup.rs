@@ -1,0 +1,73 @@
+//! What several commands set up the same way: the per-user data dir's
+//! folders (planner results, in-progress saves), the job backend of the two
+//! MCP servers (`stdio`, `serve --http`) and their start-up banner's
+//! runtime lines.
+
+use crate::jobs::{BackendChoice, SlurmConfig};
+use crate::runtime::cpsat::CpsatRuntime;
+use crate::runtime::{self, Runtime};
+use crate::settings::{JobBackendKind, SLURM_WORKDIR_VAR, Settings};
+
+/// The per-user data dir's folder of planner results.
+pub(crate) const PLANNER_STORE: &str = "planner";
+
+/// The per-user data dir's folder recording in-progress saves.
+pub(crate) const ARTIFACT_JOURNAL: &str = "saves-in-progress";
+
+/// How long the server waits at exit for its jobs to stop.
+pub(crate) const JOB_SHUTDOWN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The job backend `kind` names, with what it needs resolved; a Slurm
+/// backend without a work directory is refused before the server starts.
+pub(crate) fn backend_choice(
+    kind: JobBackendKind,
+    settings: &Settings,
+    runtime: &Runtime,
+    cpsat: &CpsatRuntime,
+) -> Result<BackendChoice, String> {
+    match kind {
+        JobBackendKind::Local => Ok(BackendChoice::Local),
+        JobBackendKind::Slurm => {
+            let Some(workdir) = settings.slurm.workdir.clone() else {
+                return Err(format!(
+                    "the Slurm job backend needs {SLURM_WORKDIR_VAR}: an absolute path to a directory every node mounts at the same path"
+                ));
+            };
+            let worker = std::env::current_exe().map_err(|error| {
+                format!("the Slurm job backend needs this binary's path for the nodes to run, and it is unknown: {error}")
+            })?;
+            Ok(BackendChoice::Slurm(Box::new(SlurmConfig {
+                settings: settings.slurm.clone(),
+                workdir,
+                worker,
+                search_path: settings.search_path.clone(),
+                runtime_dir: runtime.location().dir.clone(),
+                cpsat_python: cpsat.python.clone(),
+                pythonpath: settings
+                    .pythonpath
+                    .as_ref()
+                    .map(|path| path.to_string_lossy().into_owned()),
+            })))
+        }
+    }
+}
+
+/// The start-up banner's runtime lines (stdio and HTTP servers), on stderr.
+pub(crate) fn print_runtimes(runtime: &Runtime, cpsat: &CpsatRuntime) {
+    let location = runtime.location();
+    eprintln!(
+        "runtime dir: {} ({})",
+        location.dir.display(),
+        location.source.describe()
+    );
+    if runtime.is_installed() {
+        eprintln!("minizinc: installed at {}", runtime.binary().display());
+    } else {
+        eprintln!("minizinc: not installed — {}", runtime::INSTALL_HINT);
+    }
+    eprintln!(
+        "cp-sat python: {} ({}); probed on first use",
+        cpsat.python.display(),
+        cpsat.source.describe_python()
+    );
+}

@@ -1,0 +1,217 @@
+//! The text parts of the MiniZinc tools and the runtime tools: runtime
+//! status, the solver list, a check, an inspection and a solve (which the
+//! job and save tools print too).
+
+use std::fmt::Write;
+
+use crate::mcp::render::{block, diagnostic_line, sandbox_line};
+use crate::minizinc::{CheckResult, ModelInspectionResult, SolveResult};
+use crate::runtime::{RuntimeStatus, SolverList};
+
+/// The printed text of the last solution in a solve's `stdout` (each
+/// solution's text ends with a `----------` line).
+fn last_solution_text(stdout: &str) -> &str {
+    const SEPARATOR: &str = "----------\n";
+    let Some(end) = stdout.rfind(SEPARATOR) else {
+        return stdout;
+    };
+    let before = &stdout[..end];
+    let start = before
+        .rfind(SEPARATOR)
+        .map_or(0, |separator| separator + SEPARATOR.len());
+    &before[start..]
+}
+
+pub fn runtime_status(status: &RuntimeStatus) -> String {
+    let mut text = match (&status.minizinc_binary, &status.minizinc_version) {
+        (Some(binary), version) => format!(
+            "MiniZinc runtime installed: {binary}{}\nRuntime dir: {} ({}){}\n",
+            version
+                .as_ref()
+                .map(|v| format!(" — {v}"))
+                .unwrap_or_default(),
+            status.runtime_dir,
+            status.source.describe(),
+            status
+                .solver_count
+                .map(|count| format!("; {count} solvers listed"))
+                .unwrap_or_default()
+        ),
+        (None, _) => format!(
+            "MiniZinc runtime not installed at {} ({}). {}\n",
+            status.runtime_dir,
+            status.source.describe(),
+            crate::runtime::INSTALL_HINT
+        ),
+    };
+    let cpsat = &status.cpsat;
+    match &cpsat.ortools_version {
+        Some(version) => {
+            let _ = writeln!(
+                text,
+                "CP-SAT runtime installed: {} (OR-Tools {version}, {})",
+                cpsat.python,
+                cpsat.source.describe_python()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                text,
+                "CP-SAT runtime not usable: {}. Run `solvergate install-runtime --only cpsat`, or adopt a Python that can import ortools with `solvergate configure-runtime --python <path>`.",
+                cpsat.problem.as_deref().unwrap_or("unknown problem")
+            );
+        }
+    }
+    text
+}
+
+pub fn solver_list(list: &SolverList) -> String {
+    let mut text = String::from("| id | name | version | runs here |\n| --- | --- | --- | --- |\n");
+    for solver in &list.solvers {
+        let runs = if solver.available {
+            "yes".to_owned()
+        } else {
+            format!(
+                "no: {}",
+                solver
+                    .unavailable_reason
+                    .as_deref()
+                    .unwrap_or("the probe failed")
+            )
+        };
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} | {runs} |",
+            solver.id, solver.name, solver.version
+        );
+    }
+    let _ = writeln!(
+        text,
+        "\nWhen you answer, copy this table with every row ({} solvers); do not drop rows, turn it into prose or group entries.",
+        list.solvers.len()
+    );
+    if let Some(default) = &list.default_solver {
+        let _ = writeln!(text, "Solver used when none is named: {default}.");
+    }
+    text.push_str("Per-solver capabilities (all_solutions, free_search, parallel, random_seed, num_solutions, std_flags) are in the structured result; ask for them if you need them.\n");
+    text.push_str("num_solutions works only on solvers that declare -n; for several optimal solutions, solve to optimality first, then re-solve with the objective fixed.\n");
+    text.push_str("A solver marked no failed a one-variable probe solve here (a MIP solver without its library, a GUI solver without a display): do not offer it.\n");
+    text
+}
+
+pub fn check(result: &CheckResult) -> String {
+    let mut text = format!(
+        "Check: {} (solver {}, {} ms){}\n",
+        result.status,
+        result.solver,
+        result.elapsed_ms,
+        if result.status == "ok" {
+            " — the model compiles; that does not mean it is satisfiable"
+        } else {
+            ""
+        }
+    );
+    diagnostic_line(&mut text, result.diagnostic.as_ref());
+    block(&mut text, "Stdout", &result.stdout, "stdout");
+    block(&mut text, "Stderr", &result.stderr, "stderr");
+    text
+}
+
+pub fn inspection(result: &ModelInspectionResult) -> String {
+    let mut text = format!(
+        "Inspection: {} (solver {}, {} ms)\n",
+        result.status, result.solver, result.elapsed_ms
+    );
+    diagnostic_line(&mut text, result.diagnostic.as_ref());
+    if let Some(interface) = &result.interface {
+        let _ = writeln!(text, "Method: {}", interface.method);
+        let names = |map: &std::collections::BTreeMap<String, _>| {
+            map.keys().cloned().collect::<Vec<String>>().join(", ")
+        };
+        if interface.required_parameters.is_empty() {
+            text.push_str("Required parameters: none (the data is complete)\n");
+        } else {
+            let _ = writeln!(
+                text,
+                "Required parameters: {}",
+                names(&interface.required_parameters)
+            );
+        }
+        let _ = writeln!(
+            text,
+            "Output variables: {}",
+            names(&interface.output_variables)
+        );
+    }
+    block(&mut text, "Stderr", &result.stderr, "stderr");
+    text
+}
+
+pub fn solve(result: &SolveResult) -> String {
+    let mut text = format!(
+        "Status: {}\nSolver: {}\nElapsed: {} ms\n",
+        result.status, result.solver, result.elapsed_ms
+    );
+    if let Some(objective) = &result.objective {
+        let _ = writeln!(text, "Objective: {objective}");
+    }
+    if result.solutions.len() > 1 {
+        let _ = writeln!(text, "Solutions: {}", result.solutions.len());
+    }
+    sandbox_line(&mut text, result.sandbox.as_ref());
+    diagnostic_line(&mut text, result.diagnostic.as_ref());
+    if let Some(checker) = &result.checker {
+        let violations = checker.checks.iter().filter(|c| c.violation).count();
+        let _ = writeln!(
+            text,
+            "Checker: {} ({}; {} check(s), {violations} violation(s))",
+            checker.verdict,
+            checker.status,
+            checker.checks.len()
+        );
+        if let Some(reason) = &checker.reason {
+            let _ = writeln!(text, "Not verified: {reason}");
+        }
+    }
+    match result.solutions.len() {
+        0 | 1 => block(&mut text, "Solution output", &result.stdout, "stdout"),
+        count => {
+            let title = format!(
+                "Solution output (the last of {count}; every solution's text is in `stdout`, its values in `solutions`)"
+            );
+            block(
+                &mut text,
+                &title,
+                last_solution_text(&result.stdout),
+                "stdout",
+            );
+        }
+    }
+    block(&mut text, "Stderr", &result.stderr, "stderr");
+    if !result.statistics.is_empty() {
+        text.push_str("Statistics:\n");
+        for (key, value) in &result.statistics {
+            let _ = writeln!(text, "  {key}: {value}");
+        }
+        text.push_str(
+            "When you answer, include the Statistics section as given; do not omit it.\n",
+        );
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_solution_is_read_off_the_separators() {
+        let stdout = "x = 1\n----------\nx = 2\ny\n----------\n==========\n";
+        assert_eq!(last_solution_text(stdout), "x = 2\ny\n");
+        assert_eq!(last_solution_text("x = 1\n----------\n"), "x = 1\n");
+        assert_eq!(
+            last_solution_text("=====UNSATISFIABLE=====\n"),
+            "=====UNSATISFIABLE=====\n"
+        );
+    }
+}

@@ -1,0 +1,90 @@
+//! The arguments of the load planner's tools: plan, explain, verify a
+//! narration, save.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::artifacts::SavePlanRequest;
+use crate::diagnostics::ToolError;
+use crate::mcp::args::IntoRequest;
+use crate::planner::LoadProblem;
+
+/// Arguments of `plan_load`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanLoadArgs {
+    /// The cohort: orders (id, pallets with length/width/height cm, weight
+    /// kg, count, stackable; deadline_days), rates (air, lcl, fcl with
+    /// container types), optional delays per mode and policy. `solvergate
+    /// plan --example` prints a complete one.
+    pub problem: LoadProblem,
+}
+
+impl IntoRequest for PlanLoadArgs {
+    type Request = LoadProblem;
+
+    fn into_request(self) -> Result<LoadProblem, ToolError> {
+        self.problem.validate()?;
+        Ok(self.problem)
+    }
+}
+
+/// Arguments of `explain_load_plan`: the id, and nothing else.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainArgs {
+    /// A result_id from plan_load.
+    pub result_id: String,
+}
+
+impl IntoRequest for ExplainArgs {
+    type Request = String;
+
+    fn into_request(self) -> Result<String, ToolError> {
+        Ok(self.result_id)
+    }
+}
+
+/// Arguments of `verify_narration`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyNarrationArgs {
+    /// The text to check, in any words.
+    pub narration: String,
+    /// The result_id the narration speaks about.
+    pub result_id: String,
+}
+
+impl IntoRequest for VerifyNarrationArgs {
+    type Request = (String, String);
+
+    fn into_request(self) -> Result<(String, String), ToolError> {
+        Ok((self.narration, self.result_id))
+    }
+}
+
+/// Arguments of `save_load_plan`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SavePlanArgs {
+    /// The cohort, as for plan_load.
+    pub problem: LoadProblem,
+    /// Absolute path of the directory to create or replace.
+    pub target_dir: String,
+    /// Replace a previous solvergate save in target_dir.
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+impl IntoRequest for SavePlanArgs {
+    type Request = SavePlanRequest;
+
+    fn into_request(self) -> Result<SavePlanRequest, ToolError> {
+        self.problem.validate()?;
+        Ok(SavePlanRequest {
+            problem: self.problem,
+            target_dir: self.target_dir,
+            overwrite: self.overwrite,
+        })
+    }
+}

@@ -1,0 +1,134 @@
+//! The text parts of the load planner's tools: a plan, its explanation, a
+//! narration check, a save.
+
+use std::fmt::Write;
+
+use crate::artifacts::SavePlanResult;
+use crate::mcp::render::{diagnostic_line, saved_files};
+use crate::planner::PlanResult;
+use crate::planner::explain::{Explanation, NarrationCheck};
+
+pub fn load_plan(result: &PlanResult) -> String {
+    let plan = &result.result;
+    let mut text = format!(
+        "Load plan {} ({} cards, solved by {}); recommended: {}\n",
+        result.result_id,
+        plan.cards.len(),
+        plan.solver,
+        plan.recommended
+            .as_deref()
+            .unwrap_or("none (no feasible card)")
+    );
+    for card in &plan.cards {
+        let marker = if card.recommended {
+            " (recommended)"
+        } else {
+            ""
+        };
+        let _ = write!(text, "- {}{marker}: {}", card.name, card.status);
+        if let Some(reason) = &card.infeasible_reason {
+            let _ = write!(text, " — {reason}");
+        }
+        if let Some(cost) = &card.cost {
+            let _ = write!(
+                text,
+                "; cost {} (air {}, lcl {}, fcl {})",
+                cost.total, cost.air, cost.lcl, cost.fcl
+            );
+        }
+        if !card.modes.is_empty() {
+            let counts: Vec<String> = crate::planner::Mode::ALL
+                .iter()
+                .filter_map(|mode| {
+                    let orders = card.modes.values().filter(|each| *each == mode).count();
+                    (orders > 0).then(|| format!("{orders} {}", mode.as_str()))
+                })
+                .collect();
+            let _ = write!(text, "; orders: {}", counts.join(", "));
+        }
+        if !card.containers.is_empty() {
+            let containers: Vec<String> = card.containers.iter().map(ToString::to_string).collect();
+            let _ = write!(text, "; containers: {}", containers.join(", "));
+        }
+        if let Some(fill) = card.fill_rate {
+            let _ = write!(text, "; fill rate {fill}");
+        }
+        if let Some(miss) = card.miss_probability {
+            let _ = write!(text, "; miss probability {miss}");
+        }
+        if !card.within_policy {
+            text.push_str("; outside policy");
+        }
+        if let Some(checker) = &card.checker {
+            let _ = write!(text, "; checker: {checker}");
+        }
+        text.push('\n');
+    }
+    for (mode, read) in &plan.modes {
+        let _ = writeln!(
+            text,
+            "Mode {mode}: ETA p50 {} d, p90 {} d, CVaR90 delay {} d ({} delays)",
+            read.eta_p50_days, read.eta_p90_days, read.cvar90_delay_days, read.delay_source
+        );
+    }
+    for packing in &plan.packing {
+        let _ = write!(
+            text,
+            "Packing {}: {} container(s), fill rate {}",
+            packing.container_type, packing.containers, packing.fill_rate
+        );
+        if !packing.unplaceable.is_empty() {
+            let _ = write!(
+                text,
+                "; fits no {}: {}",
+                packing.container_type,
+                packing.unplaceable.join(", ")
+            );
+        }
+        text.push('\n');
+    }
+    for note in &plan.notes {
+        let _ = writeln!(text, "Note: {note}");
+    }
+    text.push_str(
+        "Each order's mode and each shipment are in the structured result; \
+         explain_load_plan puts the figures into words.\n",
+    );
+    text
+}
+
+pub fn explanation(explanation: &Explanation) -> String {
+    let mut text = explanation.narration.clone();
+    if !explanation.check.ok {
+        let _ = writeln!(
+            text,
+            "Guard: offending tokens {}",
+            explanation.check.offending.join(", ")
+        );
+    }
+    text
+}
+
+pub fn narration_check(check: &NarrationCheck) -> String {
+    if check.ok {
+        format!(
+            "Every number in the narration ({} token(s)) appears in the stored result.\n",
+            check.tokens_checked
+        )
+    } else {
+        format!(
+            "Rejected: {} of {} numeric token(s) are not in the stored result: {}\n",
+            check.offending.len(),
+            check.tokens_checked,
+            check.offending.join(", ")
+        )
+    }
+}
+
+pub fn saved_plan(result: &SavePlanResult) -> String {
+    let mut text = format!("Save: {} — {}\n", result.status, result.message);
+    diagnostic_line(&mut text, result.diagnostic.as_ref());
+    let _ = writeln!(text, "Result id: {}", result.result_id);
+    saved_files(&mut text, &result.files);
+    text
+}

@@ -1,0 +1,83 @@
+//! The arguments of the two unsat-core tools (inline model and on disk).
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::diagnostics::ToolError;
+use crate::mcp::args::{IntoRequest, default_timeout_ms};
+use crate::minizinc::Sources;
+use crate::unsat::UnsatCoreRequest;
+
+/// Arguments of `find_unsat_core`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnsatModelArgs {
+    /// The complete MiniZinc model that proved unsatisfiable. Must not be
+    /// empty.
+    pub model: String,
+    /// Optional inline data (`.dzn` text): the same data the unsatisfiable
+    /// solve used.
+    #[serde(default)]
+    pub data: Option<String>,
+    /// Solver for solvergate's deletion search (id, short name or tag).
+    /// Omitted: findMUS when the runtime has it, else the solve tools'
+    /// default. Naming a solver runs the deletion search with it; naming
+    /// findMUS itself (`org.minizinc.findmus`) runs findMUS.
+    #[serde(default)]
+    pub solver: Option<String>,
+    /// Budget of the whole search in milliseconds, shared by all its solver
+    /// runs; must be strictly positive.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: i64,
+}
+
+impl IntoRequest for UnsatModelArgs {
+    type Request = UnsatCoreRequest;
+
+    fn into_request(self) -> Result<UnsatCoreRequest, ToolError> {
+        Ok(UnsatCoreRequest {
+            sources: Sources::Inline {
+                model: self.model,
+                data: self.data,
+                checker: None,
+            },
+            solver: self.solver,
+            timeout_ms: self.timeout_ms,
+        })
+    }
+}
+
+/// Arguments of `find_unsat_core_files`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnsatFilesArgs {
+    /// Path of a local `.mzn` file; prefer an absolute path. Runs in the
+    /// model's directory so relative includes resolve.
+    pub model_path: String,
+    /// Optional path of a `.dzn` or `.json` data file.
+    #[serde(default)]
+    pub data_path: Option<String>,
+    /// Solver for the deletion search; omitted: findMUS when the runtime
+    /// has it, else the solve tools' default.
+    #[serde(default)]
+    pub solver: Option<String>,
+    /// Budget of the whole search in milliseconds; strictly positive.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: i64,
+}
+
+impl IntoRequest for UnsatFilesArgs {
+    type Request = UnsatCoreRequest;
+
+    fn into_request(self) -> Result<UnsatCoreRequest, ToolError> {
+        Ok(UnsatCoreRequest {
+            sources: Sources::Files {
+                model_path: self.model_path,
+                data_path: self.data_path,
+                checker_path: None,
+            },
+            solver: self.solver,
+            timeout_ms: self.timeout_ms,
+        })
+    }
+}
