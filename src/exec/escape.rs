@@ -36,6 +36,15 @@
 //! environment): the warm sweep kills the forker's tag too, sparing only the
 //! forker itself.
 //!
+//! Not exact either: the cut at the exit is taken when we *see* the exit
+//! (tokio's wait returning, a warm forker's answer), some time after the
+//! kernel closed the child's files. An escapee woken by that close (a pipe
+//! end only the child held) can write in between — one wrote 4 MB in a
+//! test — and its bytes count as the child's. If it is still alive at the
+//! sweep it is counted in `escaped` (a checker is then an error); one that
+//! wrote and exited at once is only a zombie orphan, reaped without being
+//! counted, since a zombie no longer shows its environment or files.
+//!
 //! What a maintainer must not break: nothing but a stray is ever reaped
 //! here, and a stray scan never runs while a fork is between `fork` and
 //! [`spawned`] (the guard from [`spawning`]).

@@ -14,9 +14,15 @@
 //! async worker thread; only the drop guard sweeps synchronously, since a
 //! drop cannot wait.
 //!
+//! Processes that leave the child's session (`setsid`) are killed with its
+//! tree ([`escape`]), and when the child exits by itself only what the tree
+//! wrote until that moment is its output ([`pipes`] for the pipes, the
+//! file lengths at the exit for capture files): later bytes are counted in
+//! [`RunOutput::late_output_bytes`], escapees in [`RunOutput::escaped`].
+//!
 //! What this module does not do: interpret output. It hands back text and
-//! facts (`return_code`, `timed_out`, `truncated`, `elapsed_ms`); services
-//! decide what they mean.
+//! facts (`return_code`, `timed_out`, `truncated`, `elapsed_ms`, what was
+//! left behind); services decide what they mean.
 
 pub mod escape;
 mod forker;
