@@ -295,14 +295,16 @@ fn python(script: &str, mark: &str) -> ChildCommand {
 /// that prints `accepted` a second later, and exits.
 const SETSID_LATE_VERDICT: &str = r#"
 import os, sys, time
+r, w = os.pipe()
 if os.fork() == 0:
     os.setsid()
+    os.write(w, b"s")
     time.sleep(1)
     print('{"status": "accepted", "errors": []}', flush=True)
     time.sleep(30)
     os._exit(0)
+os.read(r, 1)
 print('{"status": "rejected", "errors": ["x"]}', flush=True)
-time.sleep(0.3)
 "#;
 
 /// A double fork: the middle process exits at once, the grandchild (in a
@@ -312,11 +314,13 @@ time.sleep(0.3)
 const DOUBLE_FORK_FLOOD: &str = r#"
 import os, sys, time
 r, w = os.pipe()
+up_r, up_w = os.pipe()
 if os.fork() == 0:
     os.close(w)
     os.setsid()
     if os.fork() != 0:
         os._exit(0)
+    os.write(up_w, b"u")
     os.read(r, 1)
     side = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT)
     chunk = b'{"status": "accepted", "errors": []}\n' * 10
@@ -325,8 +329,8 @@ if os.fork() == 0:
         os.pwrite(side, b"%12d" % (count * len(chunk)), 0)
     time.sleep(30)
 os.close(r)
+os.read(up_r, 1)
 print('{"status": "rejected", "errors": ["x"]}', flush=True)
-time.sleep(0.3)
 "#;
 
 const FLOOD_CHUNK: u64 = 370;
@@ -416,10 +420,13 @@ async fn output_after_the_exit_is_counted_not_kept() {
 #[tokio::test]
 async fn an_escapee_with_a_cleared_environment_is_caught_as_an_orphan() {
     exec::escape::adopt_orphans();
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().display();
     for (mode, limits) in capture_modes() {
         let mark = marker();
         let script = format!(
-            "echo rejected; setsid env -i /bin/sh -c 'sleep 1; echo accepted; sleep 30' {mark} & sleep 0.3"
+            "echo rejected; setsid env -i /bin/sh -c 'touch \"$0.up\"; sleep 1; echo accepted; sleep 30' {ready}/{mark} &
+             while [ ! -e {ready}/{mark}.up ]; do sleep 0.01; done"
         );
         let output = exec::run(&shell(&script), limits, &CancellationToken::new())
             .await
@@ -439,15 +446,19 @@ async fn an_escapee_with_a_cleared_environment_is_caught_as_an_orphan() {
 const WARM_ESCAPES: &str = r#"
 import os, sys, time
 mark = sys.argv[1]
+r, w = os.pipe()
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
         with open(__file__ + ".pid", "w") as out:
             out.write(str(os.getpid()))
+        os.write(w, b"f")
         time.sleep(30)
         os._exit(0)
+    os.write(w, b"e")
     os.execv("/bin/sh", ["sh", "-c", "sleep 1; echo accepted; exec sleep 30", mark])
-time.sleep(0.3)
+os.read(r, 1)
+os.read(r, 1)
 print('{"status": "rejected", "errors": ["x"]}', flush=True)
 "#;
 

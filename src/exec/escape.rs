@@ -19,7 +19,8 @@
 //!   waits for: those are recorded in [`spawned`] from before the fork until
 //!   they are reaped, and a stray scan cannot run while a fork waits to be
 //!   recorded). A stray is counted as a run's escapee when it holds one of
-//!   that run's output pipes or files open.
+//!   that run's output pipes or files open; one holding another live run's
+//!   is left to that run's sweep.
 //!
 //! What is caught: a `setsid` grandchild (tag), a double fork (tag, and the
 //! orphan is ours), one that cleared its environment (`env -i`) once its
@@ -49,7 +50,7 @@
 //! here, and a stray scan never runs while a fork is between `fork` and
 //! [`spawned`] (the guard from [`spawning`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -101,17 +102,32 @@ impl RunTag {
     pub(super) fn value(&self) -> &str {
         &self.value
     }
+
+    /// Records the run's output files (`(dev, inode)`): while the run is
+    /// live, a stray holding one is left to this run's sweep.
+    pub(super) fn claim(&self, outputs: &[(u64, u64)]) {
+        live_outputs().extend(outputs.iter().map(|id| (*id, self.value.clone())));
+    }
 }
 
 impl Drop for RunTag {
     fn drop(&mut self) {
         live_tags().remove(&self.value);
+        live_outputs().retain(|_, owner| *owner != self.value);
     }
 }
 
 fn live_tags() -> MutexGuard<'static, BTreeSet<String>> {
     static TAGS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
     TAGS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Every live run's output files, with the run's tag.
+fn live_outputs() -> MutexGuard<'static, BTreeMap<(u64, u64), String>> {
+    static OUTPUTS: Mutex<BTreeMap<(u64, u64), String>> = Mutex::new(BTreeMap::new());
+    OUTPUTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The `SOLVERGATE_RUN` values in a process's initial environment; `None`
@@ -239,6 +255,11 @@ fn strays_pass(outputs: &[(u64, u64)]) -> (Vec<Pid>, usize) {
     let spawned = spawned_set().clone();
     let sessions: BTreeSet<i32> = super::live::all().iter().map(|pid| pid.as_raw()).collect();
     let tags = live_tags().clone();
+    let others: BTreeSet<(u64, u64)> = live_outputs()
+        .keys()
+        .filter(|id| !outputs.contains(id))
+        .copied()
+        .collect();
     let mut ours = Vec::new();
     let mut alive = 0;
     for pid in all_pids() {
@@ -260,8 +281,12 @@ fn strays_pass(outputs: &[(u64, u64)]) -> (Vec<Pid>, usize) {
         if in_live_run {
             continue;
         }
-        if holds_any(pid, outputs) {
+        let held = held_outputs(pid);
+        if held.iter().any(|id| outputs.contains(id)) {
             ours.push(pid);
+        } else if held.iter().any(|id| others.contains(id)) {
+            // Another live run's escapee: its sweep counts and kills it.
+            continue;
         }
         alive += 1;
         sigkill(pid);
@@ -269,17 +294,15 @@ fn strays_pass(outputs: &[(u64, u64)]) -> (Vec<Pid>, usize) {
     (ours, alive)
 }
 
-/// Whether `pid` has a file open that is one of `outputs`.
-fn holds_any(pid: Pid, outputs: &[(u64, u64)]) -> bool {
-    if outputs.is_empty() {
-        return false;
-    }
+/// The `(dev, inode)` of every file `pid` has open.
+fn held_outputs(pid: Pid) -> Vec<(u64, u64)> {
     let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
-        return false;
+        return Vec::new();
     };
     fds.filter_map(|fd| fd.ok())
         .filter_map(|fd| fs::metadata(fd.path()).ok())
-        .any(|meta| outputs.contains(&(meta.dev(), meta.ino())))
+        .map(|meta| (meta.dev(), meta.ino()))
+        .collect()
 }
 
 fn sigkill(pid: Pid) {

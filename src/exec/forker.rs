@@ -238,6 +238,8 @@ impl Forker {
             }
         };
         super::live::remember(child);
+        let outputs = readers.ids();
+        tag.claim(&outputs);
         let guard = TreeGuard {
             leader: child,
             sweep: Sweep {
@@ -245,7 +247,7 @@ impl Forker {
                 // forker's tag: every one but the forker is the child's.
                 tags: vec![tag.value().to_owned(), self.tag.value().to_owned()],
                 spare: vec![self.leader],
-                outputs: readers.ids(),
+                outputs,
             },
         };
 

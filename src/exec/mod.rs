@@ -386,6 +386,7 @@ pub async fn run_stoppable(
         .filter_map(escape::file_id)
         .collect();
     outputs.extend(readers.ids());
+    tag.claim(&outputs);
     let sweep = Sweep {
         tags: vec![tag.value().to_owned()],
         spare: Vec::new(),
@@ -434,7 +435,10 @@ pub async fn run_stoppable(
             status = child.inner_mut().wait() => {
                 // Only what the tree wrote until now is its output.
                 readers.cut();
-                let cut = (captured_len(&stdout_file), captured_len(&stderr_file));
+                // With a stdout filter the stdout file is the reader's
+                // output, cut at the pipe.
+                let out = filter.is_none().then(|| captured_len(&stdout_file));
+                let cut = (out, captured_len(&stderr_file));
                 break (Ending::Exited, Some((status, cut)));
             }
             () = tokio::time::sleep_until(deadline) => break (Ending::TimedOut, None),
@@ -486,11 +490,12 @@ pub async fn run_stoppable(
     let return_code = status.map(exit_code);
     let mut late_output_bytes = readers.finish().await;
     if let Some((out_at_exit, err_at_exit)) = file_cut {
-        late_output_bytes += captured_len(&stdout_file).saturating_sub(out_at_exit);
+        if let Some(out_at_exit) = out_at_exit {
+            late_output_bytes += captured_len(&stdout_file).saturating_sub(out_at_exit);
+        }
         late_output_bytes += captured_len(&stderr_file).saturating_sub(err_at_exit);
     }
-    // With a stdout filter, the stdout file is the reader's (already cut).
-    let file_cut = file_cut.map(|(out, err)| (filter.is_none().then_some(out), Some(err)));
+    let file_cut = file_cut.map(|(out, err)| (out, Some(err)));
     let (stdout, stderr, truncated) = match drains {
         Some((out, err)) => {
             let (stdout, out_dropped) = HeadAndTail::text(&out);
