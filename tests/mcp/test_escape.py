@@ -4,7 +4,8 @@ checker that prints `rejected` and leaves a `setsid` grandchild to print
 environment, sandboxed); a script whose escaped grandchild prints a second
 envelope after the script exited keeps its own envelope (cold and warm);
 a duplicate key in a verdict or an envelope is an error naming the key; and
-no escapee is left alive after any of them.
+no escapee is left alive after any of them, nor after a SIGKILL of the
+server.
 
 Escapees carry a unique word in their command line (`sh -c … <mark>`), so a
 /proc scan finds them even when they cleared the environment marker.
@@ -12,14 +13,17 @@ Escapees carry a unique word in their command line (`sh -c … <mark>`), so a
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 import uuid
 from pathlib import Path
 
 import anyio
 import pytest
 
-from cpsat_helpers import cpsat_server, leftover_marked_async, write
-from helpers import all_procs, call_ok, describe, zombie_children
+from cpsat_helpers import cpsat_env, cpsat_server, leftover_marked_async, write
+from helpers import RawServer, all_procs, call_ok, describe, zombie_children
 
 pytestmark = pytest.mark.anyio
 
@@ -167,3 +171,28 @@ async def test_a_duplicate_key_in_an_envelope_is_an_envelope_error_naming_it(har
         diagnostic = result["diagnostic"]
         assert diagnostic["details"]["field"] == field, diagnostic
         assert "more than once" in diagnostic["message"], diagnostic
+
+
+def test_a_tagged_escapee_dies_with_a_sigkilled_server(harness):
+    """SIGKILL gives the server no chance to sweep: its watchdog kills every
+    process that carries the server's run-tag prefix, also one that left its
+    run's session while the run was still going."""
+    word = mark()
+    escape = f"setsid sh -c 'sleep 300; true' {word} &"
+    script = f"import subprocess, time\nsubprocess.Popen({escape!r}, shell=True)\ntime.sleep(60)\n"
+    env, _marker = cpsat_env(harness, SOLVERGATE_CPSAT_WARM="0")
+    server = RawServer([harness.binary, "stdio", "--toolset", "full"], env, harness.scratch("escape-kill") / "stderr.txt")
+    try:
+        server.initialize()
+        server.request("tools/call", {"name": "run_cpsat_python", "arguments": {"source": script}})
+        deadline = time.monotonic() + 20
+        while not with_mark(word) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert with_mark(word), "the escapee never started"
+        os.kill(server.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while with_mark(word) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert with_mark(word) == [], "the escapee outlived the server"
+    finally:
+        server.stop()
