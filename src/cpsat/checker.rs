@@ -27,6 +27,7 @@ use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, ChildCommand, Ending, Limits};
 use crate::sha256_hex;
 use crate::userfiles::{off_thread, text_file};
+use crate::verdict::Verdict;
 
 /// Where a checker comes from.
 #[derive(Debug, Clone)]
@@ -152,6 +153,7 @@ pub async fn run_checker(
     }
     let mut report = CheckerReport {
         status: "error".to_owned(),
+        verdict: Verdict::Error,
         errors: Vec::new(),
         details: Map::new(),
         message: None,
@@ -193,6 +195,24 @@ pub async fn run_checker(
         (Ok(_), Some(_)) => {}
         (Err(message), _) => report.message = Some(message),
     }
+    // Silence is its own verdict: the checker exited 0, alone, and its
+    // last line is not even an attempt at a JSON verdict.
+    let silent = run.ending == Ending::Exited
+        && run.return_code == Some(0)
+        && exec::left_behind_in_words(&run).is_none()
+        && !run
+            .stdout
+            .lines()
+            .map(str::trim)
+            .rfind(|line| !line.is_empty())
+            .is_some_and(|line| line.starts_with('{'));
+    report.verdict = match report.status.as_str() {
+        "accepted" => Verdict::Accepted,
+        "rejected" => Verdict::Rejected,
+        "timeout" => Verdict::Timeout,
+        _ if silent => Verdict::NoVerdict,
+        _ => Verdict::Error,
+    };
     Ok(report)
 }
 
@@ -200,6 +220,7 @@ pub async fn run_checker(
 pub(crate) fn error_report(message: String) -> CheckerReport {
     CheckerReport {
         status: "error".to_owned(),
+        verdict: Verdict::Error,
         errors: Vec::new(),
         details: Map::new(),
         message: Some(message),
@@ -212,11 +233,11 @@ pub(crate) fn error_report(message: String) -> CheckerReport {
     }
 }
 
-/// A checker's verdict: status, errors, details.
-pub(crate) type Verdict = (String, Vec<Value>, Map<String, Value>);
+/// A checker's verdict line: status, errors, details.
+pub(crate) type VerdictLine = (String, Vec<Value>, Map<String, Value>);
 
 /// Reads the last non-empty stdout line as the verdict.
-pub(crate) fn parse_verdict(stdout: &str) -> Result<Verdict, String> {
+pub(crate) fn parse_verdict(stdout: &str) -> Result<VerdictLine, String> {
     let line = stdout
         .lines()
         .map(str::trim)

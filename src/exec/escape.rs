@@ -42,9 +42,13 @@
 //! kernel closed the child's files. An escapee woken by that close (a pipe
 //! end only the child held) can write in between — one wrote 4 MB in a
 //! test — and its bytes count as the child's. If it is still alive at the
-//! sweep it is counted in `escaped` (a checker is then an error); one that
-//! wrote and exited at once is only a zombie orphan, reaped without being
-//! counted, since a zombie no longer shows its environment or files.
+//! sweep it is counted in `escaped` (a checker is then an error). One that
+//! wrote and exited at once is only a zombie orphan of ours by then, which
+//! no longer shows its environment or files: a stray zombie outside every
+//! live session that died on its own (not by our SIGKILL) is counted in
+//! `escaped` of every live run that started before it was born
+//! ([`note_died_alone`]) — on the safe side, since whose it was cannot be
+//! read any more.
 //!
 //! What a maintainer must not break: nothing but a stray is ever reaped
 //! here, and a stray scan never runs while a fork is between `fork` and
@@ -59,7 +63,7 @@ use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill};
-use nix::sys::wait::{WaitPidFlag, waitpid};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 /// The environment variable that tags a run's processes.
@@ -95,7 +99,11 @@ pub(super) struct RunTag {
 impl RunTag {
     pub(super) fn new() -> RunTag {
         let value = format!("{}{}", server_prefix(), uuid::Uuid::new_v4().simple());
-        live_tags().insert(value.clone());
+        let run = LiveRun {
+            started: now_ticks(),
+            died_alone: 0,
+        };
+        live_runs().insert(value.clone(), run);
         RunTag { value }
     }
 
@@ -112,14 +120,60 @@ impl RunTag {
 
 impl Drop for RunTag {
     fn drop(&mut self) {
-        live_tags().remove(&self.value);
+        live_runs().remove(&self.value);
         live_outputs().retain(|_, owner| *owner != self.value);
     }
 }
 
-fn live_tags() -> MutexGuard<'static, BTreeSet<String>> {
-    static TAGS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
-    TAGS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// A live run, as the stray scans see it.
+#[derive(Debug)]
+struct LiveRun {
+    /// When its tag was made, in clock ticks since boot (the clock of a
+    /// process's start time in `/proc/PID/stat`).
+    started: u64,
+    /// Escapees that may be this run's and that died before any sweep saw
+    /// them alive (see [`note_died_alone`]).
+    died_alone: u32,
+}
+
+/// Every live run, by tag.
+fn live_runs() -> MutexGuard<'static, BTreeMap<String, LiveRun>> {
+    static RUNS: Mutex<BTreeMap<String, LiveRun>> = Mutex::new(BTreeMap::new());
+    RUNS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Now, in clock ticks since boot; 0 if the clock cannot be read (every
+/// run then counts as started before any escapee: the safe side).
+fn now_ticks() -> u64 {
+    let ticks_per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .and_then(|ticks| u64::try_from(ticks).ok())
+        .unwrap_or(100);
+    fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|text| text.split_whitespace().next()?.parse::<f64>().ok())
+        .map_or(0, |seconds| (seconds * ticks_per_second as f64) as u64)
+}
+
+/// A stray that left every live session and died on its own (not by our
+/// SIGKILL) before a sweep saw it: an escapee that may have written into a
+/// run's output between that run's exit and its cut, then vanished. Which
+/// run it came from can no longer be read (a zombie shows no environment or
+/// files), so every live run that started before it was born counts it:
+/// a checker among them is then not trusted. The error is on the safe
+/// side — a run beside a misbehaving one may be refused, never one that
+/// should not be trusted accepted.
+fn note_died_alone(born: Option<u64>) {
+    count_died_alone(&mut live_runs(), born);
+}
+
+fn count_died_alone(runs: &mut BTreeMap<String, LiveRun>, born: Option<u64>) {
+    for run in runs.values_mut() {
+        if born.is_none_or(|born| run.started <= born.saturating_add(1)) {
+            run.died_alone = run.died_alone.saturating_add(1);
+        }
+    }
 }
 
 /// Every live run's output files, with the run's tag.
@@ -254,7 +308,7 @@ fn strays_pass(outputs: &[(u64, u64)]) -> (Vec<Pid>, usize) {
     let me = Pid::this().as_raw();
     let spawned = spawned_set().clone();
     let sessions: BTreeSet<i32> = super::live::all().iter().map(|pid| pid.as_raw()).collect();
-    let tags = live_tags().clone();
+    let tags: BTreeSet<String> = live_runs().keys().cloned().collect();
     let others: BTreeSet<(u64, u64)> = live_outputs()
         .keys()
         .filter(|id| !outputs.contains(id))
@@ -271,7 +325,14 @@ fn strays_pass(outputs: &[(u64, u64)]) -> (Vec<Pid>, usize) {
             continue;
         }
         if matches!(stat.state, 'Z' | 'X') {
-            let _ = waitpid(pid, Some(WaitPidFlag::WNOHANG));
+            // Read before the reap takes the /proc entry away.
+            let outside = !sessions.contains(&stat.session);
+            let born = start_time(pid);
+            let status = waitpid(pid, Some(WaitPidFlag::WNOHANG));
+            let ours_killed = matches!(status, Ok(WaitStatus::Signaled(_, Signal::SIGKILL, _)));
+            if outside && !ours_killed && status.is_ok() {
+                note_died_alone(born);
+            }
             continue;
         }
         // A live run's own process (an orphan still in its session, or
@@ -364,8 +425,16 @@ pub(super) fn kill_escapees(
     // The strays killed on the last pass are reaped by the next sweep's;
     // give the kernel a moment and reap what is dead now.
     strays_pass(&[]);
+    // The run's own tag comes first; a warm forker's, which outlives many
+    // runs, does not make this run's escapees.
+    let died_alone = tags
+        .first()
+        .and_then(|tag| live_runs().get(*tag).map(|run| run.died_alone))
+        .unwrap_or(0);
     Escaped {
-        count: u32::try_from(killed.len()).unwrap_or(u32::MAX),
+        count: u32::try_from(killed.len())
+            .unwrap_or(u32::MAX)
+            .saturating_add(died_alone),
     }
 }
 
@@ -408,10 +477,27 @@ mod tests {
         assert_ne!(one.value(), two.value());
         assert!(one.value().starts_with(server_prefix()));
         assert!(server_prefix().starts_with(&format!("{}.", std::process::id())));
-        assert!(live_tags().contains(one.value()));
+        assert!(live_runs().contains_key(one.value()));
         let value = one.value().to_owned();
         drop(one);
-        assert!(!live_tags().contains(&value));
+        assert!(!live_runs().contains_key(&value));
+    }
+
+    #[test]
+    fn an_escapee_that_died_alone_counts_for_the_runs_started_before_it() {
+        let run = |started| LiveRun {
+            started,
+            died_alone: 0,
+        };
+        let mut runs: BTreeMap<String, LiveRun> =
+            [("early".to_owned(), run(100)), ("late".to_owned(), run(500))].into();
+        count_died_alone(&mut runs, Some(200));
+        let count = |runs: &BTreeMap<String, LiveRun>, tag: &str| runs[tag].died_alone;
+        assert_eq!((count(&runs, "early"), count(&runs, "late")), (1, 0));
+        // Unknown birth: every live run counts it.
+        count_died_alone(&mut runs, None);
+        assert_eq!((count(&runs, "early"), count(&runs, "late")), (2, 1));
+        assert!(now_ticks() > 0, "the boot clock is readable here");
     }
 
     #[test]
