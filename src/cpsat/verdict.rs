@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 use super::envelope::{self, Envelope};
-use super::results::CpsatPythonResult;
+use super::results::{CheckerReport, CpsatPythonResult};
 use crate::diagnostics::{Category, Diagnostic};
 use crate::exec::{self, Ending, RunOutput};
 
@@ -250,22 +250,30 @@ fn adopt(result: &mut CpsatPythonResult, reported: Envelope) {
 }
 
 /// The diagnostic of a checked run: a run timeout wins, else a checker
-/// that did not accept, else the run's own.
+/// whose verdict is not `accepted`, else the run's own.
 pub fn checked_diagnostic(
     run: &CpsatPythonResult,
-    checker_status: Option<&str>,
+    checker: Option<&CheckerReport>,
 ) -> Option<Diagnostic> {
     if run.status == "timeout" {
         return run.diagnostic.clone();
     }
-    match checker_status {
-        Some(status) if status != "accepted" => Some(
-            Diagnostic::new(
-                Category::CheckerFailed,
-                format!("the checker reported {status}"),
+    match checker {
+        Some(report) if !report.verdict.is_accepted() => {
+            let why = report
+                .message
+                .as_deref()
+                .map(|message| format!(": {message}"))
+                .unwrap_or_default();
+            Some(
+                Diagnostic::new(
+                    Category::CheckerFailed,
+                    format!("the checker's verdict is {}{why}", report.verdict),
+                )
+                .with_detail("checker_status", Value::String(report.status.clone()))
+                .with_detail("checker_verdict", report.verdict.as_str()),
             )
-            .with_detail("checker_status", Value::String(status.to_owned())),
-        ),
+        }
         _ => run.diagnostic.clone(),
     }
 }
@@ -399,16 +407,23 @@ mod tests {
     #[test]
     fn checker_verdicts_compose() {
         let clean = script_result(run(Ending::Exited, Some(0), GOOD), 1000);
-        assert!(checked_diagnostic(&clean, Some("accepted")).is_none());
+        let report = |verdict: crate::verdict::Verdict| CheckerReport {
+            status: verdict.as_str().to_owned(),
+            verdict,
+            ..super::super::checker::error_report(String::new())
+        };
+        let accepted = report(crate::verdict::Verdict::Accepted);
+        let rejected = report(crate::verdict::Verdict::Rejected);
+        assert!(checked_diagnostic(&clean, Some(&accepted)).is_none());
         assert_eq!(
-            checked_diagnostic(&clean, Some("rejected"))
+            checked_diagnostic(&clean, Some(&rejected))
                 .unwrap()
                 .category,
             Category::CheckerFailed
         );
         let timeout = script_result(run(Ending::TimedOut, None, GOOD), 1000);
         assert_eq!(
-            checked_diagnostic(&timeout, Some("rejected"))
+            checked_diagnostic(&timeout, Some(&rejected))
                 .unwrap()
                 .category,
             Category::TimeoutWithIncumbent

@@ -489,8 +489,11 @@ mod tests {
             started,
             died_alone: 0,
         };
-        let mut runs: BTreeMap<String, LiveRun> =
-            [("early".to_owned(), run(100)), ("late".to_owned(), run(500))].into();
+        let mut runs: BTreeMap<String, LiveRun> = [
+            ("early".to_owned(), run(100)),
+            ("late".to_owned(), run(500)),
+        ]
+        .into();
         count_died_alone(&mut runs, Some(200));
         let count = |runs: &BTreeMap<String, LiveRun>, tag: &str| runs[tag].died_alone;
         assert_eq!((count(&runs, "early"), count(&runs, "late")), (1, 0));
