@@ -78,3 +78,59 @@ fn run_cpsat_outcomes() {
         assert_eq!(output.status.code(), Some(code), "{name}");
     }
 }
+
+/// One checker per verdict, each reading the answer's `x` from the payload.
+const CHECKERS: &[(&str, &str, i32)] = &[
+    (
+        "accepted",
+        "import json, sys\nx = json.load(open(sys.argv[1]))['solution']['x']\nprint(json.dumps({'status': 'accepted' if x <= 4 else 'rejected', 'errors': [] if x <= 4 else ['x > 4']}))\n",
+        0,
+    ),
+    (
+        "rejected",
+        "import json, sys\nprint(json.dumps({'status': 'rejected', 'errors': ['x must be odd']}))\n",
+        6,
+    ),
+    (
+        "error",
+        "import json, sys\nx = json.load(open(sys.argv[1]))['solution']['y']\n",
+        6,
+    ),
+    (
+        "no_verdict",
+        "print('looks fine to me')\n",
+        6,
+    ),
+    (
+        "duplicate_key",
+        "print('{\"status\": \"rejected\", \"status\": \"accepted\", \"errors\": []}')\n",
+        6,
+    ),
+    ("timeout", "import time\ntime.sleep(30)\n", 6),
+];
+
+#[test]
+fn run_cpsat_with_a_checker_exits_6_unless_it_accepts() {
+    let home = tempfile::tempdir().unwrap();
+    let script = home.path().join("cap.py");
+    std::fs::write(&script, SCRIPT).unwrap();
+    let script = script.to_str().unwrap();
+    for (verdict, source, code) in CHECKERS {
+        let checker = home.path().join(format!("{verdict}.py"));
+        std::fs::write(&checker, source).unwrap();
+        let args = vec![
+            "run-cpsat",
+            script,
+            "--timeout-ms",
+            "3000",
+            "--checker",
+            checker.to_str().unwrap(),
+            "--",
+            "4",
+        ];
+        let output = run(&home, &args);
+        let name = format!("run_cpsat_checker_{verdict}");
+        snapshot(&name, &home, &output);
+        assert_eq!(output.status.code(), Some(*code), "{name}");
+    }
+}

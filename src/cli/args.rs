@@ -76,8 +76,8 @@ pub enum Command {
     /// Run an OR-Tools CP-SAT Python script under the same contract as the
     /// MCP tools: its last stdout line is a JSON envelope {"status",
     /// "objective", "solution"}. Exit 0 optimal/feasible, 3 infeasible, 4 the
-    /// script failed or broke the contract, 5 no answer in time, 130
-    /// interrupted.
+    /// script failed or broke the contract, 5 no answer in time, 6 the
+    /// --checker did not accept the answer, 130 interrupted.
     RunCpsat(RunCpsatArgs),
     /// Check a saved artifact's files against its manifest and run it again
     /// as it was verified. Exit 0 reproduced, 4 files changed since the
@@ -152,6 +152,14 @@ pub struct RunCpsatArgs {
     /// Replay seed, passed as SOLVERGATE_CPSAT_SEED.
     #[arg(long, allow_negative_numbers = true)]
     pub seed: Option<i64>,
+    /// A Python checker run on the answer (it gets the payload file as
+    /// argv[1] and prints {"status": "accepted"|"rejected"|"error", ...} as
+    /// its last line); exit 6 when its verdict is not accepted.
+    #[arg(long, value_name = "CHECKER.py")]
+    pub checker: Option<PathBuf>,
+    /// The instance the checker validates against (a file, passed as text).
+    #[arg(long, value_name = "FILE", requires = "checker")]
+    pub problem: Option<PathBuf>,
     /// Print the full result as JSON.
     #[arg(long)]
     pub json: bool,

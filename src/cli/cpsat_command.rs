@@ -2,12 +2,16 @@
 //! terminal under the same envelope contract and limits as the MCP tools,
 //! and print its answer.
 //!
+//! With `--checker`, the answer is graded by a Python checker under the
+//! tools' checker protocol, and only an `accepted` verdict keeps exit 0.
+//!
 //! Exit codes: 0 optimal or feasible; 1 a problem before running (no
 //! interpreter, no such file); 3 infeasible; 4 the script failed or broke
 //! the envelope contract; 5 no answer in time (timeout or unknown, nothing
-//! found); 130 interrupted (Ctrl-C, SIGTERM or SIGHUP; the script is killed).
+//! found); 6 the checker did not accept the answer (rejected, error, no
+//! verdict, timeout); 130 interrupted (Ctrl-C, SIGTERM or SIGHUP; the
+//! script is killed).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -16,7 +20,9 @@ use tokio_util::sync::CancellationToken;
 use super::args::RunCpsatArgs;
 use super::render;
 use super::terminal::{fail, interrupt_signal, out, refuse};
-use crate::cpsat::{Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource};
+use crate::cpsat::{
+    CheckedRequest, CheckerSource, Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource,
+};
 use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::Progress;
 use crate::runtime::cpsat::CpsatRuntime;
@@ -32,25 +38,27 @@ pub async fn run(args: RunCpsatArgs, cpsat: impl FnOnce() -> Arc<CpsatRuntime>) 
         args,
         timeout_ms,
         seed,
+        checker,
+        problem,
         json,
     } = args;
-    run_cpsat(cpsat(), script, args, timeout_ms, seed, json).await
-}
-
-pub async fn run_cpsat(
-    cpsat: Arc<CpsatRuntime>,
-    script: PathBuf,
-    args: Vec<String>,
-    timeout_ms: i64,
-    seed: Option<i64>,
-    json: bool,
-) -> ExitCode {
     if !script.is_file() {
         return refuse(format!(
             "{} is not a file; pass the path of the Python script to run",
             script.display()
         ));
     }
+    let problem =
+        match problem.map(|path| std::fs::read_to_string(&path).map_err(|error| (path, error))) {
+            None => None,
+            Some(Ok(text)) => Some(text),
+            Some(Err((path, error))) => {
+                return refuse(format!(
+                    "--problem {} cannot be read: {error}",
+                    path.display()
+                ));
+            }
+        };
     let request = ScriptRequest {
         source: ScriptSource::File(script.to_string_lossy().into_owned()),
         args,
@@ -64,21 +72,49 @@ pub async fn run_cpsat(
         interrupt_signal().await;
         on_signal.cancel();
     });
-    let service = Cpsat::new(cpsat);
-    let result = match service.run(&request, &Progress::none(), &cancel).await {
-        Ok(result) => result,
-        Err(_) if cancel.is_cancelled() => {
-            eprintln!("solvergate: interrupted; the script was stopped");
-            return ExitCode::from(130);
+    let service = Cpsat::new(cpsat());
+    let interrupted = || {
+        eprintln!("solvergate: interrupted; the script was stopped");
+        ExitCode::from(130)
+    };
+    let Some(checker) = checker else {
+        let result = match service.run(&request, &Progress::none(), &cancel).await {
+            Ok(result) => result,
+            Err(_) if cancel.is_cancelled() => return interrupted(),
+            Err(error) => return fail(&error),
+        };
+        if json {
+            out(&format!("{}\n", render::json(&result)));
+        } else {
+            out(&render::cpsat_run(&result));
         }
+        return ExitCode::from(exit_code(&result));
+    };
+    let checked = CheckedRequest {
+        script: request,
+        checker: CheckerSource::File(checker.to_string_lossy().into_owned()),
+        problem,
+        checker_timeout_ms: None,
+        test_checker: false,
+    };
+    let result = match service
+        .run_checked(&checked, &Progress::none(), &cancel)
+        .await
+    {
+        Ok(result) => result,
+        Err(_) if cancel.is_cancelled() => return interrupted(),
         Err(error) => return fail(&error),
     };
     if json {
         out(&format!("{}\n", render::json(&result)));
     } else {
-        out(&render::cpsat_run(&result));
+        out(&render::cpsat_checked(&result));
     }
-    ExitCode::from(exit_code(&result))
+    let refused = result
+        .checker
+        .as_ref()
+        .is_some_and(|report| !report.verdict.is_accepted());
+    ExitCode::from(if refused { 6 } else { exit_code(&result.run) })
 }
 
 fn exit_code(result: &CpsatPythonResult) -> u8 {

@@ -339,6 +339,37 @@ pub fn cpsat_run(result: &CpsatPythonResult) -> String {
     text
 }
 
+/// A checked CP-SAT run: the run, then the checker's verdict and why.
+pub fn cpsat_checked(result: &crate::cpsat::CpsatPythonCheckedResult) -> String {
+    let mut text = cpsat_run(&result.run);
+    match (&result.checker, &result.checker_skipped_reason) {
+        (Some(report), _) => {
+            let why = match (&report.message, report.errors.is_empty()) {
+                (Some(message), _) => format!(" — {message}"),
+                (None, false) => format!(
+                    " — {}",
+                    report
+                        .errors
+                        .iter()
+                        .map(|error| match error {
+                            serde_json::Value::String(text) => text.clone(),
+                            other => other.to_string(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+                (None, true) => String::new(),
+            };
+            let _ = writeln!(text, "\nchecker:   {}{why}", report.verdict);
+        }
+        (None, Some(reason)) => {
+            let _ = writeln!(text, "\nchecker:   not run — {reason}");
+        }
+        (None, None) => {}
+    }
+    text
+}
+
 /// `sandbox:   landlock enforced, network enforced`, when it was on.
 fn sandbox_line(text: &mut String, sandbox: Option<&crate::exec::SandboxReport>) {
     if let Some(sandbox) = sandbox {
