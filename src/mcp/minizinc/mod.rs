@@ -97,7 +97,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Solve a constraint satisfaction or optimisation problem — scheduling, rostering, timetabling, assignment, routing, packing, knapsack, resource allocation — written as a complete MiniZinc model (plus optional inline .dzn data and an optional solution checker) on the local runtime. Returns the solver's status, every solution as a variable map, the objective, statistics and, with a checker, a verdict per solution.",
+        description = "Solve a constraint satisfaction or optimisation problem — scheduling, rostering, timetabling, assignment, routing, packing, knapsack, resource allocation — written as a complete MiniZinc model (plus optional inline .dzn data and an optional solution checker) on the local runtime. Returns the solver's status, every solution as a variable map, the objective, statistics and, with a checker (it must print CORRECT or INCORRECT: why), a verdict per solution.",
         input_schema = schema::<SolveModelArgs>(),
         output_schema = schema_for_output::<SolveResult>()
     )]
