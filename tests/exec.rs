@@ -271,3 +271,249 @@ fn stat_field(pid: i32, index: usize) -> Option<i32> {
     let after = &stat[stat.rfind(')')? + 1..];
     after.split_whitespace().nth(index)?.parse().ok()
 }
+
+// --- processes that leave the session ---
+
+/// The three ways a run reads its child's stdout: capture files, pipes
+/// into a head and tail, a pipe through a line filter.
+fn capture_modes() -> [(&'static str, Limits); 3] {
+    fn keep(line: &str) -> Option<String> {
+        line.starts_with("never").then(String::new)
+    }
+    [
+        ("files", limits(20_000)),
+        ("head and tail", limits(20_000).keep_head_and_tail()),
+        ("filter", limits(20_000).filter_stdout(keep)),
+    ]
+}
+
+fn python(script: &str, mark: &str) -> ChildCommand {
+    ChildCommand::new("/usr/bin/python3").args(["-c", script, mark])
+}
+
+/// Prints `rejected`, leaves a `setsid` grandchild (argv carries the mark)
+/// that prints `accepted` a second later, and exits.
+const SETSID_LATE_VERDICT: &str = r#"
+import os, sys, time
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    os.write(w, b"s")
+    time.sleep(1)
+    print('{"status": "accepted", "errors": []}', flush=True)
+    time.sleep(30)
+    os._exit(0)
+os.read(r, 1)
+print('{"status": "rejected", "errors": ["x"]}', flush=True)
+"#;
+
+/// A double fork: the middle process exits at once, the grandchild (in a
+/// session of its own, orphaned) waits for the leader's end (its pipe
+/// closes) and writes 300 chunks as fast as it can, noting in a side file
+/// (argv[2]) how many bytes it wrote, then waits to be killed.
+const DOUBLE_FORK_FLOOD: &str = r#"
+import os, sys, time
+r, w = os.pipe()
+up_r, up_w = os.pipe()
+if os.fork() == 0:
+    os.close(w)
+    os.setsid()
+    if os.fork() != 0:
+        os._exit(0)
+    os.write(up_w, b"u")
+    os.read(r, 1)
+    side = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT)
+    chunk = b'{"status": "accepted", "errors": []}\n' * 10
+    for count in range(1, 301):
+        os.write(1, chunk)
+        os.pwrite(side, b"%12d" % (count * len(chunk)), 0)
+    time.sleep(30)
+os.close(r)
+os.read(up_r, 1)
+print('{"status": "rejected", "errors": ["x"]}', flush=True)
+"#;
+
+const FLOOD_CHUNK: u64 = 370;
+
+#[tokio::test]
+async fn a_setsid_grandchild_is_killed_and_its_late_verdict_never_read() {
+    exec::escape::adopt_orphans();
+    for (mode, limits) in capture_modes() {
+        let mark = marker();
+        let started = Instant::now();
+        let output = exec::run(
+            &python(SETSID_LATE_VERDICT, &mark),
+            limits,
+            &CancellationToken::new(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(output.ending, Ending::Exited, "{mode}");
+        assert_eq!(output.return_code, Some(0), "{mode}");
+        assert_eq!(
+            output.stdout, "{\"status\": \"rejected\", \"errors\": [\"x\"]}\n",
+            "{mode}"
+        );
+        assert!(output.escaped >= 1, "{mode}: {output:?}");
+        assert_eq!(
+            output.late_output_bytes, 0,
+            "{mode}: killed before it wrote"
+        );
+        assert!(
+            processes_with(&mark).is_empty(),
+            "{mode}: the escapee survived"
+        );
+        assert!(
+            started.elapsed() < Duration::from_millis(900),
+            "{mode}: the run waited for the escapee ({:?})",
+            started.elapsed()
+        );
+    }
+}
+
+/// Every byte the tree wrote is either kept (written before the exit) or
+/// counted late, never both: the cut is exact. (How many are late depends
+/// on how soon the escapee runs after the exit.)
+#[tokio::test]
+async fn output_after_the_exit_is_counted_not_kept() {
+    exec::escape::adopt_orphans();
+    let dir = tempfile::tempdir().unwrap();
+    for (mode, limits) in capture_modes() {
+        let mark = marker();
+        let side = dir.path().join(format!("{}.count", mode.replace(' ', "-")));
+        let command = ChildCommand::new("/usr/bin/python3").args([
+            std::ffi::OsStr::new("-c"),
+            DOUBLE_FORK_FLOOD.as_ref(),
+            mark.as_ref(),
+            side.as_os_str(),
+        ]);
+        let output = exec::run(&command, limits, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(output.ending, Ending::Exited, "{mode}");
+        let verdict = "{\"status\": \"rejected\", \"errors\": [\"x\"]}\n";
+        assert!(output.stdout.starts_with(verdict), "{mode}");
+        assert!(!output.truncated, "{mode}");
+        let flooded: u64 = std::fs::read_to_string(&side)
+            .unwrap_or_default()
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        let written = verdict.len() as u64 + flooded;
+        let seen = output.stdout.len() as u64 + output.late_output_bytes;
+        assert!(
+            written <= seen && seen <= written + FLOOD_CHUNK,
+            "{mode}: wrote {written} (+ at most one chunk), kept {} + late {}",
+            output.stdout.len(),
+            output.late_output_bytes
+        );
+        assert!(output.escaped >= 1, "{mode}");
+        assert!(
+            processes_with(&mark).is_empty(),
+            "{mode}: the flood survived"
+        );
+    }
+}
+
+/// An escapee that clears its environment carries no run tag: once its
+/// parent is gone it is ours (the subreaper), and holds our output.
+#[tokio::test]
+async fn an_escapee_with_a_cleared_environment_is_caught_as_an_orphan() {
+    exec::escape::adopt_orphans();
+    let dir = tempfile::tempdir().unwrap();
+    let ready = dir.path().display();
+    for (mode, limits) in capture_modes() {
+        let mark = marker();
+        let script = format!(
+            "echo rejected; setsid env -i /bin/sh -c 'touch \"$0.up\"; sleep 1; echo accepted; sleep 30' {ready}/{mark} &
+             while [ ! -e {ready}/{mark}.up ]; do sleep 0.01; done"
+        );
+        let output = exec::run(&shell(&script), limits, &CancellationToken::new())
+            .await
+            .unwrap();
+        assert_eq!(output.stdout, "rejected\n", "{mode}");
+        assert!(output.escaped >= 1, "{mode}: {output:?}");
+        assert!(
+            processes_with(&mark).is_empty(),
+            "{mode}: the escapee survived"
+        );
+    }
+}
+
+/// In a warm child: a `setsid` grandchild that forks without exec (it
+/// carries the forker's environment) and one that execs a shell (it
+/// carries the child's), which prints a verdict a second later.
+const WARM_ESCAPES: &str = r#"
+import os, sys, time
+mark = sys.argv[1]
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        with open(__file__ + ".pid", "w") as out:
+            out.write(str(os.getpid()))
+        os.write(w, b"f")
+        time.sleep(30)
+        os._exit(0)
+    os.write(w, b"e")
+    os.execv("/bin/sh", ["sh", "-c", "sleep 1; echo accepted; exec sleep 30", mark])
+os.read(r, 1)
+os.read(r, 1)
+print('{"status": "rejected", "errors": ["x"]}', flush=True)
+"#;
+
+/// A warm forker's child that leaves its session is caught the same way,
+/// also when it forks without exec (it then carries the forker's tag).
+#[tokio::test]
+async fn a_warm_childs_escapee_is_killed_and_its_late_output_never_read() {
+    exec::escape::adopt_orphans();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("escape.py");
+    std::fs::write(&script, WARM_ESCAPES).unwrap();
+    let mut forker = exec::Forker::start(
+        std::path::Path::new("/usr/bin/python3"),
+        &["json"],
+        &[],
+        &[],
+        Duration::from_secs(20),
+    )
+    .await
+    .unwrap();
+    let forker_pid = forker.pid();
+    for _ in 0..2 {
+        let mark = marker();
+        let command = ChildCommand::new("/usr/bin/python3")
+            .arg("-u")
+            .arg(&script)
+            .arg(&mark);
+        let output = forker
+            .run(
+                &command,
+                limits(20_000).keep_head_and_tail(),
+                &CancellationToken::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(output.ending, Ending::Exited);
+        assert_eq!(
+            output.stdout,
+            "{\"status\": \"rejected\", \"errors\": [\"x\"]}\n"
+        );
+        assert!(output.escaped >= 2, "{output:?}");
+        assert!(
+            processes_with(&mark).is_empty(),
+            "the warm child's escapee survived"
+        );
+        let forked: i32 = std::fs::read_to_string(format!("{}.pid", script.display()))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(
+            is_dead(forked),
+            "the escapee that forked without exec survived"
+        );
+        assert!(forker.is_healthy(), "the forker itself was spared");
+        assert_eq!(forker.pid(), forker_pid);
+    }
+}

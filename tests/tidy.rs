@@ -29,8 +29,9 @@ const SERVICES: &[&str] = &[
 ];
 
 /// Which sibling services each service may import (ARCHITECTURE.md,
-/// "Service arrows"). `minizinc`, `cpsat` and `tabular` stand alone; the
-/// others build on the two runtimes; `artifacts` saves and replays every
+/// "Service arrows"). `minizinc`, `cpsat` and `tabular` stand alone;
+/// `planner`, `unsat` and `equations` build on `minizinc`, `jobs` on both
+/// runtimes; `artifacts` saves and replays every
 /// kind of result, so it also reads portfolio results (`jobs`) and load
 /// plans (`planner`). A service missing here may import no sibling.
 const SERVICE_ARROWS: &[(&str, &[&str])] = &[
@@ -38,9 +39,9 @@ const SERVICE_ARROWS: &[(&str, &[&str])] = &[
     ("cpsat", &[]),
     ("tabular", &[]),
     ("jobs", &["minizinc", "cpsat"]),
-    ("planner", &["minizinc", "cpsat"]),
-    ("unsat", &["minizinc", "cpsat"]),
-    ("equations", &["minizinc", "cpsat"]),
+    ("planner", &["minizinc"]),
+    ("unsat", &["minizinc"]),
+    ("equations", &["minizinc"]),
     ("artifacts", &["minizinc", "cpsat", "jobs", "planner"]),
 ];
 

@@ -249,11 +249,15 @@ impl Artifacts {
                 .cpsat
                 .check(checker, problem, solution, run, checker_ms, cancel)
                 .await?;
-            let accepted = report.status == "accepted" && report.errors.is_empty();
-            if !accepted {
+            if !report.verdict.is_accepted() {
+                let why = report
+                    .message
+                    .as_deref()
+                    .map(|message| format!(": {message}"))
+                    .unwrap_or_default();
                 gates.reason = Some(format!(
-                    "checker gate: the checker said {} with {} error(s)",
-                    report.status,
+                    "checker gate: the checker's verdict is {} with {} error(s){why}",
+                    report.verdict,
                     report.errors.len()
                 ));
             } else {

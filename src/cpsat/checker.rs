@@ -4,8 +4,14 @@
 //! `solution`, `objective`, `solver_status` — and must print as its last
 //! stdout line one JSON object `{"status": "accepted"|"rejected"|"error",
 //! "errors": [...], "details": {...}}`. Anything else (a non-zero exit, a
-//! timeout, a cut-off output, no such line, `accepted` with errors) is
-//! normalised to `error` or `timeout`; a checker never fails the call.
+//! timeout, a cut-off output, no such line, `accepted` with errors, a
+//! duplicate key in the verdict line) is normalised to `error` or
+//! `timeout`; a checker never fails the call.
+//!
+//! Only what the checker wrote before it exited is read (the executor cuts
+//! there), and a checker whose tree left processes behind — one that left
+//! its session, or output after the exit — is `error` whatever it printed:
+//! an escaped process is how a verdict gets forged after the fact.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,10 +22,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::results::CheckerReport;
 use super::script::{parent_of, scratch_dir, write};
+use super::strict_json::Refusal;
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, ChildCommand, Ending, Limits};
 use crate::sha256_hex;
 use crate::userfiles::{off_thread, text_file};
+use crate::verdict::Verdict;
 
 /// Where a checker comes from.
 #[derive(Debug, Clone)]
@@ -145,6 +153,7 @@ pub async fn run_checker(
     }
     let mut report = CheckerReport {
         status: "error".to_owned(),
+        verdict: Verdict::Error,
         errors: Vec::new(),
         details: Map::new(),
         message: None,
@@ -168,14 +177,42 @@ pub async fn run_checker(
     } else {
         parse_verdict(&run.stdout)
     };
-    match verdict {
-        Ok((status, errors, details)) => {
+    match (verdict, exec::left_behind_in_words(&run)) {
+        (Ok((status, errors, details)), None) => {
             report.status = status;
             report.errors = errors;
             report.details = details;
         }
-        Err(message) => report.message = Some(message),
+        (verdict, Some(left)) if report.status != "timeout" => {
+            let printed = match verdict {
+                Ok((status, ..)) => format!("its verdict before it exited was {status:?}"),
+                Err(why) => why,
+            };
+            report.message = Some(format!(
+                "the checker's processes outlived it: {left}; a checker must exit with everything it started, so its verdict is not trusted ({printed})"
+            ));
+        }
+        (Ok(_), Some(_)) => {}
+        (Err(message), _) => report.message = Some(message),
     }
+    // Silence is its own verdict: the checker exited 0, alone, and its
+    // last line is not even an attempt at a JSON verdict.
+    let silent = run.ending == Ending::Exited
+        && run.return_code == Some(0)
+        && exec::left_behind_in_words(&run).is_none()
+        && !run
+            .stdout
+            .lines()
+            .map(str::trim)
+            .rfind(|line| !line.is_empty())
+            .is_some_and(|line| line.starts_with('{'));
+    report.verdict = match report.status.as_str() {
+        "accepted" => Verdict::Accepted,
+        "rejected" => Verdict::Rejected,
+        "timeout" => Verdict::Timeout,
+        _ if silent => Verdict::NoVerdict,
+        _ => Verdict::Error,
+    };
     Ok(report)
 }
 
@@ -183,6 +220,7 @@ pub async fn run_checker(
 pub(crate) fn error_report(message: String) -> CheckerReport {
     CheckerReport {
         status: "error".to_owned(),
+        verdict: Verdict::Error,
         errors: Vec::new(),
         details: Map::new(),
         message: Some(message),
@@ -195,18 +233,24 @@ pub(crate) fn error_report(message: String) -> CheckerReport {
     }
 }
 
-/// A checker's verdict: status, errors, details.
-pub(crate) type Verdict = (String, Vec<Value>, Map<String, Value>);
+/// A checker's verdict line: status, errors, details.
+pub(crate) type VerdictLine = (String, Vec<Value>, Map<String, Value>);
 
 /// Reads the last non-empty stdout line as the verdict.
-pub(crate) fn parse_verdict(stdout: &str) -> Result<Verdict, String> {
+pub(crate) fn parse_verdict(stdout: &str) -> Result<VerdictLine, String> {
     let line = stdout
         .lines()
         .map(str::trim)
         .rfind(|line| !line.is_empty())
         .ok_or("the checker printed nothing; its last line must be a JSON verdict")?;
-    let Ok(Value::Object(mut verdict)) = serde_json::from_str::<Value>(line) else {
-        return Err("the checker's last line is not a JSON object".to_owned());
+    let mut verdict = match super::strict_json::parse(line) {
+        Ok(Value::Object(verdict)) => verdict,
+        Err(Refusal::Duplicate(key)) => {
+            return Err(format!(
+                "the checker's verdict names the key {key} more than once; a verdict must say one thing"
+            ));
+        }
+        _ => return Err("the checker's last line is not a JSON object".to_owned()),
     };
     let status = match verdict.get("status").and_then(Value::as_str) {
         Some(status @ ("accepted" | "rejected" | "error")) => status.to_owned(),
@@ -253,9 +297,21 @@ mod tests {
             "{\"status\": \"accepted\", \"errors\": [\"but\"]}",
             "{\"status\": \"rejected\", \"errors\": \"x\"}",
             "[1, 2]",
+            "{\"status\": \"rejected\", \"status\": \"accepted\", \"errors\": []}",
+            "{\"status\": \"accepted\", \"errors\": [], \"details\": {\"a\": 1, \"a\": 2}}",
         ] {
             assert!(parse_verdict(garbage).is_err(), "{garbage:?}");
         }
+    }
+
+    #[test]
+    fn a_duplicate_key_names_the_key() {
+        let error =
+            parse_verdict("{\"status\": \"rejected\", \"status\": \"accepted\"}").unwrap_err();
+        assert!(error.contains("the key status more than once"), "{error}");
+        let error = parse_verdict("{\"status\": \"accepted\", \"details\": {\"n\": 1, \"n\": 1}}")
+            .unwrap_err();
+        assert!(error.contains(r#"details["n"]"#), "{error}");
     }
 
     #[test]

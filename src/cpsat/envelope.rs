@@ -25,6 +25,9 @@
 //!   skipped, so the answer may be the last intermediate envelope.
 //! - judge the solution: values are kept as the script printed them; only
 //!   the envelope's shape and the finiteness of its numbers are checked.
+//! - accept a key twice in one object, at any depth: such a line is a
+//!   candidate whose [`Rejection`] names the key's path (serde_json alone
+//!   would keep the last of the two).
 //! - accept numbers serde_json cannot hold (e.g. `1e400`) or nesting deeper
 //!   than serde_json's recursion limit (128): such a line does not parse,
 //!   so it is skipped like any other non-JSON line.
@@ -42,6 +45,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 use serde_json::{Map, Number, Value};
+
+use super::strict_json::Refusal;
 
 /// The five statuses a script may report, in the order rejections list them.
 pub const STATUSES: [&str; 5] = ["optimal", "feasible", "infeasible", "unknown", "error"];
@@ -110,8 +115,12 @@ pub fn parse_line(line: &str) -> Option<Result<Envelope, Rejection>> {
             Some(sentinels),
         )
     };
-    match serde_json::from_str::<Value>(&text) {
+    match super::strict_json::parse(&text) {
         Ok(Value::Object(object)) => Some(check(object, sentinels.as_ref())),
+        Err(Refusal::Duplicate(field)) => Some(Err(Rejection::new(
+            field,
+            "the key appears more than once in the envelope; each key must appear once",
+        ))),
         _ => None,
     }
 }
@@ -522,6 +531,34 @@ mod tests {
     }
 
     const VALID: &str = r#"{"status": "optimal", "objective": 42.0, "solution": {"x": 3, "y": 7}, "best_objective_bound": 42.0}"#;
+
+    #[test]
+    fn a_duplicate_key_is_a_rejection_naming_it_not_a_skipped_line() {
+        let earlier = format!("{VALID}\n");
+        let cases = [
+            (
+                r#"{"status": "infeasible", "status": "optimal", "objective": 1, "solution": {}}"#,
+                "status",
+            ),
+            (
+                r#"{"status": "optimal", "objective": 1, "solution": {"x": 1, "x": 2}}"#,
+                r#"solution["x"]"#,
+            ),
+            (
+                r#"{"status": "optimal", "objective": NaN, "objective": 2, "solution": {}}"#,
+                "objective",
+            ),
+            (
+                r#"{"status": "optimal", "objective": 1, "solution": {"t": [{"s": 1, "s": 1}]}}"#,
+                r#"solution["t"][0]["s"]"#,
+            ),
+        ];
+        for (line, field) in cases {
+            let rejection = rejected(&format!("{earlier}{line}\n"));
+            assert_eq!(rejection.field, field, "{line}");
+            assert!(rejection.reason.contains("more than once"), "{rejection}");
+        }
+    }
 
     #[test]
     fn happy_path() {

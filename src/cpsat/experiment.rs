@@ -24,6 +24,7 @@ use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::progress::{Progress, Stage};
 use crate::sha256_hex;
 use crate::userfiles::off_thread;
+use crate::verdict::Verdict;
 
 /// Longest projected wall clock of one experiment call.
 pub const EXPERIMENT_BUDGET_MS: u64 = 210_000;
@@ -75,6 +76,7 @@ pub struct ExperimentAttempt {
     /// Why it was not accepted.
     pub rejection: Option<String>,
     pub checker_status: Option<String>,
+    pub checker_verdict: Option<Verdict>,
     pub duration_ms: u64,
     /// SHA256 of the inline text or of the file's bytes.
     pub source_sha256: String,
@@ -465,8 +467,13 @@ fn row(
     let result = &ran.result;
     let rejection = match (base_gate(result, optimising), &ran.checker) {
         (Err(reason), _) => Some(reason),
-        (Ok(_), Some(report)) if report.status != "accepted" => {
-            Some(format!("the checker said {}", report.status))
+        (Ok(_), Some(report)) if !report.verdict.is_accepted() => {
+            let why = report
+                .message
+                .as_deref()
+                .map(|message| format!(": {message}"))
+                .unwrap_or_default();
+            Some(format!("the checker's verdict is {}{why}", report.verdict))
         }
         (Ok(_), None) if checked => Some("the checker did not run".to_owned()),
         _ => None,
@@ -481,6 +488,7 @@ fn row(
         accepted: rejection.is_none(),
         rejection,
         checker_status: ran.checker.as_ref().map(|report| report.status.clone()),
+        checker_verdict: ran.checker.as_ref().map(|report| report.verdict),
         duration_ms: result.duration_ms,
         source_sha256: attempt.source_sha256.clone(),
         config_sha256: attempt.config_sha256.clone(),
@@ -507,6 +515,7 @@ fn failed_row(index: usize, attempt: &Planned, message: String) -> ExperimentAtt
         accepted: false,
         rejection: Some(message.clone()),
         checker_status: None,
+        checker_verdict: None,
         duration_ms: 0,
         source_sha256: attempt.source_sha256.clone(),
         config_sha256: attempt.config_sha256.clone(),
@@ -600,6 +609,7 @@ mod tests {
             accepted,
             rejection: None,
             checker_status: None,
+            checker_verdict: None,
             duration_ms,
             source_sha256: String::new(),
             config_sha256: None,

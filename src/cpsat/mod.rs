@@ -14,6 +14,7 @@ mod probe;
 pub mod results;
 mod run;
 mod script;
+mod strict_json;
 mod verdict;
 mod warm;
 

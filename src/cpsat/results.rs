@@ -5,6 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
+use crate::verdict::Verdict;
+
 use crate::diagnostics::Diagnostic;
 
 /// What one script run produced.
@@ -57,6 +59,10 @@ pub struct CheckerReport {
     /// `accepted`, `rejected`, `error` or `timeout`. Anything but a
     /// well-formed final line becomes `error`.
     pub status: String,
+    /// `accepted` only for a well-formed `accepted` line from a checker
+    /// that exited 0 with nothing left running; `no_verdict` when it ran
+    /// to its end without a verdict line.
+    pub verdict: Verdict,
     /// The checker's `errors` list, verbatim.
     pub errors: Vec<Value>,
     /// The checker's `details` object, verbatim.

@@ -202,7 +202,7 @@ impl Cpsat {
         };
         let checker_test = match (&report, run.solution.as_ref()) {
             (Some(baseline), Some(solution))
-                if request.test_checker && baseline.status == "accepted" =>
+                if request.test_checker && baseline.verdict.is_accepted() =>
             {
                 progress.report(Stage::Parsing, "probing the checker with mutated solutions");
                 Some(
@@ -222,8 +222,7 @@ impl Cpsat {
             _ => None,
         };
         let mut run = run;
-        run.diagnostic =
-            verdict::checked_diagnostic(&run, report.as_ref().map(|r| r.status.as_str()));
+        run.diagnostic = verdict::checked_diagnostic(&run, report.as_ref());
         Ok(CpsatPythonCheckedResult {
             run,
             checker: report,

@@ -1,13 +1,19 @@
 //! From a finished script run to a [`CpsatPythonResult`]: the envelope
 //! contract enforced, a timeout's last valid incumbent recovered, the
 //! diagnostic chosen. Pure, so every rule has a unit test.
+//!
+//! The answer is read from what the script printed before it exited (the
+//! executor cuts there): a line an escaped process prints afterwards is
+//! never it. A run whose processes outlived it says so in its diagnostic
+//! (`escaped_processes`, `late_output_bytes`); the answer it printed itself
+//! is kept.
 
 use serde_json::Value;
 
 use super::envelope::{self, Envelope};
-use super::results::CpsatPythonResult;
+use super::results::{CheckerReport, CpsatPythonResult};
 use crate::diagnostics::{Category, Diagnostic};
-use crate::exec::{Ending, RunOutput};
+use crate::exec::{self, Ending, RunOutput};
 
 /// Python's report of a script that does not parse: the line number and
 /// the error (`SyntaxError: …`, `IndentationError: …`, `TabError: …`), read
@@ -55,6 +61,30 @@ fn python_exception(stderr: &str) -> Option<(String, String)> {
 
 /// Turns what the child did into a result.
 pub fn script_result(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
+    let left = exec::left_behind_in_words(&run);
+    let (escaped, late) = (run.escaped, run.late_output_bytes);
+    let mut result = read_run(run, timeout_ms);
+    if let Some(left) = left {
+        let note = format!(
+            "the script's processes outlived it: {left}; only what the script printed before it exited is read"
+        );
+        let diagnostic = match result.diagnostic.take() {
+            Some(mut diagnostic) => {
+                diagnostic.message = format!("{}; {note}", diagnostic.message);
+                diagnostic
+            }
+            None => Diagnostic::new(Category::ChildProcessError, note),
+        };
+        result.diagnostic = Some(
+            diagnostic
+                .with_detail("escaped_processes", escaped)
+                .with_detail("late_output_bytes", late),
+        );
+    }
+    result
+}
+
+fn read_run(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
     let capped = run.ending == Ending::Capped;
     let mut result = CpsatPythonResult {
         status: "error".to_owned(),
@@ -220,22 +250,30 @@ fn adopt(result: &mut CpsatPythonResult, reported: Envelope) {
 }
 
 /// The diagnostic of a checked run: a run timeout wins, else a checker
-/// that did not accept, else the run's own.
+/// whose verdict is not `accepted`, else the run's own.
 pub fn checked_diagnostic(
     run: &CpsatPythonResult,
-    checker_status: Option<&str>,
+    checker: Option<&CheckerReport>,
 ) -> Option<Diagnostic> {
     if run.status == "timeout" {
         return run.diagnostic.clone();
     }
-    match checker_status {
-        Some(status) if status != "accepted" => Some(
-            Diagnostic::new(
-                Category::CheckerFailed,
-                format!("the checker reported {status}"),
+    match checker {
+        Some(report) if !report.verdict.is_accepted() => {
+            let why = report
+                .message
+                .as_deref()
+                .map(|message| format!(": {message}"))
+                .unwrap_or_default();
+            Some(
+                Diagnostic::new(
+                    Category::CheckerFailed,
+                    format!("the checker's verdict is {}{why}", report.verdict),
+                )
+                .with_detail("checker_status", Value::String(report.status.clone()))
+                .with_detail("checker_verdict", report.verdict.as_str()),
             )
-            .with_detail("checker_status", Value::String(status.to_owned())),
-        ),
+        }
         _ => run.diagnostic.clone(),
     }
 }
@@ -253,10 +291,34 @@ mod tests {
             stdout: stdout.to_owned(),
             stderr: "Traceback...\nValueError: boom\n".to_owned(),
             sandbox: None,
+            late_output_bytes: 0,
+            escaped: 0,
         }
     }
 
     const GOOD: &str = "{\"status\": \"optimal\", \"objective\": 3, \"solution\": {\"x\": 1}}\n";
+
+    #[test]
+    fn processes_that_outlived_the_script_are_reported_and_its_answer_kept() {
+        let mut escaped = run(Ending::Exited, Some(0), GOOD);
+        escaped.escaped = 2;
+        escaped.late_output_bytes = 61;
+        let result = script_result(escaped, 1000);
+        assert_eq!(result.status, "optimal");
+        assert_eq!(result.solution.unwrap()["x"], 1);
+        let diagnostic = result.diagnostic.unwrap();
+        assert_eq!(diagnostic.category, Category::ChildProcessError);
+        assert!(
+            diagnostic
+                .message
+                .contains("2 processes that left its session were killed"),
+            "{}",
+            diagnostic.message
+        );
+        let details = diagnostic.details.unwrap();
+        assert_eq!(details["escaped_processes"], 2);
+        assert_eq!(details["late_output_bytes"], 61);
+    }
 
     #[test]
     fn a_clean_envelope_is_the_result() {
@@ -345,16 +407,23 @@ mod tests {
     #[test]
     fn checker_verdicts_compose() {
         let clean = script_result(run(Ending::Exited, Some(0), GOOD), 1000);
-        assert!(checked_diagnostic(&clean, Some("accepted")).is_none());
+        let report = |verdict: crate::verdict::Verdict| CheckerReport {
+            status: verdict.as_str().to_owned(),
+            verdict,
+            ..super::super::checker::error_report(String::new())
+        };
+        let accepted = report(crate::verdict::Verdict::Accepted);
+        let rejected = report(crate::verdict::Verdict::Rejected);
+        assert!(checked_diagnostic(&clean, Some(&accepted)).is_none());
         assert_eq!(
-            checked_diagnostic(&clean, Some("rejected"))
+            checked_diagnostic(&clean, Some(&rejected))
                 .unwrap()
                 .category,
             Category::CheckerFailed
         );
         let timeout = script_result(run(Ending::TimedOut, None, GOOD), 1000);
         assert_eq!(
-            checked_diagnostic(&timeout, Some("rejected"))
+            checked_diagnostic(&timeout, Some(&rejected))
                 .unwrap()
                 .category,
             Category::TimeoutWithIncumbent

@@ -43,7 +43,8 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{ChildCommand, Ending, ExecError, HeadAndTail, Limits, RunOutput, TreeGuard};
+use super::escape::{self, RunTag};
+use super::{ChildCommand, Ending, ExecError, HeadAndTail, Limits, RunOutput, Sweep, TreeGuard};
 
 /// The forker's Python source, run with `python -c`.
 const FORKER: &str = include_str!("forker.py");
@@ -61,6 +62,9 @@ pub struct Forker {
     broken: bool,
     /// A run began and has not finished (its future was dropped midway).
     busy: bool,
+    /// The forker's run tag: in the initial environment of every process
+    /// it forks that does not `exec` (see [`escape`]).
+    tag: RunTag,
 }
 
 impl std::fmt::Debug for Forker {
@@ -99,6 +103,7 @@ impl Forker {
         };
         let (ours, theirs) = UnixStream::pair().map_err(io_error("make a socket"))?;
         let sender = ours.try_clone().map_err(io_error("share a socket"))?;
+        let tag = RunTag::new();
         let mut wrap = CommandWrap::with_new(interpreter, |cmd| {
             cmd.arg("-c")
                 .arg(FORKER)
@@ -113,8 +118,11 @@ impl Forker {
             for (key, value) in env_set {
                 cmd.env(key, value);
             }
+            cmd.env(escape::RUN_TAG, tag.value());
         });
         wrap.wrap(ProcessSession);
+        super::watchdog::ensure_started();
+        let forking = escape::spawning();
         let child = wrap.spawn().map_err(|source| ExecError::Spawn {
             program: program.clone(),
             source,
@@ -126,6 +134,8 @@ impl Forker {
             });
         };
         let leader = Pid::from_raw(pid);
+        escape::spawned(leader);
+        drop(forking);
         super::live::remember(leader);
         drop(wrap);
         ours.set_nonblocking(true)
@@ -147,6 +157,7 @@ impl Forker {
             answers,
             broken: false,
             busy: false,
+            tag,
         };
         let ready = tokio::time::timeout(ready_within, forker.answers.recv()).await;
         match ready {
@@ -186,7 +197,8 @@ impl Forker {
         limits: Limits,
         cancel: &CancellationToken,
     ) -> Result<RunOutput, NotForked> {
-        let request = request_line(command)?;
+        let tag = RunTag::new();
+        let request = request_line(&command.clone().env(escape::RUN_TAG, tag.value()))?;
         self.busy = true;
         let not_forked = |this: &mut Forker, why: String| {
             this.broken = true;
@@ -226,11 +238,26 @@ impl Forker {
             }
         };
         super::live::remember(child);
-        let guard = TreeGuard { leader: child };
+        let outputs = readers.ids();
+        tag.claim(&outputs);
+        let guard = TreeGuard {
+            leader: child,
+            sweep: Sweep {
+                // A warm child's processes that fork without exec carry the
+                // forker's tag: every one but the forker is the child's.
+                tags: vec![tag.value().to_owned(), self.tag.value().to_owned()],
+                spare: vec![self.leader],
+                outputs,
+            },
+        };
 
         let deadline = tokio::time::Instant::from_std(started + limits.timeout);
         let (ending, status) = tokio::select! {
-            answer = self.answers.recv() => (Ending::Exited, answer),
+            answer = self.answers.recv() => {
+                // Only what the tree wrote until now is its output.
+                readers.cut();
+                (Ending::Exited, answer)
+            }
             () = tokio::time::sleep_until(deadline) => (Ending::TimedOut, None),
             () = cancel.cancelled() => (Ending::Cancelled, None),
         };
@@ -249,15 +276,9 @@ impl Forker {
             }
         }
         let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let leader = guard.leader;
-        let guard = match tokio::task::spawn_blocking(move || super::sweep(leader)).await {
-            Ok(_) => Some(guard),
-            Err(_) => {
-                drop(guard);
-                None
-            }
-        };
+        let (guard, escaped) = guard.sweep_off_thread().await;
         std::mem::forget(guard);
+        drop(tag);
         if ending != Ending::Exited && wait_status.is_none() && !self.broken {
             // The forker reaps the killed child and says so; until it has,
             // it cannot take another run.
@@ -266,7 +287,7 @@ impl Forker {
                 _ => self.broken = true,
             }
         }
-        readers.finish().await;
+        let late_output_bytes = readers.finish().await;
         let (stdout, out_dropped) = HeadAndTail::text(&out);
         let (stderr, err_dropped) = HeadAndTail::text(&err);
         self.busy = false;
@@ -282,6 +303,8 @@ impl Forker {
             stdout,
             stderr,
             sandbox: None,
+            late_output_bytes,
+            escaped,
         })
     }
 
@@ -317,7 +340,12 @@ impl Forker {
 
 impl Drop for Forker {
     fn drop(&mut self) {
-        super::sweep(self.leader);
+        let also = Sweep {
+            tags: vec![self.tag.value().to_owned()],
+            ..Sweep::default()
+        };
+        super::sweep(self.leader, &also);
+        escape::reaped(self.leader);
     }
 }
 

@@ -14,11 +14,19 @@
 //! async worker thread; only the drop guard sweeps synchronously, since a
 //! drop cannot wait.
 //!
+//! Processes that leave the child's session (`setsid`) are killed with its
+//! tree ([`escape`]), and when the child exits by itself only what the tree
+//! wrote until that moment is its output ([`pipes`] for the pipes, the
+//! file lengths at the exit for capture files): later bytes are counted in
+//! [`RunOutput::late_output_bytes`], escapees in [`RunOutput::escaped`].
+//!
 //! What this module does not do: interpret output. It hands back text and
-//! facts (`return_code`, `timed_out`, `truncated`, `elapsed_ms`); services
-//! decide what they mean.
+//! facts (`return_code`, `timed_out`, `truncated`, `elapsed_ms`, what was
+//! left behind); services decide what they mean.
 
+pub mod escape;
 mod forker;
+mod pipes;
 pub mod sandbox;
 mod tree;
 pub mod watchdog;
@@ -32,14 +40,14 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use process_wrap::tokio::{CommandWrap, ProcessSession};
 use tokio_util::sync::CancellationToken;
+
+use pipes::{HeadAndTail, Readers};
 
 /// The combined cap on captured stdout + stderr: 1 MiB.
 pub const OUTPUT_CAP: u64 = 1024 * 1024;
@@ -194,12 +202,46 @@ pub struct RunOutput {
     pub stderr: String,
     /// What the sandbox enforced, when the child ran in one.
     pub sandbox: Option<SandboxReport>,
+    /// Bytes the tree wrote after the child exited by itself (from a
+    /// process that escaped its session, before the sweep killed it): not
+    /// in `stdout`/`stderr`, which hold what was written until the exit.
+    pub late_output_bytes: u64,
+    /// Processes outside the child's session, started from its tree, that
+    /// the sweep had to kill (see [`escape`]).
+    pub escaped: u32,
 }
 
 impl RunOutput {
     pub fn timed_out(&self) -> bool {
         self.ending == Ending::TimedOut
     }
+
+    /// Whether the tree left something behind: an escaped process, or
+    /// output after the child exited.
+    pub fn left_behind(&self) -> bool {
+        self.escaped > 0 || self.late_output_bytes > 0
+    }
+}
+
+/// What a tree left behind, in words ("2 processes that left its session
+/// were killed; 40 bytes they wrote after it exited were ignored"), or
+/// `None` when it left nothing.
+pub fn left_behind_in_words(run: &RunOutput) -> Option<String> {
+    let mut parts = Vec::new();
+    match run.escaped {
+        0 => {}
+        1 => parts.push("1 process that left its session was killed".to_owned()),
+        many => parts.push(format!(
+            "{many} processes that left its session were killed"
+        )),
+    }
+    if run.late_output_bytes > 0 {
+        parts.push(format!(
+            "{} bytes written after it exited were ignored",
+            run.late_output_bytes
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// How a run ended, in words for a message ("exited with code 3", "was
@@ -271,6 +313,7 @@ pub async fn run_stoppable(
         true => Some(Jail::new().map_err(io_error("create the sandbox dir"))?),
         false => None,
     };
+    let tag = escape::RunTag::new();
     let (launched, launched_args) = match &jail {
         Some(jail) => sandbox::wrap(
             &command.program,
@@ -294,6 +337,7 @@ pub async fn run_stoppable(
         if let Some(jail) = &jail {
             cmd.env("TMPDIR", &jail.write_dir);
         }
+        cmd.env(escape::RUN_TAG, tag.value());
     });
     let child_stdout = stdout_file
         .try_clone()
@@ -337,6 +381,19 @@ pub async fn run_stoppable(
     }
     wrap.wrap(ProcessSession);
 
+    let mut outputs: Vec<(u64, u64)> = [&stdout_file, &stderr_file]
+        .into_iter()
+        .filter_map(escape::file_id)
+        .collect();
+    outputs.extend(readers.ids());
+    tag.claim(&outputs);
+    let sweep = Sweep {
+        tags: vec![tag.value().to_owned()],
+        spare: Vec::new(),
+        outputs,
+    };
+    watchdog::ensure_started();
+
     let started = Instant::now();
     // fork and exec on the blocking pool: the parent waits until the child
     // has exec'd, which took 50–200 ms a spawn with a hundred solves
@@ -344,6 +401,7 @@ pub async fn run_stoppable(
     // other call for as long. The guard is made on the same thread, so a
     // caller that goes away meanwhile leaves no tree behind.
     let spawned = tokio::task::spawn_blocking(move || {
+        let forking = escape::spawning();
         let child = wrap.spawn()?;
         let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
             return Err(io::Error::other(
@@ -352,7 +410,10 @@ pub async fn run_stoppable(
         };
         let guard = TreeGuard {
             leader: Pid::from_raw(pid),
+            sweep,
         };
+        escape::spawned(guard.leader);
+        drop(forking);
         live::remember(guard.leader);
         // The command's copies of the capture files and pipe ends close
         // when the wrapper goes.
@@ -371,7 +432,15 @@ pub async fn run_stoppable(
     let mut cap_check = tokio::time::interval(CAP_POLL);
     let (ending, status) = loop {
         tokio::select! {
-            status = child.wait() => break (Ending::Exited, Some(status)),
+            status = child.inner_mut().wait() => {
+                // Only what the tree wrote until now is its output.
+                readers.cut();
+                // With a stdout filter the stdout file is the reader's
+                // output, cut at the pipe.
+                let out = filter.is_none().then(|| captured_len(&stdout_file));
+                let cut = (out, captured_len(&stderr_file));
+                break (Ending::Exited, Some((status, cut)));
+            }
             () = tokio::time::sleep_until(deadline) => break (Ending::TimedOut, None),
             () = cancel.cancelled() => break (Ending::Cancelled, None),
             () = stop.cancelled() => break (Ending::Stopped, None),
@@ -388,10 +457,10 @@ pub async fn run_stoppable(
         }
     };
 
-    let status = match status {
-        Some(status) => Some(status.map_err(io_error("wait"))?),
+    let (status, file_cut) = match status {
+        Some((status, cut)) => (Some(status.map_err(io_error("wait"))?), Some(cut)),
         // Cancelled means "stop now": straight to the SIGKILL sweep below.
-        None if ending == Ending::Cancelled => None,
+        None if ending == Ending::Cancelled => (None, None),
         None => {
             // Past the deadline or the cap, ask nicely first: MiniZinc
             // forwards SIGTERM to its solver and flushes what it has; asked
@@ -402,37 +471,43 @@ pub async fn run_stoppable(
                 Signal::SIGTERM
             };
             tree::signal_group(guard.leader, signal);
-            let _ = tokio::time::timeout(limits.term_grace, child.wait()).await;
-            None
+            let _ = tokio::time::timeout(limits.term_grace, child.inner_mut().wait()).await;
+            (None, None)
         }
     };
     let elapsed_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let leader = guard.leader;
-    let guard = match tokio::task::spawn_blocking(move || sweep(leader)).await {
-        Ok(_) => Some(guard),
-        // The blocking pool did not run the sweep (a runtime shutting down):
-        // the guard does it here, synchronously.
-        Err(_) => {
-            drop(guard);
-            None
-        }
-    };
-    // Reap the leader; after the sweep it is dead or a zombie.
-    let _ = child.wait().await;
+    let (guard, escaped) = guard.sweep_off_thread().await;
+    // Reap the leader; after the sweep it is dead or a zombie. Only the
+    // leader: process-wrap's own wait also waits for every process of the
+    // leader's group that is our child, and as a subreaper those include
+    // orphans (a stray pass reaps them).
+    let _ = child.inner_mut().wait().await;
+    escape::reaped(leader);
     std::mem::forget(guard);
+    drop(tag);
 
     let return_code = status.map(exit_code);
-    readers.finish().await;
+    let mut late_output_bytes = readers.finish().await;
+    if let Some((out_at_exit, err_at_exit)) = file_cut {
+        if let Some(out_at_exit) = out_at_exit {
+            late_output_bytes += captured_len(&stdout_file).saturating_sub(out_at_exit);
+        }
+        late_output_bytes += captured_len(&stderr_file).saturating_sub(err_at_exit);
+    }
+    let file_cut = file_cut.map(|(out, err)| (out, Some(err)));
     let (stdout, stderr, truncated) = match drains {
         Some((out, err)) => {
             let (stdout, out_dropped) = HeadAndTail::text(&out);
             let (stderr, err_dropped) = HeadAndTail::text(&err);
             (stdout, stderr, out_dropped || err_dropped)
         }
-        None => tokio::task::spawn_blocking(move || read_captures(stdout_file, stderr_file, cap))
-            .await
-            .unwrap_or_else(|error| Err(io::Error::other(error)))
-            .map_err(io_error("read the output"))?,
+        None => tokio::task::spawn_blocking(move || {
+            read_captures(stdout_file, stderr_file, cap, file_cut)
+        })
+        .await
+        .unwrap_or_else(|error| Err(io::Error::other(error)))
+        .map_err(io_error("read the output"))?,
     };
     Ok(RunOutput {
         ending,
@@ -442,6 +517,8 @@ pub async fn run_stoppable(
         stdout,
         stderr,
         sandbox: jail.and_then(|jail| sandbox::read_report(&jail.report)),
+        late_output_bytes,
+        escaped,
     })
 }
 
@@ -465,272 +542,6 @@ impl Jail {
             write_dir,
             _dir: dir,
         })
-    }
-}
-
-/// A stream kept as a bounded head and a bounded tail, with a count of
-/// what fell between them.
-struct HeadAndTail {
-    head: Vec<u8>,
-    tail: std::collections::VecDeque<u8>,
-    half: usize,
-    dropped: u64,
-}
-
-type SharedCapture = std::sync::Arc<std::sync::Mutex<HeadAndTail>>;
-
-impl HeadAndTail {
-    fn shared(budget: u64) -> SharedCapture {
-        let half = usize::try_from(budget / 2).unwrap_or(usize::MAX / 2);
-        std::sync::Arc::new(std::sync::Mutex::new(HeadAndTail {
-            head: Vec::new(),
-            tail: std::collections::VecDeque::new(),
-            half,
-            dropped: 0,
-        }))
-    }
-
-    fn push(&mut self, mut bytes: &[u8]) {
-        let room = self.half.saturating_sub(self.head.len());
-        let into_head = room.min(bytes.len());
-        self.head.extend_from_slice(&bytes[..into_head]);
-        bytes = &bytes[into_head..];
-        self.tail.extend(bytes);
-        while self.tail.len() > self.half {
-            let excess = self.tail.len() - self.half;
-            self.tail.drain(..excess);
-            self.dropped += excess as u64;
-        }
-    }
-
-    /// The kept text, a marker line where bytes were dropped (the tail then
-    /// starts at its first whole line); and whether anything was dropped.
-    fn text(capture: &SharedCapture) -> (String, bool) {
-        let Ok(capture) = capture.lock() else {
-            return (String::new(), true);
-        };
-        let mut bytes = capture.head.clone();
-        let tail: Vec<u8> = capture.tail.iter().copied().collect();
-        if capture.dropped == 0 {
-            bytes.extend_from_slice(&tail);
-        } else {
-            let start = tail
-                .iter()
-                .position(|byte| *byte == b'\n')
-                .map_or(tail.len(), |newline| newline + 1);
-            if !bytes.ends_with(b"\n") {
-                bytes.push(b'\n');
-            }
-            bytes.extend_from_slice(
-                format!(
-                    "[solvergate: {} bytes of output dropped here]\n",
-                    capture.dropped + start as u64
-                )
-                .as_bytes(),
-            );
-            bytes.extend_from_slice(&tail[start..]);
-        }
-        let text = match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
-        };
-        (text, capture.dropped > 0)
-    }
-}
-
-/// The threads that read a child's pipes, and a count of the bytes they
-/// have read between them.
-///
-/// Each pipe is read with blocking reads on a small thread of its own, not
-/// as an async task. Under load (a hundred solves at once on two cores) a
-/// task reading a child's stdout was at times never woken again although
-/// the pipe held the child's whole output and its end: the run then came
-/// back without its verdict. A blocking read has no wake-up to miss, and a
-/// thread per running child is cheap beside the child itself.
-#[derive(Default)]
-struct Readers {
-    done: Vec<tokio::sync::oneshot::Receiver<()>>,
-    read: Arc<AtomicU64>,
-}
-
-/// The stack of a pipe-reading thread (its buffer is on the heap).
-const READER_STACK: usize = 64 * 1024;
-
-/// How long the readers of a finished tree's pipes may go without reading
-/// a byte before they are given up (see [`Readers::finish`]).
-const READER_IDLE: Duration = Duration::from_secs(2);
-
-/// How long, at most, the readers of a finished tree's pipes are waited for.
-const READER_LIMIT: Duration = Duration::from_secs(20);
-
-impl Readers {
-    /// Reads `pipe` to its end into a head-and-tail capture.
-    fn drain(&mut self, pipe: io::PipeReader, capture: SharedCapture) -> io::Result<()> {
-        self.start(move |read| drain(pipe, &capture, read))
-    }
-
-    /// Reads `pipe` to its end through [`filter_lines`] into `capture`.
-    fn filter(
-        &mut self,
-        pipe: io::PipeReader,
-        capture: File,
-        filter: LineFilter,
-        cap: u64,
-    ) -> io::Result<()> {
-        self.start(move |read| filter_lines(pipe, capture, filter, cap, read))
-    }
-
-    fn start(&mut self, work: impl FnOnce(&AtomicU64) + Send + 'static) -> io::Result<()> {
-        let (done, finished) = tokio::sync::oneshot::channel();
-        let read = self.read.clone();
-        std::thread::Builder::new()
-            .name("solvergate-pipe".to_owned())
-            .stack_size(READER_STACK)
-            .spawn(move || {
-                work(&read);
-                let _ = done.send(());
-            })?;
-        self.done.push(finished);
-        Ok(())
-    }
-
-    /// Waits for every reader to reach end of file, once the tree is gone.
-    ///
-    /// The pipes then end as soon as the readers have taken what is in
-    /// them: the tail of the output, where the solver's verdict is. A
-    /// reader is given up (left to end with its pipe) only when it has read
-    /// nothing for [`READER_IDLE`] — a process that escaped the session
-    /// holds the pipe open without writing — or after [`READER_LIMIT`] in
-    /// all (one that escaped and keeps writing).
-    async fn finish(self) {
-        let limit = tokio::time::Instant::now() + READER_LIMIT;
-        for mut finished in self.done {
-            loop {
-                let before = self.read.load(Ordering::Relaxed);
-                let idle = tokio::time::Instant::now() + READER_IDLE;
-                tokio::select! {
-                    // Sent, or the thread ended without sending (a panic).
-                    _ = &mut finished => break,
-                    () = tokio::time::sleep_until(idle.min(limit)) => {
-                        let stalled = self.read.load(Ordering::Relaxed) == before;
-                        if stalled || tokio::time::Instant::now() >= limit {
-                            return;
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Reads a pipe to its end into a head-and-tail capture, counting the bytes
-/// into `read_so_far`.
-fn drain(mut pipe: io::PipeReader, capture: &SharedCapture, read_so_far: &AtomicU64) {
-    let mut buffer = vec![0u8; 64 * 1024];
-    loop {
-        match pipe.read(&mut buffer) {
-            Ok(0) => return,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return,
-            Ok(read) => {
-                read_so_far.fetch_add(read as u64, Ordering::Relaxed);
-                if let Ok(mut capture) = capture.lock() {
-                    capture.push(&buffer[..read]);
-                }
-            }
-        }
-    }
-}
-
-/// Reads stdout from the pipe to its end, hands each line to `filter` and
-/// appends what it keeps to the capture file, counting the bytes read into
-/// `read_so_far`. Writing stops just past `cap` (the cap check then stops
-/// the tree); a line that grows past `cap` without a newline is written as
-/// it is, unfiltered.
-fn filter_lines(
-    mut pipe: io::PipeReader,
-    capture: File,
-    filter: LineFilter,
-    cap: u64,
-    read_so_far: &AtomicU64,
-) {
-    let limit = usize::try_from(cap).unwrap_or(usize::MAX);
-    let mut out = CappedWriter {
-        file: capture,
-        written: 0,
-        cap,
-    };
-    let mut buffer = vec![0u8; 64 * 1024];
-    let mut line = Vec::new();
-    // Inside a line too long to filter: its bytes go straight through.
-    let mut passing_through = false;
-    loop {
-        let read = match pipe.read(&mut buffer) {
-            Ok(0) => break,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-            Ok(read) => read,
-        };
-        read_so_far.fetch_add(read as u64, Ordering::Relaxed);
-        let mut chunk = &buffer[..read];
-        while !chunk.is_empty() {
-            let newline = chunk.iter().position(|byte| *byte == b'\n');
-            let (part, rest) = match newline {
-                Some(at) => chunk.split_at(at + 1),
-                None => (chunk, &chunk[chunk.len()..]),
-            };
-            chunk = rest;
-            if passing_through {
-                out.write(part);
-                passing_through = newline.is_none();
-                continue;
-            }
-            line.extend_from_slice(part);
-            if newline.is_some() {
-                out.write(&filtered(&line, filter));
-                line.clear();
-            } else if line.len() > limit {
-                out.write(&line);
-                line.clear();
-                passing_through = true;
-            }
-        }
-    }
-    if !line.is_empty() {
-        out.write(&filtered(&line, filter));
-    }
-}
-
-/// The filtered capture: stops taking bytes once it holds more than the
-/// cap. Unbuffered, so what is written is in the file at once (for the
-/// watcher and the cap check).
-struct CappedWriter {
-    file: File,
-    written: u64,
-    cap: u64,
-}
-
-impl CappedWriter {
-    fn write(&mut self, bytes: &[u8]) {
-        use std::io::Write;
-        if self.written <= self.cap && self.file.write_all(bytes).is_ok() {
-            self.written += bytes.len() as u64;
-        }
-    }
-}
-
-/// One line (with its newline, if it had one) as the filter keeps it.
-fn filtered(line: &[u8], filter: LineFilter) -> std::borrow::Cow<'_, [u8]> {
-    let (body, newline) = match line.strip_suffix(b"\n") {
-        Some(body) => (body, "\n"),
-        None => (line, ""),
-    };
-    match std::str::from_utf8(body).ok().and_then(filter) {
-        Some(mut kept) => {
-            kept.push_str(newline);
-            std::borrow::Cow::Owned(kept.into_bytes())
-        }
-        None => std::borrow::Cow::Borrowed(line),
     }
 }
 
@@ -772,20 +583,35 @@ impl Watched {
 /// or an expired shutdown deadline left behind is stopped here. Returns how
 /// many sessions were still alive afterwards.
 pub fn kill_all_sessions() -> usize {
-    live::all()
+    let left = live::all()
         .into_iter()
-        .filter(|leader| !sweep(*leader))
-        .count()
+        .filter(|leader| !sweep(*leader, &Sweep::default()).0)
+        .count();
+    escape::kill_tagged_prefix(escape::server_prefix());
+    left
 }
 
-/// Kills `leader`'s session and waits for it to empty; once it is empty
-/// the session is no longer remembered. Returns whether it emptied.
-fn sweep(leader: Pid) -> bool {
+/// Beyond a tree's session, what its sweep also kills: processes carrying
+/// one of `tags` (except `spare`), and strays; one holding a file of
+/// `outputs` open counts as the tree's.
+#[derive(Debug, Default, Clone)]
+struct Sweep {
+    tags: Vec<String>,
+    spare: Vec<Pid>,
+    outputs: Vec<(u64, u64)>,
+}
+
+/// Kills `leader`'s session and waits for it to empty (once it is empty the
+/// session is no longer remembered), then the escapees `also` names.
+/// Returns whether the session emptied, and how many escapees were killed.
+fn sweep(leader: Pid, also: &Sweep) -> (bool, u32) {
     let empty = tree::kill_session(leader);
+    let tags: Vec<&str> = also.tags.iter().map(String::as_str).collect();
+    let escaped = escape::kill_escapees(leader, &tags, &also.spare, &also.outputs);
     if empty {
         live::forget(leader);
     }
-    empty
+    (empty, escaped.count)
 }
 
 /// The sessions whose trees may still be alive: added at spawn, removed
@@ -837,11 +663,33 @@ pub(crate) fn note_blocking_work() {
 /// cannot wait.
 struct TreeGuard {
     leader: Pid,
+    sweep: Sweep,
+}
+
+impl TreeGuard {
+    /// The sweep on the blocking pool, and the escapees it killed. The
+    /// guard comes back, to be forgotten once the caller has reaped the
+    /// leader; `None` when the pool did not run the sweep (a runtime
+    /// shutting down: the guard swept synchronously as it dropped).
+    async fn sweep_off_thread(self) -> (Option<TreeGuard>, u32) {
+        let leader = self.leader;
+        let also = self.sweep.clone();
+        match tokio::task::spawn_blocking(move || sweep(leader, &also)).await {
+            Ok((_, escaped)) => (Some(self), escaped),
+            Err(_) => {
+                drop(self);
+                (None, 0)
+            }
+        }
+    }
 }
 
 impl Drop for TreeGuard {
     fn drop(&mut self) {
-        sweep(self.leader);
+        sweep(self.leader, &self.sweep);
+        // Whoever reaps the leader now (tokio's orphan queue, or a stray
+        // pass) reaps a zombie nobody waits for.
+        escape::reaped(self.leader);
         // The tokio child handle is dropped too; tokio reaps orphaned
         // children in the background, so no zombie stays.
     }
@@ -864,14 +712,17 @@ fn captured_len(file: &File) -> u64 {
 /// Reads back both captures within the combined cap. When both together are
 /// over it, stderr keeps at least a quarter of the cap (diagnostics are
 /// small and precious), stdout gets what is left.
+/// `cut` holds the lengths at the child's exit, past which nothing is read.
 fn read_captures(
     mut stdout: File,
     mut stderr: File,
     cap: u64,
+    cut: Option<(Option<u64>, Option<u64>)>,
 ) -> io::Result<(String, String, bool)> {
     note_blocking_work();
-    let out_len = captured_len(&stdout);
-    let err_len = captured_len(&stderr);
+    let (out_cut, err_cut) = cut.unwrap_or((None, None));
+    let out_len = captured_len(&stdout).min(out_cut.unwrap_or(u64::MAX));
+    let err_len = captured_len(&stderr).min(err_cut.unwrap_or(u64::MAX));
     let truncated = out_len + err_len > cap;
     let (out_keep, err_keep) = split_cap(out_len, err_len, cap);
     Ok((

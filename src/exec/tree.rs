@@ -5,8 +5,8 @@
 //! child's process group first (MiniZinc forwards SIGTERM to its solver),
 //! then sweeps the session with SIGKILL, which also reaches processes that
 //! moved to another group inside the session (MiniZinc puts its solver in
-//! one). A grandchild that called `setsid` itself has left the session and
-//! escapes; only a PID namespace could catch it.
+//! one). A grandchild that called `setsid` itself has left the session: the
+//! sweep in [`super::escape`] catches it by its run tag or as an orphan.
 
 use std::fs;
 use std::time::{Duration, Instant};

@@ -7,17 +7,20 @@
 //! also starts a watchdog — itself, re-executed as `solvergate __watchdog
 //! <scratch root>`, in a session of its own (no terminal signal reaches it)
 //! with an empty environment. Its stdin is a pipe whose only write end we
-//! hold (close-on-exec, so no child inherits it). We announce each child
-//! session as `+<id>` and each session seen empty as `-<id>`. When the pipe
-//! reaches end of file — we exited, however we died — the watchdog SIGKILLs
-//! every process still in an announced session, removes the scratch root,
-//! and exits.
+//! hold (close-on-exec, so no child inherits it). We announce our run-tag
+//! prefix as `=<prefix>` (see [`super::escape`]), each child session as
+//! `+<id>` and each session seen empty as `-<id>`. When the pipe reaches end
+//! of file — we exited, however we died — the watchdog SIGKILLs every
+//! process still in an announced session and every process whose
+//! environment carries a run tag with our prefix (one that escaped its
+//! session), removes the scratch root, and exits.
 //!
 //! Why a watchdog rather than `PR_SET_PDEATHSIG`: the death signal fires
 //! when the *thread* that forked the child ends (tokio's blocking threads
 //! come and go), it reaches only the direct child (MiniZinc's solver, a
 //! script's subprocesses would survive), and it needs `unsafe` code between
-//! fork and exec. A subreaper cannot help either: it is us that dies.
+//! fork and exec. Our subreaper role ([`super::escape::adopt_orphans`])
+//! cannot help either: it is us that dies.
 //!
 //! Temp dirs: every run's scratch dir lives under one scratch root per
 //! process (`$TMPDIR/solvergate-run-<pid>-…`, with an `owner` file naming
@@ -58,12 +61,21 @@ static ENABLED: OnceLock<()> = OnceLock::new();
 static GUARD: OnceLock<Guard> = OnceLock::new();
 
 /// Lets this process start a watchdog (the binary does; library tests do
-/// not, since their executable is not ours) and removes scratch roots left
-/// by processes that are gone.
+/// not, since their executable is not ours), makes it the subreaper of its
+/// descendants (every child it starts goes through `exec`), and removes
+/// scratch roots left by processes that are gone.
 pub fn enable() {
     if ENABLED.set(()).is_ok() {
+        super::escape::adopt_orphans();
         remove_stale_roots(&std::env::temp_dir());
     }
+}
+
+/// Starts the watchdog now if it is enabled and not yet running: before a
+/// fork takes [`super::escape::spawning`], which the watchdog's own start
+/// takes too.
+pub(super) fn ensure_started() {
+    let _ = guard();
 }
 
 fn lock(announce: &Mutex<Option<File>>) -> MutexGuard<'_, Option<File>> {
@@ -99,11 +111,19 @@ fn start() -> Guard {
             .stderr(Stdio::inherit());
     });
     command.wrap(ProcessSession);
-    let announce = match command.spawn() {
-        Ok(mut child) => child
-            .stdin()
-            .take()
-            .map(|stdin| File::from(std::os::fd::OwnedFd::from(stdin))),
+    let forking = super::escape::spawning();
+    let spawned = command.spawn();
+    if let Ok(child) = &spawned {
+        // Never reaped: it outlives us.
+        super::escape::spawned(Pid::from_raw(i32::try_from(child.id()).unwrap_or(0)));
+    }
+    drop(forking);
+    let announce = match spawned {
+        Ok(mut child) => child.stdin().take().and_then(|stdin| {
+            let mut pipe = File::from(std::os::fd::OwnedFd::from(stdin));
+            let prefix = format!("={}\n", super::escape::server_prefix());
+            pipe.write_all(prefix.as_bytes()).ok().map(|()| pipe)
+        }),
         Err(error) => {
             eprintln!(
                 "solvergate: warning: could not start the watchdog that stops child processes if solvergate is killed: {error}"
@@ -215,9 +235,15 @@ fn owner_is_gone(owner: &str) -> bool {
 /// caller could act on; it has no caller left.
 pub fn serve(root: Option<PathBuf>) -> ExitCode {
     let mut sessions = std::collections::BTreeSet::new();
+    let mut prefix = None;
     for line in BufReader::new(std::io::stdin().lock()).lines() {
         let Ok(line) = line else { break };
         let (sign, id) = line.split_at(line.len().min(1));
+        // `<pid>.<start time>.`: never empty, so never every tag.
+        if sign == "=" && id.ends_with('.') && id.len() > 2 {
+            prefix = Some(id.to_owned());
+            continue;
+        }
         let Ok(id) = id.parse::<i32>() else { continue };
         match sign {
             "+" => {
@@ -231,6 +257,9 @@ pub fn serve(root: Option<PathBuf>) -> ExitCode {
     }
     for session in sessions {
         super::tree::kill_session(Pid::from_raw(session));
+    }
+    if let Some(prefix) = prefix {
+        super::escape::kill_tagged_prefix(&prefix);
     }
     if let Some(root) = root
         && root

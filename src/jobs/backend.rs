@@ -336,7 +336,7 @@ pub(crate) async fn run_job(
             token,
         )
         .await?;
-    result.diagnostic = crate::cpsat::checked_diagnostic(&result, Some(&report.status));
+    result.diagnostic = crate::cpsat::checked_diagnostic(&result, Some(&report));
     Ok(CpsatJobOutput {
         result: Arc::new(result),
         checker: Some(report),

@@ -469,6 +469,8 @@ mod tests {
             stdout: String::new(),
             stderr: String::new(),
             sandbox: None,
+            late_output_bytes: 0,
+            escaped: 0,
         }
     }
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from cpsat_helpers import cpsat_server
 from helpers import call_error, call_ok, result_text, structured, wait_job
 
 GECODE = "org.gecode.gecode"
@@ -317,3 +318,77 @@ async def test_a_save_with_an_accepting_checker_is_saved_and_replays(full, tmp_p
     replay = await call_ok(full.session, "replay_artifact", {"target_dir": str(target)})
     assert replay["reproduced"] is True, replay
     assert replay["solve"]["checker"]["verdict"] == "accepted"
+
+
+# ---- CP-SAT experiments trust only accepted answers -----------------------------------
+
+#: Attempts report x; the rule is x <= 6. The buggy attempt is fast and
+#: claims the better objective; the right one sleeps first.
+def cpsat_attempt(x: int, delay_s: float) -> str:
+    return (
+        "import json, time\n"
+        f"time.sleep({delay_s})\n"
+        f'print(json.dumps({{"status": "optimal", "objective": {x}, "solution": {{"x": {x}}}}}))\n'
+    )
+
+
+CPSAT_CHECKERS = {
+    "rejected": (
+        "import json, sys\n"
+        "x = json.load(open(sys.argv[1]))['solution']['x']\n"
+        "ok = x <= 6\n"
+        "print(json.dumps({'status': 'accepted' if ok else 'rejected', 'errors': [] if ok else ['x > 6']}))\n"
+    ),
+    "errored": (
+        "import json, sys\n"
+        "x = json.load(open(sys.argv[1]))['solution']['x']\n"
+        "assert x <= 6, 'the checker crashes on this answer'\n"
+        "print(json.dumps({'status': 'accepted', 'errors': []}))\n"
+    ),
+    "duplicate_key": (
+        "import json, sys\n"
+        "x = json.load(open(sys.argv[1]))['solution']['x']\n"
+        "if x <= 6:\n"
+        "    print(json.dumps({'status': 'accepted', 'errors': []}))\n"
+        "else:\n"
+        "    print('{\"status\": \"rejected\", \"status\": \"accepted\", \"errors\": []}')\n"
+    ),
+    "silent": (
+        "import json, sys\n"
+        "x = json.load(open(sys.argv[1]))['solution']['x']\n"
+        "print(json.dumps({'status': 'accepted', 'errors': []}) if x <= 6 else 'looks fine to me')\n"
+    ),
+}
+
+REFUSED_VERDICT = {"rejected": "rejected", "errored": "error", "duplicate_key": "error", "silent": "no_verdict"}
+
+
+@pytest.fixture(scope="module")
+async def cpsat(harness):
+    async with cpsat_server(harness) as (launched, _marker):
+        yield launched
+
+
+@pytest.mark.parametrize("kind", list(CPSAT_CHECKERS))
+async def test_an_experiment_whose_fastest_attempt_is_refused_picks_the_checked_one(cpsat, kind):
+    result = await call_ok(
+        cpsat.session,
+        "run_cpsat_python_experiment",
+        {
+            "attempts": [
+                {"name": "buggy", "source": cpsat_attempt(10, 0.0)},
+                {"name": "right", "source": cpsat_attempt(6, 1.0)},
+            ],
+            "objective_sense": "maximize",
+            "checker": CPSAT_CHECKERS[kind],
+            "max_parallel_attempts": 2,
+        },
+    )
+    assert result["status"] == "winner", result
+    assert result["winner_name"] == "right", result["attempts"]
+    buggy, right = result["attempts"]
+    assert buggy["accepted"] is False and buggy["checker_verdict"] == REFUSED_VERDICT[kind], buggy
+    assert buggy["rejection"].startswith(f"the checker's verdict is {REFUSED_VERDICT[kind]}"), buggy
+    assert right["accepted"] is True and right["checker_verdict"] == "accepted", right
+    assert result["winner_checker"]["verdict"] == "accepted"
+    assert buggy["duration_ms"] < right["duration_ms"], "the refused attempt was the faster"
