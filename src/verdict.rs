@@ -5,6 +5,10 @@
 //! Shared by the MiniZinc and CP-SAT services (each grades its own
 //! checker's output into a [`Verdict`]), so neither imports the other.
 //!
+//! [`RaceStatus`] lives here too: a portfolio race (`jobs`) and a CP-SAT
+//! experiment (`cpsat`) both end `winner` or `no_winner`, and this module is
+//! the one both may import.
+//!
 //! The rule a maintainer must not break: only [`Verdict::Accepted`] is a
 //! pass. A verdict is a positive act of a checker that ran to its end;
 //! silence, an error, a timeout or anything ambiguous is a non-pass with a
@@ -79,6 +83,42 @@ impl std::fmt::Display for Verdict {
     }
 }
 
+/// What a race of several attempts (a portfolio, an experiment) decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RaceStatus {
+    // Plain comments, not doc comments: the published schema stays a plain
+    // string enum.
+    // An attempt won; the result names it.
+    Winner,
+    // No attempt produced a result the race could trust.
+    NoWinner,
+}
+
+impl RaceStatus {
+    /// The status as it reads in the JSON (`no_winner`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RaceStatus::Winner => "winner",
+            RaceStatus::NoWinner => "no_winner",
+        }
+    }
+
+    /// `winner` when there is one, else `no_winner`.
+    pub fn of<T>(winner: &Option<T>) -> RaceStatus {
+        match winner {
+            Some(_) => RaceStatus::Winner,
+            None => RaceStatus::NoWinner,
+        }
+    }
+}
+
+impl std::fmt::Display for RaceStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,5 +149,18 @@ mod tests {
         let text = serde_json::to_string(&Verdict::NoVerdict).unwrap();
         assert_eq!(text, "\"no_verdict\"");
         assert_eq!(Verdict::NoVerdict.as_str(), "no_verdict");
+    }
+
+    #[test]
+    fn race_statuses_serialise_in_snake_case() {
+        for status in [RaceStatus::Winner, RaceStatus::NoWinner] {
+            let text = serde_json::to_string(&status).unwrap();
+            assert_eq!(text, format!("\"{status}\""));
+            let back: RaceStatus = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, status);
+        }
+        assert_eq!(RaceStatus::NoWinner.as_str(), "no_winner");
+        assert_eq!(RaceStatus::of(&Some(1)), RaceStatus::Winner);
+        assert_eq!(RaceStatus::of::<u8>(&None), RaceStatus::NoWinner);
     }
 }

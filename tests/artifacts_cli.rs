@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 
-use solvergate::artifacts::{Artifacts, SaveModelRequest, SavePythonRequest};
+use solvergate::artifacts::{Artifacts, SaveModelRequest, SavePythonRequest, SaveStatus};
 use solvergate::cpsat::Cpsat;
 use solvergate::minizinc::{MiniZinc, SolveControls};
 use solvergate::planner::{Planner, ResultStore};
@@ -111,7 +111,7 @@ impl Home {
             &CancellationToken::new(),
         ))
         .unwrap();
-        assert_eq!(saved.status, "saved", "{saved:?}");
+        assert_eq!(saved.status, SaveStatus::Saved, "{saved:?}");
         target
     }
 

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Artifacts;
 use super::manifest::{
-    ArtifactManifest, Backend, CpsatRecord, Expectation, SavedFile, VerificationRecord,
+    ArtifactManifest, Backend, CpsatRecord, Expectation, RunStatus, SavedFile, VerificationRecord,
 };
 use super::target::{FileSet, Target, check_target, commit, pretty};
 use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
@@ -301,7 +301,7 @@ impl Artifacts {
             None => None,
         };
         let verification = VerificationRecord {
-            status: run.status.clone(),
+            status: script_run_status(&run.status),
             objective: run.objective.clone(),
             checker_status: gates.checker.as_ref().map(|report| report.status.clone()),
             level: gates.level.as_str().to_owned(),
@@ -506,4 +506,9 @@ fn python_result(
         duration_ms: run.duration_ms,
         diagnostic,
     }
+}
+
+/// A script run's status as a manifest records it (the same words).
+pub(crate) fn script_run_status(status: &str) -> RunStatus {
+    serde_json::from_value(Value::String(status.to_owned())).unwrap_or(RunStatus::Error)
 }

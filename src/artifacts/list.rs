@@ -11,14 +11,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 
-use super::manifest::{ArtifactManifest, Backend, MANIFEST_FILE};
+use super::manifest::{ArtifactManifest, Backend, MANIFEST_FILE, RunStatus};
 
 /// One artifact found.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ArtifactRow {
     pub dir: String,
     pub backend: Backend,
-    pub status: String,
+    pub status: RunStatus,
     pub objective: Option<Number>,
     pub saved_at: String,
     /// The highest gate that passed (`solved`, `checked`, `reported`,

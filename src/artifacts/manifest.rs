@@ -21,7 +21,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value};
 
-use crate::minizinc::SolveControls;
+use crate::minizinc::{SolveControls, SolveStatus};
 use crate::sha256_hex;
 
 /// The manifest's file name inside a saved directory.
@@ -53,6 +53,129 @@ impl Backend {
             Backend::CpsatPython => "cpsat_python",
             Backend::Planner => "planner",
         }
+    }
+}
+
+/// Whether a save wrote its artifact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SaveStatus {
+    // Plain comments, not doc comments: the published schema stays a plain
+    // string enum.
+    // Every gate passed and the artifact was written.
+    Saved,
+    // A gate failed; nothing was written (the diagnostic names the gate).
+    NotVerified,
+}
+
+impl SaveStatus {
+    /// The status as it reads in the JSON (`not_verified`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SaveStatus::Saved => "saved",
+            SaveStatus::NotVerified => "not_verified",
+        }
+    }
+}
+
+impl std::fmt::Display for SaveStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The status of a verifying run as a manifest records it: a MiniZinc
+/// solve's, a CP-SAT script's or a plan's.
+///
+/// Saved manifests carry a self-hash, so every value here is written
+/// exactly as the run's own status was (`optimal`, `unsat_or_unbounded`,
+/// ...): add values, never rename one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    // Plain comments, not doc comments: the published schema stays a plain
+    // string enum.
+    // MiniZinc and CP-SAT: proven optimal.
+    Optimal,
+    // MiniZinc: a solution, not proven optimal.
+    Satisfied,
+    // CP-SAT: a solution, not proven optimal.
+    Feasible,
+    // MiniZinc and CP-SAT: a time limit stopped the run.
+    Timeout,
+    // MiniZinc and CP-SAT: the run failed.
+    Error,
+    // MiniZinc: proven unsatisfiable.
+    Unsatisfiable,
+    // MiniZinc: proven unbounded.
+    Unbounded,
+    // MiniZinc: unsatisfiable or unbounded.
+    UnsatOrUnbounded,
+    // CP-SAT: proven infeasible.
+    Infeasible,
+    // MiniZinc and CP-SAT: no solution and no proof.
+    Unknown,
+    // Planner: a plan was recommended.
+    Planned,
+    // Planner: no card was feasible.
+    NoFeasiblePlan,
+}
+
+impl RunStatus {
+    /// The status as it reads in the JSON (`unsat_or_unbounded`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Optimal => "optimal",
+            RunStatus::Satisfied => "satisfied",
+            RunStatus::Feasible => "feasible",
+            RunStatus::Timeout => "timeout",
+            RunStatus::Error => "error",
+            RunStatus::Unsatisfiable => "unsatisfiable",
+            RunStatus::Unbounded => "unbounded",
+            RunStatus::UnsatOrUnbounded => "unsat_or_unbounded",
+            RunStatus::Infeasible => "infeasible",
+            RunStatus::Unknown => "unknown",
+            RunStatus::Planned => "planned",
+            RunStatus::NoFeasiblePlan => "no_feasible_plan",
+        }
+    }
+
+    /// A solution not proven optimal: another run may end at another one.
+    pub fn is_incumbent(self) -> bool {
+        match self {
+            RunStatus::Satisfied | RunStatus::Feasible => true,
+            RunStatus::Optimal
+            | RunStatus::Timeout
+            | RunStatus::Error
+            | RunStatus::Unsatisfiable
+            | RunStatus::Unbounded
+            | RunStatus::UnsatOrUnbounded
+            | RunStatus::Infeasible
+            | RunStatus::Unknown
+            | RunStatus::Planned
+            | RunStatus::NoFeasiblePlan => false,
+        }
+    }
+}
+
+impl From<SolveStatus> for RunStatus {
+    fn from(status: SolveStatus) -> RunStatus {
+        match status {
+            SolveStatus::Timeout => RunStatus::Timeout,
+            SolveStatus::Error => RunStatus::Error,
+            SolveStatus::Unsatisfiable => RunStatus::Unsatisfiable,
+            SolveStatus::Unbounded => RunStatus::Unbounded,
+            SolveStatus::UnsatOrUnbounded => RunStatus::UnsatOrUnbounded,
+            SolveStatus::Unknown => RunStatus::Unknown,
+            SolveStatus::Optimal => RunStatus::Optimal,
+            SolveStatus::Satisfied => RunStatus::Satisfied,
+        }
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -128,7 +251,7 @@ pub struct PlannerRecord {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct VerificationRecord {
     /// The run's status (`optimal`, `satisfied`, `feasible`, ...).
-    pub status: String,
+    pub status: RunStatus,
     pub objective: Option<Number>,
     /// The checker's status, when a checker ran.
     pub checker_status: Option<String>,
@@ -397,12 +520,35 @@ fn canonical(value: &Value, out: &mut String) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn statuses_keep_their_saved_spelling() {
+        let text = |status: RunStatus| serde_json::to_string(&status).unwrap();
+        assert_eq!(text(RunStatus::UnsatOrUnbounded), "\"unsat_or_unbounded\"");
+        assert_eq!(text(RunStatus::NoFeasiblePlan), "\"no_feasible_plan\"");
+        for status in [
+            SolveStatus::Timeout,
+            SolveStatus::Error,
+            SolveStatus::Unsatisfiable,
+            SolveStatus::Unbounded,
+            SolveStatus::UnsatOrUnbounded,
+            SolveStatus::Unknown,
+            SolveStatus::Optimal,
+            SolveStatus::Satisfied,
+        ] {
+            assert_eq!(RunStatus::from(status).as_str(), status.as_str());
+        }
+        let saved = serde_json::to_string(&SaveStatus::NotVerified).unwrap();
+        assert_eq!(saved, "\"not_verified\"");
+        let back: RunStatus = serde_json::from_str("\"feasible\"").unwrap();
+        assert_eq!(back, RunStatus::Feasible);
+    }
+
     fn sealed_minizinc() -> Vec<u8> {
         let mut manifest = ArtifactManifest::new(
             Backend::Minizinc,
             Some("2.6.4".to_owned()),
             VerificationRecord {
-                status: "optimal".to_owned(),
+                status: RunStatus::Optimal,
                 objective: Some(Number::from(60)),
                 checker_status: None,
                 level: "solved".to_owned(),
@@ -490,7 +636,7 @@ mod tests {
             Backend::CpsatPython,
             None,
             VerificationRecord {
-                status: "optimal".to_owned(),
+                status: RunStatus::Optimal,
                 objective: Number::from_f64(0.1 + 0.2),
                 checker_status: None,
                 level: "expectation".to_owned(),
@@ -522,6 +668,23 @@ mod properties {
     use super::*;
     use crate::strategies::{deeply_nested, json_value};
     use proptest::prelude::*;
+
+    fn run_status() -> impl Strategy<Value = RunStatus> {
+        proptest::sample::select(vec![
+            RunStatus::Optimal,
+            RunStatus::Satisfied,
+            RunStatus::Feasible,
+            RunStatus::Timeout,
+            RunStatus::Error,
+            RunStatus::Unsatisfiable,
+            RunStatus::Unbounded,
+            RunStatus::UnsatOrUnbounded,
+            RunStatus::Infeasible,
+            RunStatus::Unknown,
+            RunStatus::Planned,
+            RunStatus::NoFeasiblePlan,
+        ])
+    }
 
     /// A file name a save writes.
     fn plain_name() -> impl Strategy<Value = String> {
@@ -626,7 +789,7 @@ mod properties {
             )),
         );
         let verification = (
-            any::<String>(),
+            run_status(),
             proptest::option::of(number()),
             proptest::option::of(any::<String>()),
             any::<String>(),

@@ -20,17 +20,20 @@ use std::path::PathBuf;
 
 use super::Artifacts;
 use super::includes::{self, Closure};
-use super::manifest::{ArtifactManifest, Backend, MinizincRecord, SavedFile, VerificationRecord};
+use super::manifest::{
+    ArtifactManifest, Backend, MinizincRecord, SaveStatus, SavedFile, VerificationRecord,
+};
 use super::target::{FileSet, StagedFile, Target, check_target, commit, pretty};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::jobs::PortfolioSolveResult;
 use crate::minizinc::{
-    CheckResult, CheckerReport, PreflightRequest, SolveControls, SolveRequest, SolveResult,
-    Sources, validate_timeout,
+    CheckResult, CheckerReport, PreflightRequest, PreflightStatus, SolveControls, SolveRequest,
+    SolveResult, SolveStatus, Sources, validate_timeout,
 };
 use crate::progress::{Progress, Stage};
 use crate::sha256_hex;
 use crate::userfiles::off_thread;
+use crate::verdict::RaceStatus;
 
 /// A save as requested.
 #[derive(Debug, Clone)]
@@ -53,7 +56,7 @@ pub struct SaveModelRequest {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SaveVerifiedModelResult {
     /// `saved` or `not_verified`.
-    pub status: String,
+    pub status: SaveStatus,
     pub message: String,
     /// The resolved target; on `not_verified` the directory that was not
     /// written.
@@ -112,16 +115,19 @@ impl Artifacts {
                 cancel,
             )
             .await?;
-        if check.status != "ok" {
-            return Ok(not_verified(
-                &target,
-                format!(
-                    "the compile check ended {}; fix the model and call again",
-                    check.status
-                ),
-                check,
-                None,
-            ));
+        match check.status {
+            PreflightStatus::Ok => {}
+            PreflightStatus::Error | PreflightStatus::Timeout => {
+                return Ok(not_verified(
+                    &target,
+                    format!(
+                        "the compile check ended {}; fix the model and call again",
+                        check.status
+                    ),
+                    check,
+                    None,
+                ));
+            }
         }
         progress.report(Stage::Running, "closing the artifact over its includes");
         let closed = match self
@@ -166,7 +172,7 @@ impl Artifacts {
         off_thread(move || commit(&written, &staged, overwrite, &journal, pause)).await?;
         progress.report(Stage::Complete, "saved");
         Ok(SaveVerifiedModelResult {
-            status: "saved".to_owned(),
+            status: SaveStatus::Saved,
             message: format!(
                 "verified ({} with {}) and saved {} file(s) to {}",
                 solve.status,
@@ -206,7 +212,7 @@ enum IncludesRefusal {
     .diagnostic.as_ref().map(|message| format!(": {message}")).unwrap_or_default())]
 struct ListingError {
     what: &'static str,
-    status: String,
+    status: PreflightStatus,
     /// The inspection's diagnostic message, if it had one.
     diagnostic: Option<String>,
 }
@@ -350,15 +356,15 @@ impl Artifacts {
                 cancel,
             )
             .await?;
-        Ok(match (inspection.status.as_str(), inspection.interface) {
-            ("ok", Some(interface)) => Ok(interface
+        Ok(match (inspection.status, inspection.interface) {
+            (PreflightStatus::Ok, Some(interface)) => Ok(interface
                 .included_files
                 .into_iter()
                 .map(PathBuf::from)
                 .collect()),
             (status, _) => Err(ListingError {
                 what,
-                status: status.to_owned(),
+                status,
                 diagnostic: inspection.diagnostic.map(|diagnostic| diagnostic.message),
             }),
         })
@@ -413,11 +419,19 @@ pub(crate) fn solve_gate(solve: &SolveResult) -> Option<String> {
     if solve.timed_out {
         return Some("the verifying solve hit the time limit; raise timeout_ms".to_owned());
     }
-    if !matches!(solve.status.as_str(), "satisfied" | "optimal") {
-        return Some(format!(
-            "the verifying solve ended {}, not satisfied or optimal",
-            solve.status
-        ));
+    match solve.status {
+        SolveStatus::Satisfied | SolveStatus::Optimal => {}
+        SolveStatus::Timeout
+        | SolveStatus::Error
+        | SolveStatus::Unsatisfiable
+        | SolveStatus::Unbounded
+        | SolveStatus::UnsatOrUnbounded
+        | SolveStatus::Unknown => {
+            return Some(format!(
+                "the verifying solve ended {}, not satisfied or optimal",
+                solve.status
+            ));
+        }
     }
     if solve
         .diagnostic
@@ -428,7 +442,7 @@ pub(crate) fn solve_gate(solve: &SolveResult) -> Option<String> {
             "the verifying solve stopped at MiniZinc's time limit with an unproven incumbent (timeout_with_incumbent); raise timeout_ms until it ends optimal".to_owned(),
         );
     }
-    if solve.status == "satisfied" && solve.objective.is_some() {
+    if solve.status == SolveStatus::Satisfied && solve.objective.is_some() {
         return Some(
             "the verifying solve ended satisfied on an optimisation model: an incumbent, not a proven optimum; raise timeout_ms until it ends optimal".to_owned(),
         );
@@ -470,7 +484,7 @@ fn not_verified(
     solve: Option<SolveResult>,
 ) -> SaveVerifiedModelResult {
     SaveVerifiedModelResult {
-        status: "not_verified".to_owned(),
+        status: SaveStatus::NotVerified,
         message: format!("{why}; nothing was written"),
         target_dir: target.dir.display().to_string(),
         files: Vec::new(),
@@ -492,11 +506,14 @@ fn check_portfolio(
             "portfolio_result does not match this save: {why}; nothing was run"
         ))
     };
-    if race.status != "winner" {
-        return Err(refuse(format!(
-            "its status is {:?}, and only a race with a winner is provenance",
-            race.status
-        )));
+    match race.status {
+        RaceStatus::Winner => {}
+        RaceStatus::NoWinner => {
+            return Err(refuse(format!(
+                "its status is {:?}, and only a race with a winner is provenance",
+                race.status.as_str()
+            )));
+        }
     }
     let attempt = race
         .winner_index
@@ -583,7 +600,7 @@ fn portfolio_log(race: &PortfolioSolveResult) -> (Value, Value) {
     let mut statuses: Vec<&str> = race
         .attempts
         .iter()
-        .filter_map(|attempt| attempt.status.as_deref())
+        .filter_map(|attempt| attempt.status.map(SolveStatus::as_str))
         .collect();
     statuses.sort_unstable();
     statuses.dedup();
@@ -637,9 +654,12 @@ fn minizinc_files(
         None => None,
     };
     let verification = VerificationRecord {
-        status: solve.status.clone(),
+        status: solve.status.into(),
         objective: solve.objective.clone(),
-        checker_status: solve.checker.as_ref().map(|checker| checker.status.clone()),
+        checker_status: solve
+            .checker
+            .as_ref()
+            .map(|checker| checker.status.to_string()),
         level: if solve.checker.is_some() {
             "checked"
         } else {

@@ -29,7 +29,9 @@ use crate::planner::Planner;
 
 pub use cpsat::{SavePythonRequest, SaveVerifiedPythonResult, VerificationLevel};
 pub use list::{ArtifactList, ArtifactRow, list};
-pub use manifest::{ArtifactManifest, Backend, Expectation, MANIFEST_FILE, SavedFile};
+pub use manifest::{
+    ArtifactManifest, Backend, Expectation, MANIFEST_FILE, RunStatus, SaveStatus, SavedFile,
+};
 pub use minizinc::{SaveModelRequest, SaveVerifiedModelResult};
 pub use plan::{SavePlanRequest, SavePlanResult};
 pub use replay::{ReplayOutcome, ReplayResult};

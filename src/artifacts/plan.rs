@@ -13,7 +13,9 @@ use serde_json::Number;
 use tokio_util::sync::CancellationToken;
 
 use super::Artifacts;
-use super::manifest::{ArtifactManifest, Backend, PlannerRecord, SavedFile, VerificationRecord};
+use super::manifest::{
+    ArtifactManifest, Backend, PlannerRecord, RunStatus, SaveStatus, SavedFile, VerificationRecord,
+};
 use super::target::{FileSet, check_target, commit, pretty};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::planner::{LoadPlan, LoadProblem, PlanResult, model};
@@ -33,7 +35,7 @@ pub struct SavePlanRequest {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SavePlanResult {
     /// `saved` or `not_verified`.
-    pub status: String,
+    pub status: SaveStatus,
     pub message: String,
     pub target_dir: String,
     /// The plan's id (also the SHA-256 of the saved `result.json`).
@@ -48,12 +50,10 @@ pub struct SavePlanResult {
 pub(crate) fn plan_outcome(plan: &LoadPlan) -> VerificationRecord {
     let recommended = plan.cards.iter().find(|card| card.recommended);
     VerificationRecord {
-        status: if recommended.is_some() {
-            "planned"
-        } else {
-            "no_feasible_plan"
-        }
-        .to_owned(),
+        status: match recommended {
+            Some(_) => RunStatus::Planned,
+            None => RunStatus::NoFeasiblePlan,
+        },
         objective: recommended
             .and_then(|card| card.cost.as_ref())
             .and_then(|cost| Number::from_f64(cost.total)),
@@ -116,7 +116,7 @@ impl Artifacts {
         };
         if let Some(why) = refusal {
             return Ok(SavePlanResult {
-                status: "not_verified".to_owned(),
+                status: SaveStatus::NotVerified,
                 message: format!("{why}; nothing was written"),
                 target_dir: target.dir.display().to_string(),
                 result_id: planned.result_id.clone(),
@@ -151,7 +151,7 @@ impl Artifacts {
         let written = target.clone();
         off_thread(move || commit(&written, &staged, overwrite, &journal, pause)).await?;
         Ok(SavePlanResult {
-            status: "saved".to_owned(),
+            status: SaveStatus::Saved,
             message: format!(
                 "planned ({} recommended) and saved {} file(s) to {}",
                 plan.recommended.as_deref().unwrap_or("none"),

@@ -21,7 +21,9 @@ use serde_json::{Map, Number, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::Artifacts;
-use super::manifest::{ArtifactManifest, Backend, MANIFEST_FILE, ManifestError, check_seal};
+use super::manifest::{
+    ArtifactManifest, Backend, MANIFEST_FILE, ManifestError, RunStatus, check_seal,
+};
 use super::minizinc::solve_gate;
 use crate::cpsat::{CheckerReport, CheckerSource, CpsatPythonResult, ScriptRequest, ScriptSource};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
@@ -33,7 +35,7 @@ use crate::userfiles::off_thread;
 /// Status, objective and checker verdict of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ReplayOutcome {
-    pub status: String,
+    pub status: RunStatus,
     pub objective: Option<Number>,
     pub checker_status: Option<String>,
     /// The highest gate that passed (see the manifest's `verification`).
@@ -155,7 +157,7 @@ impl Artifacts {
         let checked = dir.clone();
         let manifest = off_thread(move || verify_files(&checked)).await?;
         let recorded = ReplayOutcome {
-            status: manifest.verification.status.clone(),
+            status: manifest.verification.status,
             objective: manifest.verification.objective.clone(),
             checker_status: manifest.verification.checker_status.clone(),
             level: manifest.verification.level.clone(),
@@ -217,9 +219,12 @@ impl Artifacts {
             .await?;
         let passed = solve_gate(&solve).is_none();
         let replayed = ReplayOutcome {
-            status: solve.status.clone(),
+            status: solve.status.into(),
             objective: solve.objective.clone(),
-            checker_status: solve.checker.as_ref().map(|checker| checker.status.clone()),
+            checker_status: solve
+                .checker
+                .as_ref()
+                .map(|checker| checker.status.to_string()),
             level: match (passed, solve.checker.is_some()) {
                 (false, _) => "none",
                 (true, true) => "checked",
@@ -292,7 +297,7 @@ impl Artifacts {
             )
             .await?;
         let replayed = ReplayOutcome {
-            status: run.status.clone(),
+            status: super::cpsat::script_run_status(&run.status),
             objective: run.objective.clone(),
             checker_status: gates.checker.as_ref().map(|report| report.status.clone()),
             level: if gates.reason.is_some() {
@@ -425,8 +430,7 @@ fn judge(result: &mut ReplayResult) {
         return;
     }
     let mut why = Vec::new();
-    if matches!(recorded.status.as_str(), "satisfied" | "feasible") && recorded.objective.is_some()
-    {
+    if recorded.status.is_incumbent() && recorded.objective.is_some() {
         why.push(format!(
             "the recorded status {} is an incumbent, not a proven optimum, so another run can end at another one",
             recorded.status

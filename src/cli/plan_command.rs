@@ -10,7 +10,7 @@ use super::args::PlanArgs;
 use super::render;
 use super::setup::{ARTIFACT_JOURNAL, PLANNER_STORE};
 use super::terminal::{cancel_on_interrupt, fail, interrupted, out, refuse};
-use crate::artifacts::{Artifacts, SavePlanRequest};
+use crate::artifacts::{Artifacts, SavePlanRequest, SaveStatus};
 use crate::cpsat::Cpsat;
 use crate::minizinc::MiniZinc;
 use crate::planner::problem::EXAMPLE;
@@ -129,7 +129,7 @@ pub async fn plan(
             .save_planned(&request, &result, &Progress::none(), &cancel)
             .await
         {
-            Ok(saved) if saved.status == "saved" => {
+            Ok(saved) if saved.status == SaveStatus::Saved => {
                 eprintln!("saved to {}", saved.target_dir);
             }
             Ok(saved) => return refuse(saved.message),

@@ -163,7 +163,7 @@ pub fn replay(result: &ReplayResult) -> String {
     let row = |label: &str, record: &crate::artifacts::ReplayOutcome| {
         [
             label.to_owned(),
-            record.status.clone(),
+            record.status.to_string(),
             objective(&record.objective),
             record
                 .checker_status
@@ -216,7 +216,7 @@ pub fn artifact_list(list: &ArtifactList) -> String {
         rows.push([
             artifact.dir.clone(),
             artifact.backend.as_str().to_owned(),
-            artifact.status.clone(),
+            artifact.status.to_string(),
             artifact
                 .objective
                 .as_ref()

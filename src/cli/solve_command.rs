@@ -15,7 +15,8 @@ use super::args::SolveArgs;
 use super::render;
 use super::terminal::{fail, interrupt_signal, out};
 use crate::minizinc::{
-    DEFAULT_TIMEOUT_MS, MiniZinc, SolveControls, SolveRequest, Sources, validate_budget,
+    DEFAULT_TIMEOUT_MS, MiniZinc, SolveControls, SolveRequest, SolveStatus, Sources,
+    validate_budget,
 };
 use crate::progress::Progress;
 use crate::runtime::Runtime;
@@ -120,12 +121,14 @@ fn solve_exit_code(result: &crate::minizinc::SolveResult) -> u8 {
         .checker
         .as_ref()
         .is_some_and(|checker| !checker.verdict.is_accepted());
-    match result.status.as_str() {
+    match result.status {
         _ if rejected && result.solution.is_some() => SOLVE_CHECKER_REJECTED,
-        "optimal" | "satisfied" => 0,
-        "timeout" if result.solution.is_some() => 0,
-        "unsatisfiable" | "unbounded" | "unsat_or_unbounded" => SOLVE_NO_SOLUTION_EXISTS,
-        "error" => SOLVE_MODEL_ERROR,
-        _ => SOLVE_NO_ANSWER_IN_TIME,
+        SolveStatus::Optimal | SolveStatus::Satisfied => 0,
+        SolveStatus::Timeout if result.solution.is_some() => 0,
+        SolveStatus::Unsatisfiable | SolveStatus::Unbounded | SolveStatus::UnsatOrUnbounded => {
+            SOLVE_NO_SOLUTION_EXISTS
+        }
+        SolveStatus::Error => SOLVE_MODEL_ERROR,
+        SolveStatus::Timeout | SolveStatus::Unknown => SOLVE_NO_ANSWER_IN_TIME,
     }
 }

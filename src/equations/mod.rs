@@ -38,7 +38,7 @@ pub use evaluate::{
 pub use request::{CorrectRequest, EvaluateRequest, OptimizeRequest, ValidateRequest};
 
 use crate::diagnostics::{Category, Diagnostic, ToolError};
-use crate::minizinc::{MiniZinc, SolveControls, SolveRequest, SolveResult, Sources};
+use crate::minizinc::{MiniZinc, SolveControls, SolveRequest, SolveResult, SolveStatus, Sources};
 use crate::progress::{Progress, Stage};
 use compile::ModelVar;
 use request::SolverSettings;
@@ -279,7 +279,7 @@ impl Equations {
                 ..request
             };
             let result = self.minizinc.solve(&check, progress, cancel).await?;
-            proven_infeasible = result.status == "unsatisfiable";
+            proven_infeasible = result.status == SolveStatus::Unsatisfiable;
         }
         if !proven_infeasible {
             limit_claims(&mut outcome, built);
@@ -336,12 +336,16 @@ fn invalid_diagnostic(errors: &[String]) -> Diagnostic {
 
 fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> Outcome {
     let has_solution = result.solution.is_some();
-    let mut status = match result.status.as_str() {
-        "optimal" => EquationStatus::Optimal,
-        "satisfied" => EquationStatus::Feasible,
-        "timeout" if has_solution => EquationStatus::Feasible,
-        "unsatisfiable" => EquationStatus::Infeasible,
-        _ => EquationStatus::Unknown,
+    let mut status = match result.status {
+        SolveStatus::Optimal => EquationStatus::Optimal,
+        SolveStatus::Satisfied => EquationStatus::Feasible,
+        SolveStatus::Timeout if has_solution => EquationStatus::Feasible,
+        SolveStatus::Unsatisfiable => EquationStatus::Infeasible,
+        SolveStatus::Timeout
+        | SolveStatus::Error
+        | SolveStatus::Unbounded
+        | SolveStatus::UnsatOrUnbounded
+        | SolveStatus::Unknown => EquationStatus::Unknown,
     };
     let mut values = BTreeMap::new();
     let mut diagnostic = result.diagnostic.clone();

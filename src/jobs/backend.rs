@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::registry::{JobState, Outcome, Work};
 use crate::cpsat::{CheckerReport, CheckerSource, Cpsat, CpsatPythonResult, ScriptRequest};
 use crate::diagnostics::ToolError;
-use crate::minizinc::{MiniZinc, SolveRequest, SolveResult};
+use crate::minizinc::{MiniZinc, SolveRequest, SolveResult, SolveStatus};
 use crate::progress::{LiveSlot, Progress};
 
 /// A boxed future a backend returns.
@@ -42,8 +42,184 @@ pub struct SlurmPlacement {
     pub job_id: String,
     pub node: Option<String>,
     /// As last seen: PENDING, RUNNING, COMPLETED, CANCELLED, ...
-    pub state: String,
+    #[schemars(with = "String")]
+    pub state: SlurmState,
     pub reason: Option<String>,
+}
+
+/// A Slurm job state as `squeue --format=%T` spells it.
+///
+/// Open on purpose: Slurm adds states across versions, so a word not listed
+/// here is kept verbatim in [`SlurmState::Other`] (never taken for ended).
+/// Serialised as Slurm's own word. That Slurm no longer knows a job at all
+/// is not a state of the job: the backend says it apart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum SlurmState {
+    /// `BOOT_FAIL`: the node failed to boot.
+    BootFail,
+    /// `CANCELLED`: by a user or an administrator.
+    Cancelled,
+    /// `COMPLETED`: every process exited with 0.
+    Completed,
+    /// `COMPLETING`: ended, some processes may still run.
+    Completing,
+    /// `CONFIGURING`: allocated, nodes booting.
+    Configuring,
+    /// `DEADLINE`: ended at its deadline.
+    Deadline,
+    /// `FAILED`: a non-zero exit code or another failure.
+    Failed,
+    /// `NODE_FAIL`: a node it ran on failed.
+    NodeFail,
+    /// `OUT_OF_MEMORY`.
+    OutOfMemory,
+    /// `PENDING`: waiting for resources.
+    Pending,
+    /// `PREEMPTED`.
+    Preempted,
+    /// `REQUEUED`: put back in the queue.
+    Requeued,
+    /// `REQUEUE_FED`.
+    RequeueFed,
+    /// `REQUEUE_HOLD`.
+    RequeueHold,
+    /// `RESIZING`.
+    Resizing,
+    /// `RESV_DEL_HOLD`: held after its reservation was deleted.
+    ResvDelHold,
+    /// `REVOKED`: removed from a federation sibling.
+    Revoked,
+    /// `RUNNING`.
+    Running,
+    /// `SIGNALING`: being sent a signal.
+    Signaling,
+    /// `SPECIAL_EXIT`.
+    SpecialExit,
+    /// `STAGE_OUT`: staging out data.
+    StageOut,
+    /// `STOPPED`: stopped with SIGSTOP, resources kept.
+    Stopped,
+    /// `SUSPENDED`.
+    Suspended,
+    /// `TIMEOUT`: it reached its time limit.
+    Timeout,
+    /// A word this version does not know, verbatim.
+    Other(String),
+}
+
+impl SlurmState {
+    /// Reads Slurm's word.
+    pub fn from_word(word: &str) -> SlurmState {
+        match word {
+            "BOOT_FAIL" => SlurmState::BootFail,
+            "CANCELLED" => SlurmState::Cancelled,
+            "COMPLETED" => SlurmState::Completed,
+            "COMPLETING" => SlurmState::Completing,
+            "CONFIGURING" => SlurmState::Configuring,
+            "DEADLINE" => SlurmState::Deadline,
+            "FAILED" => SlurmState::Failed,
+            "NODE_FAIL" => SlurmState::NodeFail,
+            "OUT_OF_MEMORY" => SlurmState::OutOfMemory,
+            "PENDING" => SlurmState::Pending,
+            "PREEMPTED" => SlurmState::Preempted,
+            "REQUEUED" => SlurmState::Requeued,
+            "REQUEUE_FED" => SlurmState::RequeueFed,
+            "REQUEUE_HOLD" => SlurmState::RequeueHold,
+            "RESIZING" => SlurmState::Resizing,
+            "RESV_DEL_HOLD" => SlurmState::ResvDelHold,
+            "REVOKED" => SlurmState::Revoked,
+            "RUNNING" => SlurmState::Running,
+            "SIGNALING" => SlurmState::Signaling,
+            "SPECIAL_EXIT" => SlurmState::SpecialExit,
+            "STAGE_OUT" => SlurmState::StageOut,
+            "STOPPED" => SlurmState::Stopped,
+            "SUSPENDED" => SlurmState::Suspended,
+            "TIMEOUT" => SlurmState::Timeout,
+            other => SlurmState::Other(other.to_owned()),
+        }
+    }
+
+    /// Slurm's word.
+    pub fn as_str(&self) -> &str {
+        match self {
+            SlurmState::BootFail => "BOOT_FAIL",
+            SlurmState::Cancelled => "CANCELLED",
+            SlurmState::Completed => "COMPLETED",
+            SlurmState::Completing => "COMPLETING",
+            SlurmState::Configuring => "CONFIGURING",
+            SlurmState::Deadline => "DEADLINE",
+            SlurmState::Failed => "FAILED",
+            SlurmState::NodeFail => "NODE_FAIL",
+            SlurmState::OutOfMemory => "OUT_OF_MEMORY",
+            SlurmState::Pending => "PENDING",
+            SlurmState::Preempted => "PREEMPTED",
+            SlurmState::Requeued => "REQUEUED",
+            SlurmState::RequeueFed => "REQUEUE_FED",
+            SlurmState::RequeueHold => "REQUEUE_HOLD",
+            SlurmState::Resizing => "RESIZING",
+            SlurmState::ResvDelHold => "RESV_DEL_HOLD",
+            SlurmState::Revoked => "REVOKED",
+            SlurmState::Running => "RUNNING",
+            SlurmState::Signaling => "SIGNALING",
+            SlurmState::SpecialExit => "SPECIAL_EXIT",
+            SlurmState::StageOut => "STAGE_OUT",
+            SlurmState::Stopped => "STOPPED",
+            SlurmState::Suspended => "SUSPENDED",
+            SlurmState::Timeout => "TIMEOUT",
+            SlurmState::Other(word) => word,
+        }
+    }
+
+    /// Whether Slurm runs nothing more of the job (`COMPLETING` is not
+    /// ended: processes may still run; an unknown word is not either).
+    pub fn is_ended(&self) -> bool {
+        match self {
+            SlurmState::BootFail
+            | SlurmState::Cancelled
+            | SlurmState::Completed
+            | SlurmState::Deadline
+            | SlurmState::Failed
+            | SlurmState::NodeFail
+            | SlurmState::OutOfMemory
+            | SlurmState::Preempted
+            | SlurmState::Revoked
+            | SlurmState::SpecialExit
+            | SlurmState::Timeout => true,
+            SlurmState::Completing
+            | SlurmState::Configuring
+            | SlurmState::Pending
+            | SlurmState::Requeued
+            | SlurmState::RequeueFed
+            | SlurmState::RequeueHold
+            | SlurmState::Resizing
+            | SlurmState::ResvDelHold
+            | SlurmState::Running
+            | SlurmState::Signaling
+            | SlurmState::StageOut
+            | SlurmState::Stopped
+            | SlurmState::Suspended
+            | SlurmState::Other(_) => false,
+        }
+    }
+}
+
+impl From<String> for SlurmState {
+    fn from(word: String) -> SlurmState {
+        SlurmState::from_word(&word)
+    }
+}
+
+impl From<SlurmState> for String {
+    fn from(state: SlurmState) -> String {
+        state.as_str().to_owned()
+    }
+}
+
+impl std::fmt::Display for SlurmState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Shared with the job's status: the backend fills it in as it learns.
@@ -58,7 +234,7 @@ pub(crate) fn placement_of(slot: &PlacementSlot) -> Option<SlurmPlacement> {
 /// holds `PENDING` is `queued`.
 pub(crate) fn visible_state(state: JobState, placement: Option<&SlurmPlacement>) -> JobState {
     match placement {
-        Some(placement) if state == JobState::Running && placement.state == "PENDING" => {
+        Some(placement) if state == JobState::Running && placement.state == SlurmState::Pending => {
             JobState::Queued
         }
         _ => state,
@@ -184,7 +360,7 @@ pub(crate) fn solve_outcome(
     token: &CancellationToken,
 ) -> Outcome<SolveResult> {
     match result {
-        Ok(result) if result.status == "timeout" => Outcome::TimedOut(result),
+        Ok(result) if result.status == SolveStatus::Timeout => Outcome::TimedOut(result),
         Ok(result) => Outcome::Succeeded(result),
         Err(_) if token.is_cancelled() => Outcome::Cancelled,
         Err(error) => Outcome::Failed(error.to_string()),
@@ -216,4 +392,27 @@ pub fn detached_context(token: CancellationToken) -> RunContext {
 /// The binary a Slurm node runs: this one, when it can say where it is.
 pub fn this_binary() -> Option<PathBuf> {
     std::env::current_exe().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slurm_states_keep_slurms_words() {
+        for word in ["PENDING", "OUT_OF_MEMORY", "RESV_DEL_HOLD", "SOMETHING_NEW"] {
+            let state = SlurmState::from_word(word);
+            assert_eq!(state.as_str(), word);
+            assert_eq!(
+                serde_json::to_string(&state).unwrap(),
+                format!("\"{word}\"")
+            );
+            let back: SlurmState = serde_json::from_str(&format!("\"{word}\"")).unwrap();
+            assert_eq!(back, state);
+        }
+        assert_eq!(
+            SlurmState::from_word("SOMETHING_NEW"),
+            SlurmState::Other("SOMETHING_NEW".to_owned())
+        );
+    }
 }

@@ -18,7 +18,7 @@ use super::backend::{
 };
 use super::registry::{JobRegistry, JobSnapshot, JobState, Start};
 use super::status::{
-    JobKind, JobList, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
+    JobKind, JobList, ResultStatus, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
 };
 use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::cpsat::{
@@ -170,7 +170,7 @@ impl CpsatJobs {
     pub fn list(&self) -> JobList {
         list_of(&self.registry, JobKind::CpsatPython, |output| {
             (
-                output.result.status.clone(),
+                ResultStatus::Script(output.result.status.clone()),
                 output.result.objective.clone(),
             )
         })

@@ -19,7 +19,7 @@ pub mod winner;
 pub mod wire;
 pub mod worker;
 
-pub use backend::{CpsatJobRequest, JobBackend, SlurmPlacement};
+pub use backend::{CpsatJobRequest, JobBackend, SlurmPlacement, SlurmState};
 pub use cpsat::{CpsatJobs, CpsatPythonJobStatus};
 pub use local::{BackendChoice, LocalBackend};
 pub use portfolio::{
@@ -28,4 +28,4 @@ pub use portfolio::{
 pub use registry::{Completion, JobRegistry, JobSnapshot, JobState, Outcome, RegistryFull, Start};
 pub use slurm::SlurmConfig;
 pub use solve::{SolveJobStatus, SolveJobs};
-pub use status::{JobKind, JobList, JobSummary};
+pub use status::{JobKind, JobList, JobSummary, ResultStatus};

@@ -36,16 +36,17 @@ use super::backend::{SlurmPlacement, placement_of};
 use super::registry::{Completion, JobRegistry, JobSnapshot, JobState, Outcome, Start};
 use super::solve::{SolveJobMeta, SolveJobs};
 use super::status::{
-    JobKind, JobList, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
+    JobKind, JobList, ResultStatus, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
 };
 pub use super::winner::WinnerPolicy;
 use super::winner::{pick_winner, refusal};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{
-    DEFAULT_TIMEOUT_MS, SolveControls, SolveRequest, SolveResult, Sources, prepare_inline_models,
-    validate_budget,
+    CheckerStatus, DEFAULT_TIMEOUT_MS, SolveControls, SolveRequest, SolveResult, SolveStatus,
+    Sources, prepare_inline_models, validate_budget,
 };
 use crate::settings::JobBounds;
+use crate::verdict::RaceStatus;
 use crate::verdict::Verdict;
 
 /// The most seeds one race may use (`seed_count` or `seeds`).
@@ -92,10 +93,10 @@ pub struct PortfolioAttempt {
     pub job_id: String,
     pub state: JobState,
     /// The solve's status, when it produced a result.
-    pub status: Option<String>,
+    pub status: Option<SolveStatus>,
     /// The attempt's final objective, when it found a solution.
     pub objective: Option<Number>,
-    pub checker_status: Option<String>,
+    pub checker_status: Option<CheckerStatus>,
     pub checker_verdict: Option<Verdict>,
     /// Why its solution was refused (it never wins).
     pub refused: Option<String>,
@@ -110,7 +111,7 @@ pub struct PortfolioAttempt {
 pub struct PortfolioSolveResult {
     /// `winner` or `no_winner` (no attempt produced a result the race
     /// could trust).
-    pub status: String,
+    pub status: RaceStatus,
     /// Attempts whose solution the checker did not accept.
     pub refused_attempts: Vec<usize>,
     /// Index into `attempts` of the winner.
@@ -433,7 +434,7 @@ impl Portfolios {
     pub fn list(&self) -> JobList {
         list_of(&self.registry, JobKind::Portfolio, |result| {
             (
-                result.status.clone(),
+                ResultStatus::Race(result.status),
                 result.winner.as_ref().and_then(|w| w.objective.clone()),
             )
         })
@@ -586,12 +587,7 @@ impl Race {
             .and_then(|snapshot| snapshot.as_ref())
             .and_then(|snapshot| snapshot.result.clone());
         Outcome::Succeeded(PortfolioSolveResult {
-            status: if winner.is_some() {
-                "winner"
-            } else {
-                "no_winner"
-            }
-            .to_owned(),
+            status: RaceStatus::of(&winner),
             winner_index: winner.as_ref().and(winner_index),
             winner,
             refused_attempts,
@@ -631,11 +627,9 @@ impl Race {
                     seed: planned.seed,
                     job_id: job_id.clone(),
                     state: snapshot.as_ref().map_or(JobState::Failed, |s| s.state),
-                    status: result.map(|r| r.status.clone()),
+                    status: result.map(|r| r.status),
                     objective: result.and_then(|r| r.objective.clone()),
-                    checker_status: result
-                        .and_then(|r| r.checker.as_ref())
-                        .map(|c| c.status.clone()),
+                    checker_status: result.and_then(|r| r.checker.as_ref()).map(|c| c.status),
                     checker_verdict: result.and_then(|r| r.checker.as_ref()).map(|c| c.verdict),
                     refused: result.and_then(refusal),
                     elapsed_ms: snapshot.as_ref().map_or(0, |s| s.elapsed_ms),

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::backend::{
     BoxFuture, CpsatJobOutput, CpsatJobRequest, JobBackend, PlacementSlot, RunContext,
-    SlurmPlacement, cpsat_outcome, solve_outcome,
+    SlurmPlacement, SlurmState, cpsat_outcome, solve_outcome,
 };
 use super::registry::{Outcome, Work};
 use super::wire::{
@@ -56,23 +56,13 @@ const CANCEL_WAIT: Duration = Duration::from_secs(120);
 /// `squeue` failures in a row before a job is given up as failed.
 const SQUEUE_FAILURES: u32 = 20;
 
-/// States after which Slurm runs nothing more of a job.
-const ENDED: &[&str] = &[
-    "BOOT_FAIL",
-    "CANCELLED",
-    "COMPLETED",
-    "DEADLINE",
-    "FAILED",
-    "NODE_FAIL",
-    "OUT_OF_MEMORY",
-    "PREEMPTED",
-    "REVOKED",
-    "SPECIAL_EXIT",
-    "TIMEOUT",
-];
-
-fn ended(state: &str) -> bool {
-    ENDED.contains(&state)
+/// How a job left Slurm's queue without a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Gone {
+    /// Slurm reports the job in an ended state.
+    Ended(SlurmState),
+    /// Slurm no longer knows the job at all: we cannot tell how it ended.
+    Forgotten,
 }
 
 /// Everything the backend needs, resolved by the face at start-up.
@@ -277,7 +267,7 @@ impl SlurmBackend {
             SlurmPlacement {
                 job_id: id.clone(),
                 node: None,
-                state: "PENDING".to_owned(),
+                state: SlurmState::Pending,
                 reason: None,
             },
         );
@@ -310,12 +300,12 @@ impl SlurmBackend {
                         failures = 0;
                         let state = placement.state.clone();
                         set(&run.placement, placement);
-                        if ended(&state) {
-                            return self.ended_without_result(&id, &state, &dir, run);
+                        if state.is_ended() {
+                            return self.ended_without_result(&id, Gone::Ended(state), &dir, run);
                         }
                     }
                     Ok(None) => {
-                        return self.ended_without_result(&id, "UNKNOWN", &dir, run);
+                        return self.ended_without_result(&id, Gone::Forgotten, &dir, run);
                     }
                     Err(failure) => {
                         failures += 1;
@@ -434,7 +424,7 @@ impl SlurmBackend {
                 .find(|line| !line.trim().is_empty())
                 .map(|line| {
                     let mut fields = line.trim().splitn(3, '|');
-                    let state = fields.next().unwrap_or("").to_owned();
+                    let state = SlurmState::from_word(fields.next().unwrap_or(""));
                     let node = fields
                         .next()
                         .map(str::to_owned)
@@ -462,7 +452,7 @@ impl SlurmBackend {
             loop {
                 match self.query(id).await {
                     Ok(Some(now)) => {
-                        let done = ended(&now.state);
+                        let done = now.state.is_ended();
                         set(placement, now);
                         if done {
                             return;
@@ -485,7 +475,7 @@ impl SlurmBackend {
     fn ended_without_result(
         &self,
         id: &str,
-        state: &str,
+        gone: Gone,
         dir: &JobDir,
         run: &RunContext,
     ) -> Dispatched {
@@ -495,17 +485,16 @@ impl SlurmBackend {
             Ok(None) => {}
             Err(error) => return Dispatched::Failed(error.to_string()),
         }
-        if state == "CANCELLED" || run.token.is_cancelled() {
+        if gone == Gone::Ended(SlurmState::Cancelled) || run.token.is_cancelled() {
             return Dispatched::Cancelled;
         }
         let reason = super::backend::placement_of(&run.placement)
             .and_then(|placement| placement.reason)
             .map(|reason| format!(", reason {reason}"))
             .unwrap_or_default();
-        let what = if state == "UNKNOWN" {
-            format!("Slurm no longer knows job {id} and it left no result")
-        } else {
-            format!("Slurm job {id} ended {state}{reason} without a result")
+        let what = match gone {
+            Gone::Forgotten => format!("Slurm no longer knows job {id} and it left no result"),
+            Gone::Ended(state) => format!("Slurm job {id} ended {state}{reason} without a result"),
         };
         Dispatched::Failed(format!("{what}; {}", output_tail(&dir.path)))
     }
@@ -520,7 +509,7 @@ impl SlurmBackend {
             for _ in 0..(CANCEL_WAIT.as_millis() / 200) {
                 match backend.query(&id).await {
                     Ok(Some(now)) => {
-                        let done = ended(&now.state);
+                        let done = now.state.is_ended();
                         set(&placement, now);
                         if done {
                             break;
@@ -710,7 +699,9 @@ mod tests {
 
     #[test]
     fn slurm_end_states() {
+        let ended = |word| SlurmState::from_word(word).is_ended();
         assert!(ended("CANCELLED") && ended("TIMEOUT") && ended("NODE_FAIL"));
         assert!(!ended("PENDING") && !ended("RUNNING") && !ended("COMPLETING"));
+        assert!(!ended("SOMETHING_NEW"));
     }
 }

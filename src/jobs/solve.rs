@@ -16,7 +16,7 @@ use super::backend::{
 };
 use super::registry::{JobRegistry, JobSnapshot, JobState, Start};
 use super::status::{
-    JobKind, JobList, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
+    JobKind, JobList, ResultStatus, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
 };
 use crate::diagnostics::{Diagnostic, ToolError};
 use crate::minizinc::{MiniZinc, SolveRequest, SolveResult};
@@ -155,7 +155,7 @@ impl SolveJobs {
     /// Every retained job, summarised (`get` has the full result).
     pub fn list(&self) -> JobList {
         list_of(&self.registry, JobKind::Solve, |result| {
-            (result.status.clone(), result.objective.clone())
+            (ResultStatus::Solve(result.status), result.objective.clone())
         })
     }
 

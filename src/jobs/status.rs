@@ -14,6 +14,8 @@ use serde_json::Number;
 
 use super::registry::{JobRegistry, JobSnapshot, JobState, RegistryFull};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
+use crate::minizinc::SolveStatus;
+use crate::verdict::RaceStatus;
 
 /// RFC 3339 with milliseconds, UTC.
 pub(crate) fn timestamp(time: SystemTime) -> String {
@@ -69,11 +71,42 @@ pub struct JobSummary {
     pub elapsed_ms: u64,
     /// The result's status once there is one (a portfolio: `winner` or
     /// `no_winner`).
-    pub status: Option<String>,
+    pub status: Option<ResultStatus>,
     /// The result's objective (a portfolio: the winner's), when it has one.
     pub objective: Option<Number>,
     /// Why a job failed or was cancelled.
     pub message: Option<String>,
+}
+
+/// A finished job's result status, as its own kind spells it: serialised as
+/// the bare status (`optimal`, `winner`, `feasible`, ...), the kind is in
+/// [`JobSummary::kind`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ResultStatus {
+    /// A solve's status.
+    Solve(SolveStatus),
+    /// A portfolio's: `winner` or `no_winner`.
+    Race(RaceStatus),
+    /// A CP-SAT script run's status.
+    Script(String),
+}
+
+impl ResultStatus {
+    /// The status as it reads in the JSON.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ResultStatus::Solve(status) => status.as_str(),
+            ResultStatus::Race(status) => status.as_str(),
+            ResultStatus::Script(status) => status,
+        }
+    }
+}
+
+impl std::fmt::Display for ResultStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// What a list tool returns: every retained job of its kind, oldest first.
@@ -87,7 +120,7 @@ pub struct JobList {
 fn summary<R, M>(
     kind: JobKind,
     snapshot: &JobSnapshot<R, M>,
-    headline: &impl Fn(&R) -> (String, Option<Number>),
+    headline: &impl Fn(&R) -> (ResultStatus, Option<Number>),
 ) -> JobSummary {
     let (status, objective) = snapshot
         .result
@@ -114,7 +147,7 @@ fn summary<R, M>(
 pub(crate) fn list_of<R: Send + Sync + 'static, M: Send + Sync + 'static>(
     registry: &JobRegistry<R, M>,
     kind: JobKind,
-    headline: impl Fn(&R) -> (String, Option<Number>),
+    headline: impl Fn(&R) -> (ResultStatus, Option<Number>),
 ) -> JobList {
     JobList {
         jobs: registry
@@ -122,5 +155,31 @@ pub(crate) fn list_of<R: Send + Sync + 'static, M: Send + Sync + 'static>(
             .iter()
             .map(|snapshot| summary(kind, snapshot, &headline))
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_status_serialises_as_the_bare_status() {
+        let cases = [
+            (
+                ResultStatus::Solve(SolveStatus::UnsatOrUnbounded),
+                "unsat_or_unbounded",
+            ),
+            (ResultStatus::Race(RaceStatus::NoWinner), "no_winner"),
+            (ResultStatus::Script("feasible".to_owned()), "feasible"),
+        ];
+        for (status, word) in cases {
+            assert_eq!(
+                serde_json::to_string(&status).unwrap(),
+                format!("\"{word}\"")
+            );
+            assert_eq!(status.as_str(), word);
+            let back: ResultStatus = serde_json::from_str(&format!("\"{word}\"")).unwrap();
+            assert_eq!(back, status);
+        }
     }
 }

@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
 
-use crate::minizinc::SolveResult;
+use crate::minizinc::{SolveResult, SolveStatus};
 
 /// How a race picks its winner.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -50,17 +50,19 @@ impl WinnerPolicy {
             Answer::Refused => false,
             Answer::Missing => result.checker.is_none(),
         };
-        match result.status.as_str() {
-            "optimal" => trusted,
-            "unsatisfiable" | "unbounded" | "unsat_or_unbounded" => result.checker.is_none(),
-            "satisfied" => {
+        match result.status {
+            SolveStatus::Optimal => trusted,
+            SolveStatus::Unsatisfiable | SolveStatus::Unbounded | SolveStatus::UnsatOrUnbounded => {
+                result.checker.is_none()
+            }
+            SolveStatus::Satisfied => {
                 trusted
                     && match self {
                         WinnerPolicy::FirstDecisive => true,
                         WinnerPolicy::BestObjective => sense_of(result).is_none(),
                     }
             }
-            _ => false,
+            SolveStatus::Timeout | SolveStatus::Error | SolveStatus::Unknown => false,
         }
     }
 }
@@ -135,14 +137,17 @@ pub(crate) fn pick_winner(policy: WinnerPolicy, results: &[Option<&SolveResult>]
 
 /// The reference's fallback rank; lower is better, `None` not eligible.
 fn first_decisive_rank(result: &SolveResult) -> Option<u8> {
-    match (result.status.as_str(), answer(result)) {
+    match (result.status, answer(result)) {
         (_, Answer::Refused) => None,
         (_, Answer::Trusted) => Some(0),
-        ("unsatisfiable" | "unbounded" | "unsat_or_unbounded", _) => Some(1),
-        ("unknown", _) => Some(2),
-        ("timeout", _) => Some(3),
-        ("error", _) => Some(4),
-        _ => None,
+        (
+            SolveStatus::Unsatisfiable | SolveStatus::Unbounded | SolveStatus::UnsatOrUnbounded,
+            _,
+        ) => Some(1),
+        (SolveStatus::Unknown, _) => Some(2),
+        (SolveStatus::Timeout, _) => Some(3),
+        (SolveStatus::Error, _) => Some(4),
+        (SolveStatus::Optimal | SolveStatus::Satisfied, Answer::Missing) => None,
     }
 }
 
@@ -150,15 +155,27 @@ fn first_decisive_rank(result: &SolveResult) -> Option<u8> {
 /// eligible.
 fn objective_tier(result: &SolveResult) -> Option<u8> {
     let checked = result.checker.is_some();
-    match (result.status.as_str(), answer(result)) {
+    match (result.status, answer(result)) {
         (_, Answer::Refused) => None,
-        ("optimal" | "satisfied" | "timeout", Answer::Trusted) => Some(0),
-        ("unsatisfiable" | "unbounded" | "unsat_or_unbounded", _) if checked => Some(1),
+        (SolveStatus::Optimal | SolveStatus::Satisfied | SolveStatus::Timeout, Answer::Trusted) => {
+            Some(0)
+        }
+        (
+            SolveStatus::Unsatisfiable | SolveStatus::Unbounded | SolveStatus::UnsatOrUnbounded,
+            _,
+        ) if checked => Some(1),
         (_, Answer::Trusted) => Some(2),
-        ("unknown", _) => Some(3),
-        ("timeout", _) => Some(4),
-        ("error", _) => Some(5),
-        _ => None,
+        (SolveStatus::Unknown, _) => Some(3),
+        (SolveStatus::Timeout, _) => Some(4),
+        (SolveStatus::Error, _) => Some(5),
+        (
+            SolveStatus::Optimal
+            | SolveStatus::Satisfied
+            | SolveStatus::Unsatisfiable
+            | SolveStatus::Unbounded
+            | SolveStatus::UnsatOrUnbounded,
+            Answer::Missing,
+        ) => None,
     }
 }
 
@@ -236,7 +253,7 @@ mod tests {
             solution
         });
         SolveResult {
-            status: status.to_owned(),
+            status: serde_json::from_value(json!(status)).unwrap(),
             solver: "org.gecode.gecode".to_owned(),
             return_code: Some(0),
             timed_out: false,
@@ -258,7 +275,7 @@ mod tests {
 
     fn checked(mut result: SolveResult, verdict: Verdict) -> SolveResult {
         result.checker = Some(CheckerReport {
-            status: "completed".to_owned(),
+            status: crate::minizinc::CheckerStatus::Completed,
             verdict,
             reason: (!verdict.is_accepted()).then(|| "why".to_owned()),
             checks: Vec::new(),

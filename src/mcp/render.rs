@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 use crate::artifacts::SavedFile;
 use crate::diagnostics::Diagnostic;
-use crate::jobs::JobList;
+use crate::jobs::{JobList, ResultStatus};
 
 /// `Sandbox: landlock enforced, network enforced`, when it was on.
 pub fn sandbox_line(text: &mut String, sandbox: Option<&crate::exec::SandboxReport>) {
@@ -107,7 +107,7 @@ pub fn job_list(kind: &str, list: &JobList) -> String {
             job.job_id,
             job.state.as_str(),
             job.elapsed_ms,
-            job.status.as_deref().unwrap_or("-"),
+            job.status.as_ref().map_or("-", ResultStatus::as_str),
             job.objective
                 .as_ref()
                 .map_or("-".to_owned(), ToString::to_string)

@@ -261,10 +261,13 @@ fn integer_bounds(object: &mut Map<String, Value>) {
     let (low, high): (Value, Value) = match format {
         "uint8" => (0.into(), u8::MAX.into()),
         "uint16" => (0.into(), u16::MAX.into()),
-        "uint32" | "uint" => (0.into(), u32::MAX.into()),
         // 64-bit bounds lie beyond what a JavaScript client can represent
-        // (2^53); the type already says integer, so only the sign is kept.
-        "uint64" | "uint128" | "usize" => {
+        // (2^53), and a 32-bit one only says which Rust type holds the
+        // value (the argument parser refuses what does not fit): the type
+        // already says integer, so only the sign is kept. tools/list is
+        // bounded, and `u32::MAX` repeated on every such field is bytes
+        // no client acts on.
+        "uint32" | "uint" | "uint64" | "uint128" | "usize" => {
             object.remove("format");
             object.entry("minimum").or_insert(0.into());
             return;
@@ -373,7 +376,7 @@ fn slim(node: &Value, defs: &Map<String, Value>, depth: usize, hops: usize) -> V
         return json!({"type": "object"});
     }
     if let Some(compact) = const_choices(object) {
-        return compact;
+        return without_enum_type(compact);
     }
     let mut lean = Map::new();
     for (key, value) in object {
@@ -414,7 +417,23 @@ fn slim(node: &Value, defs: &Map<String, Value>, depth: usize, hops: usize) -> V
         };
         lean.insert(key.clone(), value);
     }
-    Value::Object(lean)
+    without_enum_type(Value::Object(lean))
+}
+
+/// An output's string `enum` without its `"type": "string"`: the list
+/// alone says as much (JSON Schema's `enum` holds only those values), and
+/// tools/list is bounded while every status field carries one.
+fn without_enum_type(mut node: Value) -> Value {
+    if let Value::Object(object) = &mut node
+        && object.get("type").and_then(Value::as_str) == Some("string")
+        && object
+            .get("enum")
+            .and_then(Value::as_array)
+            .is_some_and(|values| values.iter().all(Value::is_string))
+    {
+        object.remove("type");
+    }
+    node
 }
 
 /// `{"oneOf": [{"const": "a", "type": "string"}, ...]}` (an enum whose
@@ -465,7 +484,7 @@ mod tests {
                 "type": "object",
                 "additionalProperties": false,
                 "properties": {
-                    "count": {"type": "integer", "minimum": 0, "maximum": 4294967295u32},
+                    "count": {"type": "integer", "minimum": 0},
                     "ratio": {"anyOf": [{"type": "number", "minimum": 0.5}, {"type": "null"}]},
                     "rows": {"type": "array", "items": any_json()},
                     "anything": any_json()

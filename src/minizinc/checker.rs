@@ -19,7 +19,7 @@
 //! starts with `CORRECT` (any case) and none that starts with `INCORRECT`.
 //! The verbatim output stays in the result beside the verdict.
 
-use super::results::{CheckerReport, SolutionCheck};
+use super::results::{CheckerReport, CheckerStatus, SolutionCheck, SolveStatus};
 use super::stream::{self, StreamReport};
 use crate::verdict::Verdict;
 
@@ -102,20 +102,20 @@ pub(crate) fn grade(check: &stream::SolutionCheck) -> (Verdict, Option<String>) 
 
 /// The facts of a solve the checker's overall verdict depends on.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct RunFacts<'a> {
+pub(crate) struct RunFacts {
     /// Our own deadline stopped the run.
     pub timed_out: bool,
     /// The output went over the cap: solutions past the cut are lost.
     pub truncated: bool,
     /// The solve's status (`error` when MiniZinc itself failed, e.g. on a
     /// checker that does not compile).
-    pub status: &'a str,
+    pub status: SolveStatus,
 }
 
 /// The checker's report on a solve: each solution's verdict, and one for
 /// the solve (the worst of them, or why there is none to give).
 pub(crate) fn checker_report(
-    facts: RunFacts<'_>,
+    facts: RunFacts,
     report: &StreamReport,
     transcript: String,
 ) -> CheckerReport {
@@ -135,18 +135,18 @@ pub(crate) fn checker_report(
         .collect();
     let (verdict, reason) = overall(facts, &checks);
     let status = if facts.timed_out {
-        "timeout"
+        CheckerStatus::Timeout
     } else if checks.iter().any(|check| check.violation) {
-        "violation"
-    } else if facts.status == "error" || verdict == Verdict::Error {
-        "error"
+        CheckerStatus::Violation
+    } else if facts.status == SolveStatus::Error || verdict == Verdict::Error {
+        CheckerStatus::Error
     } else if checks.is_empty() {
-        "no_solution"
+        CheckerStatus::NoSolution
     } else {
-        "completed"
+        CheckerStatus::Completed
     };
     CheckerReport {
-        status: status.to_owned(),
+        status,
         verdict,
         reason,
         checks,
@@ -155,7 +155,7 @@ pub(crate) fn checker_report(
 }
 
 /// The solve's verdict from its solutions' and the run's facts.
-fn overall(facts: RunFacts<'_>, checks: &[SolutionCheck]) -> (Verdict, Option<String>) {
+fn overall(facts: RunFacts, checks: &[SolutionCheck]) -> (Verdict, Option<String>) {
     let count = checks.len();
     let worst = checks
         .iter()
@@ -171,7 +171,7 @@ fn overall(facts: RunFacts<'_>, checks: &[SolutionCheck]) -> (Verdict, Option<St
         };
         return (check.verdict, Some(format!("{which}{reason}")));
     }
-    if facts.status == "error" {
+    if facts.status == SolveStatus::Error {
         return (
             Verdict::Error,
             Some("the solve failed (see diagnostic): nothing was checked".to_owned()),
@@ -469,7 +469,7 @@ mod tests {
         assert_eq!(verdict, Verdict::Error);
         assert!(reason.unwrap().contains("division by zero"));
         let unknown = stream::SolutionCheck {
-            status: Some("UNKNOWN".into()),
+            status: Some(stream::StreamStatus::Unknown),
             ..check("CORRECT\n")
         };
         assert_eq!(grade(&unknown).0, Verdict::Error);
@@ -489,11 +489,11 @@ mod tests {
         let facts = RunFacts {
             timed_out: false,
             truncated: false,
-            status: "satisfied",
+            status: SolveStatus::Satisfied,
         };
         let report = checker_report(facts, &report, String::new());
         assert_eq!(report.verdict, Verdict::NoVerdict);
-        assert_eq!(report.status, "completed");
+        assert_eq!(report.status, CheckerStatus::Completed);
         assert!(report.reason.unwrap().starts_with("solution 2 of 3: "));
     }
 
@@ -554,7 +554,7 @@ mod tests {
         let facts = RunFacts {
             timed_out: false,
             truncated: false,
-            status: "satisfied",
+            status: SolveStatus::Satisfied,
         };
         for text in [top_level, nested] {
             let report = checker_report(facts, &stream::parse(text, true), String::new());

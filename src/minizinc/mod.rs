@@ -30,8 +30,8 @@ pub use controls::{MAX_PARALLEL, SolveControls};
 pub(crate) use inputs::prepare_inline_models;
 pub use inputs::{Prepared, Sources};
 pub use results::{
-    CheckResult, CheckerReport, InterfaceType, ModelInspectionResult, ModelInterface,
-    SolutionCheck, SolveResult,
+    CheckResult, CheckerReport, CheckerStatus, InterfaceType, ModelInspectionResult,
+    ModelInterface, PreflightStatus, SolutionCheck, SolveResult, SolveStatus,
 };
 
 use crate::diagnostics::{Category, ToolError};
@@ -467,14 +467,14 @@ fn solve_result(
     let timed_out = run.timed_out();
     // The raw stream moves into the checker's transcript: kept once, not copied.
     let facts = checker::RunFacts {
-        timed_out: timed_out || status == "timeout",
+        timed_out: timed_out || status == SolveStatus::Timeout,
         truncated: run.truncated,
         status,
     };
     let checker = has_checker.then(|| checker::checker_report(facts, &report, run.stdout));
     let solutions: Vec<_> = report.solutions.iter().map(|s| s.values.clone()).collect();
     let mut result = SolveResult {
-        status: status.to_owned(),
+        status,
         solver: solver.id.clone(),
         return_code: run.return_code,
         timed_out,

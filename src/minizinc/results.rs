@@ -10,12 +10,138 @@ use serde_json::{Map, Number, Value};
 use crate::diagnostics::Diagnostic;
 use crate::verdict::Verdict;
 
+/// How a compile check (`minizinc -c`) or an inspection
+/// (`--model-interface-only`) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PreflightStatus {
+    // Plain comments, not doc comments: the published schema stays a plain
+    // string enum.
+    // MiniZinc finished cleanly (an inspection: and printed the interface).
+    Ok,
+    // MiniZinc failed, or an inspection printed no interface.
+    Error,
+    // The wall-clock cap or MiniZinc's own time limit fired.
+    Timeout,
+}
+
+impl PreflightStatus {
+    /// The status as it reads in the JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreflightStatus::Ok => "ok",
+            PreflightStatus::Error => "error",
+            PreflightStatus::Timeout => "timeout",
+        }
+    }
+}
+
+impl std::fmt::Display for PreflightStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a solve ended; when several apply, the first in declaration order
+/// wins (see [`super::verdict::solve_status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SolveStatus {
+    // Plain comments, not doc comments: the published schema stays a plain
+    // string enum.
+    // A time limit stopped the solve (solutions found so far are kept).
+    Timeout,
+    // MiniZinc or the solver failed.
+    Error,
+    // The solver proved there is no solution.
+    Unsatisfiable,
+    // The solver proved the objective unbounded.
+    Unbounded,
+    // Unsatisfiable or unbounded; the solver cannot tell which.
+    UnsatOrUnbounded,
+    // The solver finished without a solution or a verdict.
+    Unknown,
+    // A solution, proven optimal (or every solution, when asked for all).
+    Optimal,
+    // A solution, not proven optimal.
+    Satisfied,
+}
+
+impl SolveStatus {
+    /// The status as it reads in the JSON (`unsat_or_unbounded`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SolveStatus::Timeout => "timeout",
+            SolveStatus::Error => "error",
+            SolveStatus::Unsatisfiable => "unsatisfiable",
+            SolveStatus::Unbounded => "unbounded",
+            SolveStatus::UnsatOrUnbounded => "unsat_or_unbounded",
+            SolveStatus::Unknown => "unknown",
+            SolveStatus::Optimal => "optimal",
+            SolveStatus::Satisfied => "satisfied",
+        }
+    }
+
+    /// A proof that there is no (bounded) solution: `unsatisfiable`,
+    /// `unbounded` or `unsat_or_unbounded`.
+    pub fn is_infeasibility_claim(self) -> bool {
+        matches!(
+            self,
+            SolveStatus::Unsatisfiable | SolveStatus::Unbounded | SolveStatus::UnsatOrUnbounded
+        )
+    }
+}
+
+impl std::fmt::Display for SolveStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How the solution checker's run went; [`CheckerReport::verdict`] says
+/// whether the answer passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckerStatus {
+    // Plain comments, not doc comments: the published schema stays a plain
+    // string enum.
+    // The checker judged every solution.
+    Completed,
+    // The checker rejected a solution.
+    Violation,
+    // There was no solution to check.
+    NoSolution,
+    // The solve or the checker failed.
+    Error,
+    // The solve ran out of time before the checker could finish.
+    Timeout,
+}
+
+impl CheckerStatus {
+    /// The status as it reads in the JSON (`no_solution`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckerStatus::Completed => "completed",
+            CheckerStatus::Violation => "violation",
+            CheckerStatus::NoSolution => "no_solution",
+            CheckerStatus::Error => "error",
+            CheckerStatus::Timeout => "timeout",
+        }
+    }
+}
+
+impl std::fmt::Display for CheckerStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Outcome of a compile check (`minizinc -c`): the model flattens for the
 /// solver, or why not. `ok` does not mean satisfiable.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CheckResult {
     /// `ok`, `error` or `timeout`.
-    pub status: String,
+    pub status: PreflightStatus,
     /// Canonical id of the solver the model was flattened for.
     pub solver: String,
     /// Combined output went over the 1 MiB cap; stdout/stderr are partial.
@@ -60,7 +186,7 @@ pub struct ModelInterface {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ModelInspectionResult {
     /// `ok` (the interface was extracted), `error` or `timeout`.
-    pub status: String,
+    pub status: PreflightStatus,
     pub solver: String,
     /// Present only when `status` is `ok`.
     pub interface: Option<ModelInterface>,
@@ -91,7 +217,7 @@ pub struct SolutionCheck {
 pub struct CheckerReport {
     /// `completed`, `violation`, `no_solution`, `error` or `timeout`;
     /// `verdict` says whether it passed.
-    pub status: String,
+    pub status: CheckerStatus,
     /// The worst solution's verdict (`accepted` only if every one was),
     /// or why none was checked (`error`, `timeout`, `no_verdict`).
     pub verdict: Verdict,
@@ -109,7 +235,7 @@ pub struct SolveResult {
     /// `timeout`, `error`, `unsatisfiable`, `unbounded`,
     /// `unsat_or_unbounded`, `unknown`, `optimal` or `satisfied` (when
     /// several apply, the first in this order wins).
-    pub status: String,
+    pub status: SolveStatus,
     /// Canonical id of the solver that ran.
     pub solver: String,
     /// MiniZinc's exit code; `null` when solvergate stopped the process
@@ -140,4 +266,53 @@ pub struct SolveResult {
     /// Only with the sandbox on: what it enforced for this run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::exec::SandboxReport>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text<T: Serialize>(value: &T) -> String {
+        serde_json::to_string(value).unwrap()
+    }
+
+    #[test]
+    fn statuses_serialise_in_snake_case() {
+        assert_eq!(text(&PreflightStatus::Ok), "\"ok\"");
+        assert_eq!(
+            text(&SolveStatus::UnsatOrUnbounded),
+            "\"unsat_or_unbounded\""
+        );
+        assert_eq!(text(&CheckerStatus::NoSolution), "\"no_solution\"");
+        for status in [
+            SolveStatus::Timeout,
+            SolveStatus::Error,
+            SolveStatus::Unsatisfiable,
+            SolveStatus::Unbounded,
+            SolveStatus::UnsatOrUnbounded,
+            SolveStatus::Unknown,
+            SolveStatus::Optimal,
+            SolveStatus::Satisfied,
+        ] {
+            assert_eq!(text(&status), format!("\"{status}\""));
+            let back: SolveStatus = serde_json::from_str(&text(&status)).unwrap();
+            assert_eq!(back, status);
+        }
+        for status in [
+            CheckerStatus::Completed,
+            CheckerStatus::Violation,
+            CheckerStatus::NoSolution,
+            CheckerStatus::Error,
+            CheckerStatus::Timeout,
+        ] {
+            assert_eq!(text(&status), format!("\"{status}\""));
+        }
+        for status in [
+            PreflightStatus::Ok,
+            PreflightStatus::Error,
+            PreflightStatus::Timeout,
+        ] {
+            assert_eq!(text(&status), format!("\"{status}\""));
+        }
+    }
 }

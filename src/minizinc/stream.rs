@@ -30,6 +30,69 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Number, Value};
 
+/// A `status` word of MiniZinc's stream, in MiniZinc's own spelling.
+///
+/// Open on purpose: a newer MiniZinc may add words, and a word we do not
+/// know is kept verbatim in [`StreamStatus::Other`] (read as no verdict),
+/// never dropped or mistaken for one we know. Not serialised: the results
+/// carry [`super::results::SolveStatus`], our own closed set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamStatus {
+    /// `ALL_SOLUTIONS`: every solution was printed.
+    AllSolutions,
+    /// `OPTIMAL_SOLUTION`: the last solution is proven optimal.
+    OptimalSolution,
+    /// `UNSATISFIABLE`.
+    Unsatisfiable,
+    /// `UNBOUNDED`.
+    Unbounded,
+    /// `UNSAT_OR_UNBOUNDED`.
+    UnsatOrUnbounded,
+    /// `UNKNOWN`: no verdict (2.9 also says it when interrupted after
+    /// solutions, or when a checker stopped with an error).
+    Unknown,
+    /// `ERROR`.
+    Error,
+    /// A word this parser does not know, verbatim.
+    Other(String),
+}
+
+impl StreamStatus {
+    /// Reads one of MiniZinc's words.
+    pub fn from_word(word: &str) -> StreamStatus {
+        match word {
+            "ALL_SOLUTIONS" => StreamStatus::AllSolutions,
+            "OPTIMAL_SOLUTION" => StreamStatus::OptimalSolution,
+            "UNSATISFIABLE" => StreamStatus::Unsatisfiable,
+            "UNBOUNDED" => StreamStatus::Unbounded,
+            "UNSAT_OR_UNBOUNDED" => StreamStatus::UnsatOrUnbounded,
+            "UNKNOWN" => StreamStatus::Unknown,
+            "ERROR" => StreamStatus::Error,
+            other => StreamStatus::Other(other.to_owned()),
+        }
+    }
+
+    /// The word as MiniZinc wrote it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            StreamStatus::AllSolutions => "ALL_SOLUTIONS",
+            StreamStatus::OptimalSolution => "OPTIMAL_SOLUTION",
+            StreamStatus::Unsatisfiable => "UNSATISFIABLE",
+            StreamStatus::Unbounded => "UNBOUNDED",
+            StreamStatus::UnsatOrUnbounded => "UNSAT_OR_UNBOUNDED",
+            StreamStatus::Unknown => "UNKNOWN",
+            StreamStatus::Error => "ERROR",
+            StreamStatus::Other(word) => word,
+        }
+    }
+}
+
+impl std::fmt::Display for StreamStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One solution as the stream reported it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StreamSolution {
@@ -58,7 +121,7 @@ pub struct SolutionCheck {
     pub errors: Vec<String>,
     /// A status of the checker's own other than `UNSATISFIABLE` (2.9 says
     /// `UNKNOWN` when the checker stopped with an error).
-    pub status: Option<String>,
+    pub status: Option<StreamStatus>,
 }
 
 /// An `error` message from the stream.
@@ -88,7 +151,7 @@ impl StreamError {
 pub struct StreamReport {
     pub solutions: Vec<StreamSolution>,
     /// The model's final status (`OPTIMAL_SOLUTION`, `UNSATISFIABLE`, ...).
-    pub status: Option<String>,
+    pub status: Option<StreamStatus>,
     /// Every statistics value, stringified, last write wins.
     pub statistics: BTreeMap<String, String>,
     pub errors: Vec<StreamError>,
@@ -181,7 +244,7 @@ struct Parser {
     /// Checker output waiting for the solution it judges.
     pending_check: Option<SolutionCheck>,
     /// With a checker: a status not yet known to be the checker's or the model's.
-    pending_status: Option<String>,
+    pending_status: Option<StreamStatus>,
 }
 
 impl Parser {
@@ -204,10 +267,11 @@ impl Parser {
                 let Some(status) = message.get("status").and_then(Value::as_str) else {
                     return;
                 };
+                let status = StreamStatus::from_word(status);
                 if self.checker {
-                    self.pending_status = Some(status.to_owned());
+                    self.pending_status = Some(status);
                 } else {
-                    self.report.status = Some(status.to_owned());
+                    self.report.status = Some(status);
                 }
             }
             "statistics" => {
@@ -270,7 +334,7 @@ impl Parser {
         let check = if self.checker {
             let mut check = self.pending_check.take().unwrap_or_default();
             match self.pending_status.take() {
-                Some(status) if status == "UNSATISFIABLE" => check.violation = true,
+                Some(StreamStatus::Unsatisfiable) => check.violation = true,
                 Some(status) => check.status = Some(status),
                 None => {}
             }
@@ -296,11 +360,14 @@ impl Parser {
                 for inner in nested.iter().filter_map(Value::as_object) {
                     match inner.get("type").and_then(Value::as_str).unwrap_or("") {
                         "solution" => check.output.push_str(&section_text(inner)),
-                        "status" => match inner.get("status").and_then(Value::as_str) {
-                            Some("UNSATISFIABLE") => check.violation = true,
-                            Some(status) => check.status = Some(status.to_owned()),
-                            None => {}
-                        },
+                        "status" => {
+                            if let Some(word) = inner.get("status").and_then(Value::as_str) {
+                                match StreamStatus::from_word(word) {
+                                    StreamStatus::Unsatisfiable => check.violation = true,
+                                    status => check.status = Some(status),
+                                }
+                            }
+                        }
                         "warning" => check
                             .output
                             .push_str(&format!("{}\n", render_warning(inner))),
@@ -395,6 +462,30 @@ fn is_checker_location(message: &Map<String, Value>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stream_statuses_read_and_print_minizincs_words() {
+        for word in [
+            "ALL_SOLUTIONS",
+            "OPTIMAL_SOLUTION",
+            "UNSATISFIABLE",
+            "UNBOUNDED",
+            "UNSAT_OR_UNBOUNDED",
+            "UNKNOWN",
+            "ERROR",
+            "SOMETHING_NEW",
+        ] {
+            assert_eq!(StreamStatus::from_word(word).to_string(), word);
+        }
+        assert_eq!(
+            StreamStatus::from_word("UNSAT_OR_UNBOUNDED"),
+            StreamStatus::UnsatOrUnbounded
+        );
+        assert_eq!(
+            StreamStatus::from_word("SOMETHING_NEW"),
+            StreamStatus::Other("SOMETHING_NEW".to_owned())
+        );
+    }
     use serde_json::json;
 
     /// MiniZinc 2.6.4's line for one solution of a model with an output
@@ -448,7 +539,7 @@ mod tests {
         assert_eq!(best.text, "x=10 y=2\n");
         assert_eq!(best.objective, Some(Number::from(22)));
         assert_eq!(Value::Object(best.values.clone()), json!({"x": 10, "y": 2}));
-        assert_eq!(report.status.as_deref(), Some("OPTIMAL_SOLUTION"));
+        assert_eq!(report.status, Some(StreamStatus::OptimalSolution));
         assert_eq!(report.method(), Some("maximize"));
         assert_eq!(report.statistics["nodes"], "21");
         assert_eq!(report.statistics["flatTime"], "0.04");
@@ -505,7 +596,7 @@ mod tests {
         assert!(checks[1].violation);
         assert!(checks[1].output.contains("model inconsistency detected"));
         assert!(checks[2].violation);
-        assert_eq!(report.status.as_deref(), Some("OPTIMAL_SOLUTION"));
+        assert_eq!(report.status, Some(StreamStatus::OptimalSolution));
     }
 
     #[test]
@@ -513,7 +604,7 @@ mod tests {
         let text = r#"{"type": "status", "status": "UNSATISFIABLE"}"#;
         let report = parse(text, true);
         assert!(report.solutions.is_empty());
-        assert_eq!(report.status.as_deref(), Some("UNSATISFIABLE"));
+        assert_eq!(report.status, Some(StreamStatus::Unsatisfiable));
     }
 
     /// MiniZinc 2.8+: the checker's messages nested in one line.
@@ -537,7 +628,7 @@ mod tests {
         let second = report.solutions[1].check.clone().unwrap();
         assert!(second.violation);
         assert!(second.output.contains("model inconsistency detected"));
-        assert_eq!(report.status.as_deref(), Some("ALL_SOLUTIONS"));
+        assert_eq!(report.status, Some(StreamStatus::AllSolutions));
     }
 
     #[test]
@@ -677,7 +768,7 @@ mod properties {
                 prop_assert_eq!(parsed.objective.as_ref().and_then(Number::as_i64), *objective);
                 prop_assert!(parsed.check.is_none());
             }
-            prop_assert_eq!(report.status, status);
+            prop_assert_eq!(report.status.as_ref().map(StreamStatus::as_str), status.as_deref());
         }
 
         /// The capture filter loses nothing the parser reads, with or
@@ -726,7 +817,7 @@ mod properties {
         fn deep_nesting_is_skipped(depth in 1usize..20_000) {
             let text = format!("{}\n{}\n", deeply_nested(depth), json!({"type": "status", "status": "UNKNOWN"}));
             let report = parse(&text, false);
-            prop_assert_eq!(report.status.as_deref(), Some("UNKNOWN"));
+            prop_assert_eq!(report.status, Some(StreamStatus::Unknown));
         }
     }
 }

@@ -8,40 +8,46 @@ use std::collections::{BTreeMap, HashMap};
 use serde_json::Value;
 
 use super::results::{
-    CheckResult, InterfaceType, ModelInspectionResult, ModelInterface, SolveResult,
+    CheckResult, InterfaceType, ModelInspectionResult, ModelInterface, PreflightStatus,
+    SolveResult, SolveStatus,
 };
-use super::stream::{StreamError, StreamReport};
+use super::stream::{StreamError, StreamReport, StreamStatus};
 use crate::diagnostics::{Category, Diagnostic};
 use crate::exec::{Ending, RunOutput};
 
 /// The status of a solve, first applicable rule wins:
 /// timeout > error > unsatisfiable > unbounded > unsat_or_unbounded >
 /// unknown > optimal > satisfied.
-pub fn solve_status(run: &RunOutput, report: &StreamReport) -> &'static str {
+pub fn solve_status(run: &RunOutput, report: &StreamReport) -> SolveStatus {
     if run.timed_out() || minizinc_timed_out(report) && report.solutions.is_empty() {
-        return "timeout";
+        return SolveStatus::Timeout;
     }
     // A return code we caused (output cap, a stop) says nothing about the model.
     if !matches!(run.ending, Ending::Capped | Ending::Stopped) && run.return_code != Some(0) {
-        return "error";
+        return SolveStatus::Error;
     }
-    match report.status.as_deref() {
-        Some("UNSATISFIABLE") => "unsatisfiable",
-        Some("UNBOUNDED") => "unbounded",
-        Some("UNSAT_OR_UNBOUNDED") => "unsat_or_unbounded",
+    match &report.status {
+        Some(StreamStatus::Unsatisfiable) => SolveStatus::Unsatisfiable,
+        Some(StreamStatus::Unbounded) => SolveStatus::Unbounded,
+        Some(StreamStatus::UnsatOrUnbounded) => SolveStatus::UnsatOrUnbounded,
         // 2.9 reports UNKNOWN when interrupted after solutions: the
         // solutions stand.
-        Some("UNKNOWN") if !report.solutions.is_empty() => "satisfied",
-        Some("UNKNOWN") => "unknown",
-        Some("ERROR") => "error",
-        Some("OPTIMAL_SOLUTION") => "optimal",
-        _ if !report.solutions.is_empty() => "satisfied",
-        _ if !report.errors.is_empty()
-            && !matches!(run.ending, Ending::Capped | Ending::Stopped) =>
+        Some(StreamStatus::Unknown) if !report.solutions.is_empty() => SolveStatus::Satisfied,
+        Some(StreamStatus::Unknown) => SolveStatus::Unknown,
+        Some(StreamStatus::Error) => SolveStatus::Error,
+        Some(StreamStatus::OptimalSolution) => SolveStatus::Optimal,
+        Some(StreamStatus::AllSolutions | StreamStatus::Other(_)) | None
+            if !report.solutions.is_empty() =>
         {
-            "error"
+            SolveStatus::Satisfied
         }
-        _ => "unknown",
+        Some(StreamStatus::AllSolutions | StreamStatus::Other(_)) | None
+            if !report.errors.is_empty()
+                && !matches!(run.ending, Ending::Capped | Ending::Stopped) =>
+        {
+            SolveStatus::Error
+        }
+        Some(StreamStatus::AllSolutions | StreamStatus::Other(_)) | None => SolveStatus::Unknown,
     }
 }
 
@@ -73,39 +79,41 @@ pub fn solve_diagnostic(
             ),
         ));
     }
-    let diagnostic = match result.status.as_str() {
-        "timeout" if found > 0 => base(
+    let diagnostic = match result.status {
+        SolveStatus::Timeout if found > 0 => base(
             Category::TimeoutWithIncumbent,
             format!(
                 "stopped at the {timeout_ms} ms limit; the best of {found} solution(s) is returned, unproven"
             ),
         ),
-        "timeout" => base(
+        SolveStatus::Timeout => base(
             Category::TimeoutNoIncumbent,
             format!("stopped at the {timeout_ms} ms limit before any solution"),
         ),
-        "error" => {
+        SolveStatus::Error => {
             let (category, message) = classify_error(&report.errors, &result.stderr);
             base(category, message)
         }
-        "unsatisfiable" => base(
+        SolveStatus::Unsatisfiable => base(
             Category::Infeasible,
             "the model is unsatisfiable".to_owned(),
         ),
-        "unbounded" => base(Category::Unbounded, "the objective is unbounded".to_owned()),
-        "unsat_or_unbounded" => base(
+        SolveStatus::Unbounded => {
+            base(Category::Unbounded, "the objective is unbounded".to_owned())
+        }
+        SolveStatus::UnsatOrUnbounded => base(
             Category::InfeasibleOrUnbounded,
             "the model is unsatisfiable or unbounded; the solver cannot tell which".to_owned(),
         ),
-        "unknown" if result.elapsed_ms >= timeout_ms => base(
+        SolveStatus::Unknown if result.elapsed_ms >= timeout_ms => base(
             Category::TimeoutNoIncumbent,
             format!("the solver reached the {timeout_ms} ms limit without a solution or a proof"),
         ),
-        "unknown" => base(
+        SolveStatus::Unknown => base(
             Category::Unknown,
             "the solver finished without a solution or a verdict".to_owned(),
         ),
-        _ => {
+        SolveStatus::Optimal | SolveStatus::Satisfied => {
             if let Some(checker) = &result.checker
                 && !checker.verdict.is_accepted()
             {
@@ -115,12 +123,12 @@ pub fn solve_diagnostic(
                         Category::CheckerFailed,
                         format!("the checker's verdict is {}: {reason}", checker.verdict),
                     )
-                    .with_detail("checker_status", checker.status.clone())
+                    .with_detail("checker_status", checker.status.as_str())
                     .with_detail("checker_verdict", checker.verdict.as_str()),
                 );
             }
             let optimising = matches!(report.method(), Some("minimize" | "maximize"));
-            if result.status == "satisfied" && optimising && !all_solutions {
+            if result.status == SolveStatus::Satisfied && optimising && !all_solutions {
                 return Some(base(
                     Category::TimeoutWithIncumbent,
                     "the search stopped before proving optimality (time limit); the objective is the best found".to_owned(),
@@ -208,14 +216,14 @@ pub fn solution_text(report: &StreamReport) -> String {
         }
         text.push_str("----------\n");
     }
-    let closing = match report.status.as_deref() {
-        Some("OPTIMAL_SOLUTION" | "ALL_SOLUTIONS") => "==========\n",
-        Some("UNSATISFIABLE") => "=====UNSATISFIABLE=====\n",
-        Some("UNBOUNDED") => "=====UNBOUNDED=====\n",
-        Some("UNSAT_OR_UNBOUNDED") => "=====UNSATorUNBOUNDED=====\n",
-        Some("UNKNOWN") => "=====UNKNOWN=====\n",
-        Some("ERROR") => "=====ERROR=====\n",
-        _ => "",
+    let closing = match &report.status {
+        Some(StreamStatus::OptimalSolution | StreamStatus::AllSolutions) => "==========\n",
+        Some(StreamStatus::Unsatisfiable) => "=====UNSATISFIABLE=====\n",
+        Some(StreamStatus::Unbounded) => "=====UNBOUNDED=====\n",
+        Some(StreamStatus::UnsatOrUnbounded) => "=====UNSATorUNBOUNDED=====\n",
+        Some(StreamStatus::Unknown) => "=====UNKNOWN=====\n",
+        Some(StreamStatus::Error) => "=====ERROR=====\n",
+        Some(StreamStatus::Other(_)) | None => "",
     };
     text.push_str(closing);
     text
@@ -286,18 +294,18 @@ fn take_lines(present: &mut HashMap<&str, usize>, note: &str) -> bool {
 }
 
 /// Status of a compile check or an inspection.
-fn preflight_status(run: &RunOutput, report: &StreamReport) -> &'static str {
+fn preflight_status(run: &RunOutput, report: &StreamReport) -> PreflightStatus {
     if run.timed_out() || minizinc_timed_out(report) {
-        "timeout"
+        PreflightStatus::Timeout
     } else if run.return_code == Some(0) {
-        "ok"
+        PreflightStatus::Ok
     } else {
-        "error"
+        PreflightStatus::Error
     }
 }
 
 fn preflight_diagnostic(
-    status: &str,
+    status: PreflightStatus,
     run: &RunOutput,
     report: &StreamReport,
     stderr: &str,
@@ -310,15 +318,15 @@ fn preflight_diagnostic(
         )
     } else {
         match status {
-            "timeout" => Diagnostic::new(
+            PreflightStatus::Timeout => Diagnostic::new(
                 Category::TimeoutNoIncumbent,
                 format!("did not finish within {timeout_ms} ms"),
             ),
-            "error" => {
+            PreflightStatus::Error => {
                 let (category, message) = classify_error(&report.errors, stderr);
                 Diagnostic::new(category, message)
             }
-            _ => return None,
+            PreflightStatus::Ok => return None,
         }
     };
     Some(
@@ -340,7 +348,7 @@ pub fn check_result(
     let stderr = merged_stderr(&run.stderr, report);
     let diagnostic = preflight_diagnostic(status, &run, report, &stderr, timeout_ms);
     CheckResult {
-        status: status.to_owned(),
+        status,
         solver,
         truncated: run.truncated,
         stdout: run.stdout,
@@ -358,10 +366,10 @@ pub fn inspection_result(
     timeout_ms: u64,
 ) -> ModelInspectionResult {
     let mut status = preflight_status(&run, report);
-    let interface = if status == "ok" {
+    let interface = if status == PreflightStatus::Ok {
         let interface = report.interface.as_ref().map(model_interface);
         if interface.is_none() {
-            status = "error";
+            status = PreflightStatus::Error;
         }
         interface
     } else {
@@ -369,14 +377,14 @@ pub fn inspection_result(
     };
     let stderr = merged_stderr(&run.stderr, report);
     let mut diagnostic = preflight_diagnostic(status, &run, report, &stderr, timeout_ms);
-    if status == "error" && diagnostic.is_none() {
+    if status == PreflightStatus::Error && diagnostic.is_none() {
         diagnostic = Some(Diagnostic::new(
             Category::Unknown,
             "minizinc printed no interface",
         ));
     }
     ModelInspectionResult {
-        status: status.to_owned(),
+        status,
         solver,
         interface,
         truncated: run.truncated,
@@ -494,7 +502,7 @@ mod tests {
             (run(Ending::Capped, None), &optimal, "optimal"),
         ];
         for (run, report, expected) in cases {
-            assert_eq!(solve_status(&run, report), expected, "{run:?}");
+            assert_eq!(solve_status(&run, report).as_str(), expected, "{run:?}");
         }
     }
 

@@ -210,7 +210,7 @@ mod tests {
             cards: vec![Card {
                 name: "all_air".to_owned(),
                 feasible: true,
-                status: "optimal".to_owned(),
+                status: crate::minizinc::SolveStatus::Optimal,
                 infeasible_reason: None,
                 modes: Default::default(),
                 cost: Some(CardCost {
@@ -341,7 +341,7 @@ mod properties {
                 )| Card {
                     name,
                     feasible,
-                    status: "optimal".to_owned(),
+                    status: crate::minizinc::SolveStatus::Optimal,
                     infeasible_reason: reason,
                     modes: Default::default(),
                     cost: cost.map(|(air, lcl, fcl, total)| CardCost {

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::diagnostics::ToolError;
-use crate::minizinc::MiniZinc;
+use crate::minizinc::{MiniZinc, SolveStatus};
 
 pub use problem::LoadProblem;
 pub use store::ResultStore;
@@ -141,7 +141,7 @@ pub struct Card {
     pub name: String,
     pub feasible: bool,
     /// The solve's status (`optimal`, `unsatisfiable`, ...).
-    pub status: String,
+    pub status: SolveStatus,
     /// Why the card is not feasible.
     pub infeasible_reason: Option<String>,
     /// Order id → mode.

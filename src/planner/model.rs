@@ -19,7 +19,7 @@ use super::{
     Card, CardCost, ContainerCount, LoadPlan, Mode, ModeRead, PLANNER_FORMAT, PackingRead, Shipment,
 };
 use crate::diagnostics::{Category, ToolError};
-use crate::minizinc::{MiniZinc, SolveControls, SolveRequest, SolveResult, Sources};
+use crate::minizinc::{MiniZinc, SolveControls, SolveRequest, SolveResult, SolveStatus, Sources};
 use crate::progress::Progress;
 
 /// The bundled model and checker.
@@ -164,7 +164,7 @@ pub async fn plan(
         optimised = Card {
             name: "optimised".to_owned(),
             // A plan the free model admits, not one it proved optimal.
-            status: "satisfied".to_owned(),
+            status: SolveStatus::Satisfied,
             recommended: false,
             ..fallback.clone()
         };
@@ -480,7 +480,7 @@ fn card(
     let mut card = Card {
         name: name.to_owned(),
         feasible: false,
-        status: result.status.clone(),
+        status: result.status,
         infeasible_reason: None,
         modes: BTreeMap::new(),
         cost: None,
@@ -492,9 +492,9 @@ fn card(
         within_policy: false,
         recommended: false,
     };
-    let solution = match (&result.solution, result.status.as_str()) {
-        (Some(solution), "optimal" | "satisfied") => solution,
-        (_, "unsatisfiable") => {
+    let solution = match (&result.solution, result.status) {
+        (Some(solution), SolveStatus::Optimal | SolveStatus::Satisfied) => solution,
+        (_, SolveStatus::Unsatisfiable) => {
             card.infeasible_reason = Some(infeasible_reason(name, orders));
             return Ok(card);
         }

@@ -32,11 +32,12 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-pub use results::{UnsatCoreConstraint, UnsatCoreResult};
+pub use results::{UnsatCoreConstraint, UnsatCoreResult, UnsatStatus};
 
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{
-    MiniZinc, Prepared, SolveControls, SolveRequest, SolveResult, Sources, validate_timeout,
+    MiniZinc, Prepared, SolveControls, SolveRequest, SolveResult, SolveStatus, Sources,
+    validate_timeout,
 };
 use crate::progress::{Progress, Stage};
 use crate::userfiles::off_thread;
@@ -73,12 +74,12 @@ enum Verdict {
 }
 
 fn verdict(result: &SolveResult) -> Verdict {
-    match result.status.as_str() {
-        "satisfied" | "optimal" | "unbounded" => Verdict::Sat,
-        "unsatisfiable" => Verdict::Unsat,
-        "unsat_or_unbounded" => Verdict::UnsatOrUnbounded,
-        "error" => Verdict::Error,
-        _ => Verdict::Unknown,
+    match result.status {
+        SolveStatus::Satisfied | SolveStatus::Optimal | SolveStatus::Unbounded => Verdict::Sat,
+        SolveStatus::Unsatisfiable => Verdict::Unsat,
+        SolveStatus::UnsatOrUnbounded => Verdict::UnsatOrUnbounded,
+        SolveStatus::Error => Verdict::Error,
+        SolveStatus::Timeout | SolveStatus::Unknown => Verdict::Unknown,
     }
 }
 
@@ -188,7 +189,7 @@ impl UnsatCores {
         let minimal = reading.complete() && !run.truncated;
         let (status, message, category) = if run.timed_out() {
             (
-                "timeout",
+                UnsatStatus::Timeout,
                 format!("findMUS did not finish within {timeout_ms} ms"),
                 Some(Category::TimeoutNoIncumbent),
             )
@@ -204,22 +205,22 @@ impl UnsatCores {
                     reading.unplaced, reading.traces
                 )
             };
-            ("mus_found", located, Some(Category::Infeasible))
+            (UnsatStatus::MusFound, located, Some(Category::Infeasible))
         } else if run.return_code != Some(0) {
             (
-                "error",
+                UnsatStatus::Error,
                 "findMUS failed; see stderr".to_owned(),
                 Some(Category::SyntaxOrCompileError),
             )
         } else if run.stderr.contains("Model is Satisfiable") {
             (
-                "no_core",
+                UnsatStatus::NoCore,
                 "findMUS found the model satisfiable: there is no conflict to explain".to_owned(),
                 None,
             )
         } else {
             (
-                "no_core",
+                UnsatStatus::NoCore,
                 "findMUS finished without reporting a MUS (not a proof of satisfiability); its stderr says why"
                     .to_owned(),
                 Some(Category::Unknown),
@@ -233,9 +234,9 @@ impl UnsatCores {
             ));
         }
         Ok(UnsatCoreResult {
-            status: status.to_owned(),
+            status,
             method: "findmus".to_owned(),
-            minimal: status == "mus_found" && minimal,
+            minimal: status == UnsatStatus::MusFound && minimal,
             core: reading.core,
             solver_calls: search.calls,
             solver: search.solver,
@@ -275,7 +276,7 @@ impl UnsatCores {
         search.note("whole model", &whole);
         let stderr = whole.stderr.clone();
         let truncated = whole.truncated;
-        let ending = |search: Search, status: &str, message: String, diagnostic| {
+        let ending = |search: Search, status: UnsatStatus, message: String, diagnostic| {
             finish(
                 search,
                 status,
@@ -293,14 +294,19 @@ impl UnsatCores {
                     Diagnostic::new(Category::SyntaxOrCompileError, "the model did not compile")
                 });
                 let message = format!("the model does not run: {}", diagnostic.message);
-                return Ok(ending(search, "error", message, Some(diagnostic)));
+                return Ok(ending(
+                    search,
+                    UnsatStatus::Error,
+                    message,
+                    Some(diagnostic),
+                ));
             }
             Verdict::Sat => {
                 let message = format!(
                     "the model is satisfiable ({} found a solution): there is no unsat core",
                     search.solver
                 );
-                return Ok(ending(search, "no_core", message, None));
+                return Ok(ending(search, UnsatStatus::NoCore, message, None));
             }
             Verdict::Unknown => {
                 return Ok(no_verdict(
@@ -318,7 +324,12 @@ impl UnsatCores {
                         "the model is unsatisfiable, but solvergate could not split it into items ({error}); no core"
                     );
                     let diagnostic = Diagnostic::new(Category::SyntaxOrCompileError, &message);
-                    return Ok(ending(search, "error", message, Some(diagnostic)));
+                    return Ok(ending(
+                        search,
+                        UnsatStatus::Error,
+                        message,
+                        Some(diagnostic),
+                    ));
                 }
             },
         };
@@ -349,7 +360,7 @@ impl UnsatCores {
                 Verdict::Unsat | Verdict::UnsatOrUnbounded => {}
                 Verdict::Sat => {
                     let message = "the model has solutions (its objective is unbounded): there is no unsat core".to_owned();
-                    return Ok(ending(search, "no_core", message, None));
+                    return Ok(ending(search, UnsatStatus::NoCore, message, None));
                 }
                 Verdict::Unknown | Verdict::Error => {
                     return Ok(no_verdict(
@@ -422,7 +433,12 @@ impl UnsatCores {
                     );
                     let diagnostic = Diagnostic::new(Category::SyntaxOrCompileError, &message)
                         .with_detail("solver_calls", search.calls);
-                    return Ok(ending(search, "error", message, Some(diagnostic)));
+                    return Ok(ending(
+                        search,
+                        UnsatStatus::Error,
+                        message,
+                        Some(diagnostic),
+                    ));
                 }
                 Verdict::Unknown => {
                     minimal = false;
@@ -452,12 +468,12 @@ impl UnsatCores {
             )
             .with_detail("solver_calls", calls)
             .with_detail("minimal", false);
-            ("timeout", message, diagnostic)
+            (UnsatStatus::Timeout, message, diagnostic)
         } else if core.is_empty() {
             let message = "the model stays unsatisfiable without any of its top-level constraint items: the conflict lies in declarations, domains, the data or included files, which this search does not split".to_owned();
             let diagnostic =
                 Diagnostic::new(Category::Infeasible, &message).with_detail("solver_calls", calls);
-            ("no_core", message, diagnostic)
+            (UnsatStatus::NoCore, message, diagnostic)
         } else {
             let note = if minimal {
                 "removing any one of them makes the rest satisfiable"
@@ -474,9 +490,9 @@ impl UnsatCores {
             )
             .with_detail("solver_calls", calls)
             .with_detail("minimal", minimal);
-            ("mus_found", message, diagnostic)
+            (UnsatStatus::MusFound, message, diagnostic)
         };
-        let minimal = minimal && !out_of_time && status == "mus_found";
+        let minimal = minimal && !out_of_time && status == UnsatStatus::MusFound;
         Ok(finish(
             search,
             status,
@@ -543,23 +559,23 @@ fn no_verdict(
 ) -> UnsatCoreResult {
     let (status, message, category) = if Duration::from_millis(search.left()) < MIN_CHECK {
         (
-            "timeout",
+            UnsatStatus::Timeout,
             format!(
                 "{} found neither a solution nor a proof of unsatisfiability within the {timeout_ms} ms budget",
                 search.solver
             ),
             Category::TimeoutNoIncumbent,
         )
-    } else if check.status == "error" {
+    } else if check.status == SolveStatus::Error {
         let message = check
             .diagnostic
             .as_ref()
             .map(|d| d.message.clone())
             .unwrap_or_else(|| "the run failed".to_owned());
-        ("error", message, Category::Unknown)
+        (UnsatStatus::Error, message, Category::Unknown)
     } else {
         (
-            "error",
+            UnsatStatus::Error,
             format!(
                 "{} ended without a verdict on the whole model (status {}); try another solver",
                 search.solver, check.status
@@ -583,7 +599,7 @@ fn no_verdict(
 #[allow(clippy::too_many_arguments)]
 fn finish(
     search: Search,
-    status: &str,
+    status: UnsatStatus,
     message: String,
     core: Vec<UnsatCoreConstraint>,
     minimal: bool,
@@ -600,7 +616,7 @@ fn finish(
         diagnostic
     };
     UnsatCoreResult {
-        status: status.to_owned(),
+        status,
         method: "deletion".to_owned(),
         core,
         minimal,

@@ -5,6 +5,41 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::Diagnostic;
 
+/// How an unsat-core search ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UnsatStatus {
+    // Plain comments, not doc comments: the published schema stays a plain
+    // string enum.
+    // The model is unsatisfiable and a conflicting set was found.
+    MusFound,
+    // No core: the model is satisfiable, or the conflict lies outside the
+    // constraint items (the message says which).
+    NoCore,
+    // The model or the search failed.
+    Error,
+    // The budget ran out.
+    Timeout,
+}
+
+impl UnsatStatus {
+    /// The status as it reads in the JSON (`mus_found`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnsatStatus::MusFound => "mus_found",
+            UnsatStatus::NoCore => "no_core",
+            UnsatStatus::Error => "error",
+            UnsatStatus::Timeout => "timeout",
+        }
+    }
+}
+
+impl std::fmt::Display for UnsatStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One member of the core: a top-level constraint item of the entry model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct UnsatCoreConstraint {
@@ -23,7 +58,7 @@ pub struct UnsatCoreConstraint {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct UnsatCoreResult {
     /// `mus_found`, `no_core`, `error` or `timeout`.
-    pub status: String,
+    pub status: UnsatStatus,
     /// `findmus` (the runtime's findMUS) or `deletion` (solvergate's own
     /// deletion-based search over top-level constraint items).
     pub method: String,
@@ -55,4 +90,24 @@ pub struct UnsatCoreResult {
     pub elapsed_ms: u64,
     /// `null` when the model is satisfiable and nothing needs attention.
     pub diagnostic: Option<Diagnostic>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_serialise_in_snake_case() {
+        for status in [
+            UnsatStatus::MusFound,
+            UnsatStatus::NoCore,
+            UnsatStatus::Error,
+            UnsatStatus::Timeout,
+        ] {
+            let text = serde_json::to_string(&status).unwrap();
+            assert_eq!(text, format!("\"{status}\""));
+            assert_eq!(serde_json::from_str::<UnsatStatus>(&text).unwrap(), status);
+        }
+        assert_eq!(UnsatStatus::MusFound.as_str(), "mus_found");
+    }
 }

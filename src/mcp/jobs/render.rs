@@ -6,6 +6,7 @@ use std::fmt::Write;
 use crate::jobs::{JobList, PortfolioJobStatus, SolveJobStatus, WinnerPolicy};
 use crate::mcp::minizinc::render::solve;
 use crate::mcp::render::{diagnostic_line, job_list};
+use crate::minizinc::SolveStatus;
 
 pub fn solve_job(status: &SolveJobStatus) -> String {
     let mut text = format!(
@@ -71,7 +72,7 @@ pub fn portfolio_job(status: &PortfolioJobStatus) -> String {
             attempt.solver,
             attempt.seed.map_or("-".to_owned(), |seed| seed.to_string()),
             attempt.state.as_str(),
-            attempt.status.as_deref().unwrap_or("-"),
+            attempt.status.map_or("-", SolveStatus::as_str),
             attempt
                 .objective
                 .as_ref()

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use crate::mcp::render::{block, diagnostic_line, sandbox_line};
-use crate::minizinc::{CheckResult, ModelInspectionResult, SolveResult};
+use crate::minizinc::{CheckResult, ModelInspectionResult, PreflightStatus, SolveResult};
 use crate::runtime::{RuntimeStatus, SolverList};
 
 /// The printed text of the last solution in a solve's `stdout` (each
@@ -105,10 +105,9 @@ pub fn check(result: &CheckResult) -> String {
         result.status,
         result.solver,
         result.elapsed_ms,
-        if result.status == "ok" {
-            " — the model compiles; that does not mean it is satisfiable"
-        } else {
-            ""
+        match result.status {
+            PreflightStatus::Ok => " — the model compiles; that does not mean it is satisfiable",
+            PreflightStatus::Error | PreflightStatus::Timeout => "",
         }
     );
     diagnostic_line(&mut text, result.diagnostic.as_ref());

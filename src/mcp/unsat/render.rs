@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use crate::mcp::render::{block, diagnostic_line};
-use crate::unsat::UnsatCoreResult;
+use crate::unsat::{UnsatCoreResult, UnsatStatus};
 
 pub fn unsat_core(result: &UnsatCoreResult) -> String {
     let mut text = format!(
@@ -47,7 +47,7 @@ pub fn unsat_core(result: &UnsatCoreResult) -> String {
             "stdout",
         );
     }
-    if result.status == "error" {
+    if result.status == UnsatStatus::Error {
         block(&mut text, "stderr", &result.stderr, "stderr");
     }
     text
