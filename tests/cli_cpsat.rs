@@ -96,11 +96,7 @@ const CHECKERS: &[(&str, &str, i32)] = &[
         "import json, sys\nx = json.load(open(sys.argv[1]))['solution']['y']\n",
         6,
     ),
-    (
-        "no_verdict",
-        "print('looks fine to me')\n",
-        6,
-    ),
+    ("no_verdict", "print('looks fine to me')\n", 6),
     (
         "duplicate_key",
         "print('{\"status\": \"rejected\", \"status\": \"accepted\", \"errors\": []}')\n",
