@@ -361,36 +361,43 @@ fn crate_modules(source: &Source) -> Vec<(usize, String)> {
         }
         let rest = &text[index + "crate::".len()..];
         if let Some(group) = rest.strip_prefix('{') {
-            // Top-level names of the group: at brace depth 0.
-            let mut depth = 0;
-            let mut start = true;
-            for (offset, c) in group.char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => start = true,
-                    c if start && (c.is_alphanumeric() || c == '_') => {
-                        start = false;
-                        let name: String = group[offset..]
-                            .chars()
-                            .take_while(|c| c.is_alphanumeric() || *c == '_')
-                            .collect();
-                        let at = index + "crate::{".len() + offset;
-                        found.push((line_of(at), name));
-                    }
-                    _ => {}
-                }
+            for (offset, name) in group_names(group) {
+                found.push((line_of(index + "crate::{".len() + offset), name));
             }
         } else {
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            found.push((line_of(index), name));
+            found.push((line_of(index), leading_word(rest)));
         }
     }
     found
+}
+
+/// The identifier `text` starts with.
+fn leading_word(text: &str) -> String {
+    text.chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect()
+}
+
+/// The top-level names of a `use` group (the text just after its `{`),
+/// each with its offset: the first word of every item at brace depth 0.
+fn group_names(group: &str) -> Vec<(usize, String)> {
+    let mut names = Vec::new();
+    let mut depth = 0;
+    let mut start = true;
+    for (offset, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => start = true,
+            c if start && (c.is_alphanumeric() || c == '_') => {
+                start = false;
+                names.push((offset, leading_word(&group[offset..])));
+            }
+            _ => {}
+        }
+    }
+    names
 }
 
 #[test]
@@ -525,11 +532,6 @@ fn sibling_imports(source: &Source, siblings: &[String]) -> Vec<String> {
     if !folder.is_empty() {
         prefixes.push(format!("crate::{folder}::"));
     }
-    let word = |rest: &str| -> String {
-        rest.chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect()
-    };
     let mut names = Vec::new();
     for prefix in &prefixes {
         for (index, _) in text.match_indices(prefix.as_str()) {
@@ -542,24 +544,8 @@ fn sibling_imports(source: &Source, siblings: &[String]) -> Vec<String> {
             }
             let rest = &text[index + prefix.len()..];
             match rest.strip_prefix('{') {
-                Some(group) => {
-                    let mut depth = 0;
-                    let mut start = true;
-                    for (offset, c) in group.char_indices() {
-                        match c {
-                            '{' => depth += 1,
-                            '}' if depth == 0 => break,
-                            '}' => depth -= 1,
-                            ',' if depth == 0 => start = true,
-                            c if start && (c.is_alphanumeric() || c == '_') => {
-                                start = false;
-                                names.push(word(&group[offset..]));
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-                None => names.push(word(rest)),
+                Some(group) => names.extend(group_names(group).into_iter().map(|(_, name)| name)),
+                None => names.push(leading_word(rest)),
             }
         }
     }

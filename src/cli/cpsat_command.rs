@@ -23,6 +23,7 @@ use super::terminal::{fail, interrupt_signal, out, refuse};
 use crate::cpsat::{
     CheckedRequest, CheckerSource, Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource,
 };
+use crate::diagnostics::ToolError;
 use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::Progress;
 use crate::runtime::cpsat::CpsatRuntime;
@@ -73,21 +74,12 @@ pub async fn run(args: RunCpsatArgs, cpsat: impl FnOnce() -> Arc<CpsatRuntime>) 
         on_signal.cancel();
     });
     let service = Cpsat::new(cpsat());
-    let interrupted = || {
-        eprintln!("solvergate: interrupted; the script was stopped");
-        ExitCode::from(130)
-    };
     let Some(checker) = checker else {
         let result = match service.run(&request, &Progress::none(), &cancel).await {
             Ok(result) => result,
-            Err(_) if cancel.is_cancelled() => return interrupted(),
-            Err(error) => return fail(&error),
+            Err(error) => return stopped(&cancel, &error),
         };
-        if json {
-            out(&format!("{}\n", render::json(&result)));
-        } else {
-            out(&render::cpsat_run(&result));
-        }
+        print(json, &result, render::cpsat_run);
         return ExitCode::from(exit_code(&result));
     };
     let checked = CheckedRequest {
@@ -102,19 +94,32 @@ pub async fn run(args: RunCpsatArgs, cpsat: impl FnOnce() -> Arc<CpsatRuntime>) 
         .await
     {
         Ok(result) => result,
-        Err(_) if cancel.is_cancelled() => return interrupted(),
-        Err(error) => return fail(&error),
+        Err(error) => return stopped(&cancel, &error),
     };
-    if json {
-        out(&format!("{}\n", render::json(&result)));
-    } else {
-        out(&render::cpsat_checked(&result));
-    }
+    print(json, &result, render::cpsat_checked);
     let refused = result
         .checker
         .as_ref()
         .is_some_and(|report| !report.verdict.is_accepted());
     ExitCode::from(if refused { 6 } else { exit_code(&result.run) })
+}
+
+/// How a run that did not finish ends: interrupted (130) or refused.
+fn stopped(cancel: &CancellationToken, error: &ToolError) -> ExitCode {
+    if cancel.is_cancelled() {
+        eprintln!("solvergate: interrupted; the script was stopped");
+        return ExitCode::from(130);
+    }
+    fail(error)
+}
+
+/// Prints a result as JSON, or as the text `text` makes of it.
+fn print<T: serde::Serialize>(json: bool, result: &T, text: fn(&T) -> String) {
+    if json {
+        out(&format!("{}\n", render::json(result)));
+    } else {
+        out(&text(result));
+    }
 }
 
 fn exit_code(result: &CpsatPythonResult) -> u8 {
