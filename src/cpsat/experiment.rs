@@ -467,14 +467,7 @@ fn row(
     let result = &ran.result;
     let rejection = match (base_gate(result, optimising), &ran.checker) {
         (Err(reason), _) => Some(reason),
-        (Ok(_), Some(report)) if !report.verdict.is_accepted() => {
-            let why = report
-                .message
-                .as_deref()
-                .map(|message| format!(": {message}"))
-                .unwrap_or_default();
-            Some(format!("the checker's verdict is {}{why}", report.verdict))
-        }
+        (Ok(_), Some(report)) => report.refusal(),
         (Ok(_), None) if checked => Some("the checker did not run".to_owned()),
         _ => None,
     };

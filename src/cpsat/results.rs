@@ -77,6 +77,21 @@ pub struct CheckerReport {
     pub duration_ms: u64,
 }
 
+impl CheckerReport {
+    /// Why the answer is not verified, in one sentence (the verdict, then
+    /// why it was normalised, when it was); `None` when it was accepted.
+    pub fn refusal(&self) -> Option<String> {
+        (!self.verdict.is_accepted()).then(|| {
+            let why = self
+                .message
+                .as_deref()
+                .map(|message| format!(": {message}"))
+                .unwrap_or_default();
+            format!("the checker's verdict is {}{why}", self.verdict)
+        })
+    }
+}
+
 /// One row of the checker self-test.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct MutationRow {

@@ -258,23 +258,13 @@ pub fn checked_diagnostic(
     if run.status == "timeout" {
         return run.diagnostic.clone();
     }
-    match checker {
-        Some(report) if !report.verdict.is_accepted() => {
-            let why = report
-                .message
-                .as_deref()
-                .map(|message| format!(": {message}"))
-                .unwrap_or_default();
-            Some(
-                Diagnostic::new(
-                    Category::CheckerFailed,
-                    format!("the checker's verdict is {}{why}", report.verdict),
-                )
+    match checker.and_then(|report| Some((report, report.refusal()?))) {
+        Some((report, refusal)) => Some(
+            Diagnostic::new(Category::CheckerFailed, refusal)
                 .with_detail("checker_status", Value::String(report.status.clone()))
                 .with_detail("checker_verdict", report.verdict.as_str()),
-            )
-        }
-        _ => run.diagnostic.clone(),
+        ),
+        None => run.diagnostic.clone(),
     }
 }
 

@@ -95,12 +95,7 @@ pub(crate) fn refusal(result: &SolveResult) -> Option<String> {
     if answer(result) != Answer::Refused {
         return None;
     }
-    let checker = result.checker.as_ref()?;
-    Some(format!(
-        "the checker's verdict is {}: {}",
-        checker.verdict,
-        checker.reason.as_deref().unwrap_or("not accepted")
-    ))
+    result.checker.as_ref()?.refusal()
 }
 
 /// Which way an objective improves.

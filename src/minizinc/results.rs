@@ -229,6 +229,20 @@ pub struct CheckerReport {
     pub transcript: String,
 }
 
+impl CheckerReport {
+    /// Why the solve is not verified, in one sentence (the verdict, then
+    /// its reason); `None` when the checker accepted it.
+    pub fn refusal(&self) -> Option<String> {
+        (!self.verdict.is_accepted()).then(|| {
+            format!(
+                "the checker's verdict is {}: {}",
+                self.verdict,
+                self.reason.as_deref().unwrap_or("not accepted")
+            )
+        })
+    }
+}
+
 /// Outcome of a solve.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SolveResult {

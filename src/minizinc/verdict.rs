@@ -115,16 +115,12 @@ pub fn solve_diagnostic(
         ),
         SolveStatus::Optimal | SolveStatus::Satisfied => {
             if let Some(checker) = &result.checker
-                && !checker.verdict.is_accepted()
+                && let Some(refusal) = checker.refusal()
             {
-                let reason = checker.reason.as_deref().unwrap_or("no reason given");
                 return Some(
-                    base(
-                        Category::CheckerFailed,
-                        format!("the checker's verdict is {}: {reason}", checker.verdict),
-                    )
-                    .with_detail("checker_status", checker.status.as_str())
-                    .with_detail("checker_verdict", checker.verdict.as_str()),
+                    base(Category::CheckerFailed, refusal)
+                        .with_detail("checker_status", checker.status.as_str())
+                        .with_detail("checker_verdict", checker.verdict.as_str()),
                 );
             }
             let optimising = matches!(report.method(), Some("minimize" | "maximize"));
