@@ -231,22 +231,10 @@ pub enum LintError {
 /// Comments and string literals are skipped; the text of `\(...)`
 /// interpolations is read as code.
 pub fn lint(text: &str) -> Result<(), LintError> {
-    let tokens = tokenize(text);
-    if tokens.iter().any(|token| token == "var") {
-        return Err(LintError::DecisionVariables);
-    }
-    if tokens.iter().any(|token| token == "solve") {
-        return Err(LintError::SolveItem);
-    }
-    let items = top_level_items(&tokens);
-    if !items.iter().any(|item| reads_the_solution(item)) {
-        return Err(if items.is_empty() {
-            LintError::NoItems
-        } else {
-            LintError::ReadsNothing
-        });
-    }
-    Ok(())
+    // One pass, no token kept: the text may be a 16 MiB file.
+    let mut scan = Scan::default();
+    tokens(text, |token| scan.token(token));
+    scan.finish()
 }
 
 /// The items that do not open with a keyword that makes them something
@@ -262,120 +250,150 @@ const NOT_DECLARATIONS: &[&str] = &[
     "type",
 ];
 
-/// Whether an item is a declaration the solution fills in: `T: name`
-/// with no `= value` (or an `enum` without a definition).
-fn reads_the_solution(item: &[String]) -> bool {
-    let Some(first) = item.first() else {
-        return false;
-    };
-    if first == "enum" {
-        return !at_depth_zero(item).any(|token| token == "=");
-    }
-    if NOT_DECLARATIONS.contains(&first.as_str()) {
-        return false;
-    }
-    let mut seen_colon = false;
-    for token in at_depth_zero(item) {
-        match token.as_str() {
-            ":" => seen_colon = true,
-            "=" if seen_colon => return false,
+/// What [`lint`] has seen so far of a checker's tokens.
+#[derive(Debug, Default)]
+struct Scan {
+    var: bool,
+    solve: bool,
+    /// Bracket depth over the whole text: a `;` at depth 0 ends an item.
+    depth: i32,
+    items: usize,
+    /// Some item so far is a declaration the solution fills in.
+    reads: bool,
+    item: Item,
+}
+
+/// The top-level item being read.
+#[derive(Debug, Default)]
+struct Item {
+    /// What its first token makes it; `None` while it is empty.
+    kind: Option<ItemKind>,
+    /// Bracket depth inside the item.
+    depth: i32,
+    /// A `:` outside the item's brackets.
+    colon: bool,
+    /// An `=` outside the item's brackets, and one after that `:`.
+    equals: bool,
+    equals_after_colon: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ItemKind {
+    /// `enum E;` reads the solution unless it is defined (`= {...}`).
+    Enum,
+    /// An include, output, constraint, function, ...: not a declaration.
+    Other,
+    /// `T: name`, which reads the solution unless it has `= value`.
+    Declaration,
+}
+
+impl Scan {
+    fn token(&mut self, token: &str) {
+        match token {
+            "var" => self.var = true,
+            "solve" => self.solve = true,
             _ => {}
         }
-    }
-    seen_colon
-}
-
-/// The tokens of an item outside any brackets.
-fn at_depth_zero(item: &[String]) -> impl Iterator<Item = &String> {
-    let mut depth: i32 = 0;
-    item.iter().filter(move |token| {
-        match token.as_str() {
-            "(" | "[" | "{" => depth += 1,
-            ")" | "]" | "}" => depth -= 1,
-            _ => return depth == 0,
-        }
-        false
-    })
-}
-
-/// Splits tokens into items at `;` outside brackets.
-fn top_level_items(tokens: &[String]) -> Vec<Vec<String>> {
-    let mut items = Vec::new();
-    let mut current = Vec::new();
-    let mut depth: i32 = 0;
-    for token in tokens {
-        match token.as_str() {
-            "(" | "[" | "{" => depth += 1,
-            ")" | "]" | "}" => depth -= 1,
-            ";" if depth <= 0 => {
-                if !current.is_empty() {
-                    items.push(std::mem::take(&mut current));
-                }
-                continue;
+        match token {
+            "(" | "[" | "{" => self.depth += 1,
+            ")" | "]" | "}" => self.depth -= 1,
+            ";" if self.depth <= 0 => {
+                self.end_item();
+                return;
             }
             _ => {}
         }
-        current.push(token.clone());
+        let item = &mut self.item;
+        if item.kind.is_none() {
+            item.kind = Some(match token {
+                "enum" => ItemKind::Enum,
+                _ if NOT_DECLARATIONS.contains(&token) => ItemKind::Other,
+                _ => ItemKind::Declaration,
+            });
+        }
+        match token {
+            "(" | "[" | "{" => item.depth += 1,
+            ")" | "]" | "}" => item.depth -= 1,
+            ":" if item.depth == 0 => item.colon = true,
+            "=" if item.depth == 0 => {
+                item.equals = true;
+                item.equals_after_colon |= item.colon;
+            }
+            _ => {}
+        }
     }
-    if !current.is_empty() {
-        items.push(current);
+
+    fn end_item(&mut self) {
+        let item = std::mem::take(&mut self.item);
+        let Some(kind) = item.kind else { return };
+        self.items += 1;
+        self.reads |= match kind {
+            ItemKind::Enum => !item.equals,
+            ItemKind::Other => false,
+            ItemKind::Declaration => item.colon && !item.equals_after_colon,
+        };
     }
-    items
+
+    fn finish(mut self) -> Result<(), LintError> {
+        self.end_item();
+        if self.var {
+            Err(LintError::DecisionVariables)
+        } else if self.solve {
+            Err(LintError::SolveItem)
+        } else if self.reads {
+            Ok(())
+        } else if self.items == 0 {
+            Err(LintError::NoItems)
+        } else {
+            Err(LintError::ReadsNothing)
+        }
+    }
 }
 
-/// MiniZinc text as tokens: identifiers and keywords, `::` and `==` as one
-/// token each, every other symbol a token of its own. Comments and string
-/// literals give no tokens; an interpolation's code does.
-fn tokenize(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut tokens = Vec::new();
+/// Hands `each` MiniZinc text's tokens in order: identifiers and keywords,
+/// `::` and `==` as one token each, every other symbol a token of its own.
+/// Comments and string literals give no tokens; an interpolation's code
+/// does.
+fn tokens<'a>(text: &'a str, mut each: impl FnMut(&'a str)) {
     let mut at = 0;
     // Open interpolations: the bracket depth at which each one closes.
     let mut interpolations: Vec<i32> = Vec::new();
     let mut depth: i32 = 0;
-    while at < chars.len() {
-        let c = chars[at];
+    while let Some(c) = text[at..].chars().next() {
+        let width = c.len_utf8();
+        let next = text[at + width..].chars().next();
         match c {
-            '%' => {
-                while at < chars.len() && chars[at] != '\n' {
-                    at += 1;
-                }
+            '%' => at = text[at..].find('\n').map_or(text.len(), |line| at + line),
+            '/' if next == Some('*') => {
+                at = text[at + 2..]
+                    .find("*/")
+                    .map_or(text.len(), |close| at + 2 + close + 2);
             }
-            '/' if chars.get(at + 1) == Some(&'*') => {
-                at += 2;
-                while at < chars.len() && !(chars[at] == '*' && chars.get(at + 1) == Some(&'/')) {
-                    at += 1;
-                }
-                at += 2;
-            }
-            '"' => {
-                at = skip_string(&chars, at + 1, &mut interpolations, depth);
-            }
+            '"' => at = skip_string(text, at + 1, &mut interpolations, depth),
             ')' if interpolations.last() == Some(&depth) => {
                 // The end of an interpolation: back inside its string.
                 interpolations.pop();
-                at = skip_string(&chars, at + 1, &mut interpolations, depth);
+                at = skip_string(text, at + 1, &mut interpolations, depth);
             }
             '\'' => {
                 // A quoted identifier: one token, whatever it spells.
                 let start = at;
-                at += 1;
-                while at < chars.len() && chars[at] != '\'' && chars[at] != '\n' {
-                    at += 1;
-                }
-                at += 1;
-                tokens.push(chars[start..at.min(chars.len())].iter().collect());
+                let close = text[at + 1..]
+                    .find(['\'', '\n'])
+                    .map_or(text.len(), |close| at + 1 + close + 1);
+                at = close.min(text.len());
+                each(&text[start..at]);
             }
             c if c.is_alphabetic() || c == '_' => {
                 let start = at;
-                while at < chars.len() && (chars[at].is_alphanumeric() || chars[at] == '_') {
-                    at += 1;
-                }
-                tokens.push(chars[start..at].iter().collect());
+                at += text[at..]
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(text.len() - at);
+                each(&text[start..at]);
             }
-            c if c.is_whitespace() => at += 1,
-            ':' | '=' if chars.get(at + 1) == Some(&c) => {
-                tokens.push(format!("{c}{c}"));
+            c if c.is_whitespace() => at += width,
+            ':' | '=' if next == Some(c) => {
+                each(&text[at..at + 2]);
                 at += 2;
             }
             c => {
@@ -384,31 +402,34 @@ fn tokenize(text: &str) -> Vec<String> {
                     ')' | ']' | '}' => depth -= 1,
                     _ => {}
                 }
-                tokens.push(c.to_string());
-                at += 1;
+                each(&text[at..at + width]);
+                at += width;
             }
         }
     }
-    tokens
 }
 
 /// Skips a string literal's text from `at` (just past the opening quote or
 /// an interpolation's `)`): to just past its closing quote, or into the
-/// code of an interpolation `\(`, which is then recorded as open.
-fn skip_string(chars: &[char], mut at: usize, interpolations: &mut Vec<i32>, depth: i32) -> usize {
-    while at < chars.len() {
-        match chars[at] {
-            '\\' if chars.get(at + 1) == Some(&'(') => {
+/// code of an interpolation `\(`, which is then recorded as open. Every
+/// delimiter is ASCII, so bytes are compared and each returned offset is
+/// a character boundary.
+fn skip_string(text: &str, mut at: usize, interpolations: &mut Vec<i32>, depth: i32) -> usize {
+    let bytes = text.as_bytes();
+    while at < bytes.len() {
+        match bytes[at] {
+            b'\\' if bytes.get(at + 1) == Some(&b'(') => {
                 interpolations.push(depth);
                 return at + 2;
             }
-            '\\' => at += 2,
-            '"' => return at + 1,
-            '\n' => return at + 1,
+            // An escape: the next character is text, whatever it is (a
+            // multibyte one's other bytes are skipped as text too).
+            b'\\' => at += 2,
+            b'"' | b'\n' => return at + 1,
             _ => at += 1,
         }
     }
-    at
+    text.len()
 }
 
 #[cfg(test)]
@@ -567,6 +588,57 @@ mod tests {
             );
             assert_eq!(checks[1].verdict, Verdict::Accepted, "{text}");
             assert!(!checks[1].violation, "{text}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Text made of what the scanner treats specially (quotes, escapes,
+    /// interpolations, comments, brackets, multibyte letters), in any order.
+    fn minizincish() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("\"".to_owned()),
+            Just("\\".to_owned()),
+            Just("\\(".to_owned()),
+            Just(")".to_owned()),
+            Just("(".to_owned()),
+            Just("'".to_owned()),
+            Just("%".to_owned()),
+            Just("/*".to_owned()),
+            Just("*/".to_owned()),
+            Just("\n".to_owned()),
+            Just(";".to_owned()),
+            Just(":".to_owned()),
+            Just("=".to_owned()),
+            Just("é".to_owned()),
+            Just("∀".to_owned()),
+            Just("int: x".to_owned()),
+            Just("var".to_owned()),
+            "[a-z_]{1,4}",
+        ];
+        prop::collection::vec(piece, 0..40).prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        #![proptest_config(crate::strategies::cases(256))]
+
+        /// The scanner never slices inside a character, whatever the text.
+        #[test]
+        fn any_text_lints_without_a_panic(text in minizincish(), noise in any::<String>()) {
+            let _ = lint(&text);
+            let _ = lint(&noise);
+            let _ = lint(&format!("{text}{noise}"));
+        }
+
+        /// Words inside a comment never count.
+        #[test]
+        fn a_var_inside_a_comment_does_not_make_a_model(text in "[a-z ]{0,20}") {
+            let commented = format!("% var {text}\nint: x;\noutput [\"CORRECT\"];\n");
+            prop_assert_eq!(lint(&commented), Ok(()));
         }
     }
 }
