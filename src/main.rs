@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    // The watchdog is this binary too; it takes no part in the CLI.
     // The watchdog and the sandbox trampoline are this binary too; they
     // take no part in the CLI.
     let mut args = std::env::args_os().skip(1);
