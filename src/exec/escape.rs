@@ -66,6 +66,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
+use super::tree::{Stat, all_pids, stat_of};
+
 /// The environment variable that tags a run's processes.
 pub const RUN_TAG: &str = "SOLVERGATE_RUN";
 
@@ -77,16 +79,9 @@ pub(super) fn server_prefix() -> &'static str {
     static PREFIX: OnceLock<String> = OnceLock::new();
     PREFIX.get_or_init(|| {
         let me = Pid::this();
-        let start = start_time(me).unwrap_or_default();
+        let start = stat_of(me).map(|stat| stat.start_time).unwrap_or_default();
         format!("{me}.{start}.")
     })
-}
-
-/// A process's start time (clock ticks since boot), field 22 of its stat.
-fn start_time(pid: Pid) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// One run's tag value; live (a stray scan spares its processes) until
@@ -198,39 +193,6 @@ fn tags_of(pid: Pid) -> Option<Vec<String>> {
     )
 }
 
-/// What `/proc/PID/stat` says about a process, for these scans.
-struct Stat {
-    state: char,
-    ppid: i32,
-    session: i32,
-}
-
-fn stat_of(pid: Pid) -> Option<Stat> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_name = &text[text.rfind(')')? + 1..];
-    let mut fields = after_name.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let _pgrp = fields.next()?;
-    let session = fields.next()?.parse().ok()?;
-    Some(Stat {
-        state,
-        ppid,
-        session,
-    })
-}
-
-fn all_pids() -> Vec<Pid> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok())
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .map(Pid::from_raw)
-        .collect()
-}
-
 /// Live processes (not us, not zombies) with a tag `matches` accepts.
 fn tagged(matches: &dyn Fn(&str) -> bool) -> Vec<(Pid, Stat)> {
     let me = Pid::this();
@@ -244,7 +206,7 @@ fn tagged(matches: &dyn Fn(&str) -> bool) -> Vec<(Pid, Stat)> {
         })
         .filter(|pid| tags_of(*pid).is_some_and(|tags| tags.iter().any(|tag| matches(tag))))
         .filter_map(|pid| Some((pid, stat_of(pid)?)))
-        .filter(|(_, stat)| !matches!(stat.state, 'Z' | 'X'))
+        .filter(|(_, stat)| stat.is_live())
         .collect()
 }
 
@@ -324,10 +286,10 @@ fn strays_pass(outputs: &[(u64, u64)]) -> (Vec<Pid>, usize) {
         if stat.ppid != me {
             continue;
         }
-        if matches!(stat.state, 'Z' | 'X') {
+        if !stat.is_live() {
             // Read before the reap takes the /proc entry away.
             let outside = !sessions.contains(&stat.session);
-            let born = start_time(pid);
+            let born = Some(stat.start_time);
             let status = waitpid(pid, Some(WaitPidFlag::WNOHANG));
             let ours_killed = matches!(status, Ok(WaitStatus::Signaled(_, Signal::SIGKILL, _)));
             if outside && !ours_killed && status.is_ok() {

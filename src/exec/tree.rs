@@ -26,6 +26,17 @@ pub(crate) fn signal_group(leader: Pid, signal: Signal) {
 
 /// The live (non-zombie) processes of `session`, except `skip`.
 pub(crate) fn session_members(session: Pid, skip: Option<Pid>) -> Vec<Pid> {
+    all_pids()
+        .into_iter()
+        .filter(|pid| Some(*pid) != skip)
+        .filter(|pid| {
+            stat_of(*pid).is_some_and(|stat| stat.session == session.as_raw() && stat.is_live())
+        })
+        .collect()
+}
+
+/// Every process id in `/proc` (empty when `/proc` cannot be read).
+pub(super) fn all_pids() -> Vec<Pid> {
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -33,12 +44,6 @@ pub(crate) fn session_members(session: Pid, skip: Option<Pid>) -> Vec<Pid> {
         .filter_map(|entry| entry.ok())
         .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
         .map(Pid::from_raw)
-        .filter(|pid| Some(*pid) != skip)
-        .filter(|pid| {
-            stat_of(*pid).is_some_and(|stat| {
-                stat.session == session.as_raw() && !matches!(stat.state, 'Z' | 'X')
-            })
-        })
         .collect()
 }
 
@@ -84,27 +89,51 @@ pub(crate) fn kill_session(session: Pid) -> bool {
     }
 }
 
-struct Stat {
-    state: char,
-    session: i32,
+/// What `/proc/PID/stat` says about a process: the one reader of it for
+/// the tree sweep here and the escapee scans of [`super::escape`].
+pub(super) struct Stat {
+    /// The state letter (`R`, `S`, `Z` for a zombie, `X` for dead…).
+    pub(super) state: char,
+    /// The parent's pid.
+    pub(super) ppid: i32,
+    /// The session id: the pid of the session's leader.
+    pub(super) session: i32,
+    /// When the process started, in clock ticks since boot (field 22).
+    pub(super) start_time: u64,
 }
 
-/// Reads the state and session id from `/proc/<pid>/stat`. The command
-/// name may contain spaces and parentheses, so fields are counted from the
-/// last `)`.
-fn stat_of(pid: Pid) -> Option<Stat> {
+impl Stat {
+    /// Neither a zombie nor dead: a process a signal can still stop.
+    pub(super) fn is_live(&self) -> bool {
+        !matches!(self.state, 'Z' | 'X')
+    }
+}
+
+/// Reads `/proc/<pid>/stat`; `None` when the process is gone or the line
+/// is not what the kernel writes.
+pub(super) fn stat_of(pid: Pid) -> Option<Stat> {
     let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_stat(&text)
 }
 
+/// The command name may contain spaces and parentheses, so fields are
+/// counted from the last `)`.
 fn parse_stat(text: &str) -> Option<Stat> {
     let after_name = &text[text.rfind(')')? + 1..];
     let mut fields = after_name.split_whitespace();
     let state = fields.next()?.chars().next()?;
-    let _ppid = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
     let _pgrp = fields.next()?;
     let session = fields.next()?.parse().ok()?;
-    Some(Stat { state, session })
+    // Fields 7 to 21 (tty_nr to itrealvalue) stand between the session
+    // and the start time.
+    let start_time = fields.nth(15)?.parse().ok()?;
+    Some(Stat {
+        state,
+        ppid,
+        session,
+        start_time,
+    })
 }
 
 #[cfg(test)]
@@ -113,9 +142,13 @@ mod tests {
 
     #[test]
     fn parses_a_stat_line_whose_name_has_spaces_and_parens() {
-        let stat = parse_stat("4242 (fzn (gecode) x) S 4200 4242 4100 0 -1 4194560 0").unwrap();
+        let line = "4242 (fzn (gecode) x) S 4200 4242 4100 0 -1 4194560 161 0 0 0 \
+                    12 3 0 0 20 0 1 0 987654 12345678 321";
+        let stat = parse_stat(line).unwrap();
         assert_eq!(stat.state, 'S');
+        assert_eq!(stat.ppid, 4200);
         assert_eq!(stat.session, 4100);
+        assert_eq!(stat.start_time, 987_654);
     }
 
     #[test]
@@ -128,5 +161,17 @@ mod tests {
         let me = Pid::this();
         let session = nix::unistd::getsid(None).unwrap();
         assert!(session_members(session, None).contains(&me));
+    }
+
+    #[test]
+    fn our_own_stat_reads_the_same_start_time_as_the_kernel_line() {
+        let stat = stat_of(Pid::this()).unwrap();
+        assert!(stat.is_live() && stat.ppid > 0 && stat.start_time > 0);
+        let line = fs::read_to_string("/proc/self/stat").unwrap();
+        let field_22 = line[line.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .nth(19)
+            .unwrap();
+        assert_eq!(stat.start_time.to_string(), field_22);
     }
 }
