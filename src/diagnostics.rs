@@ -136,6 +136,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
+    /// A diagnostic with no details; add them with [`Self::with_detail`].
     pub fn new(category: Category, message: impl Into<String>) -> Self {
         Diagnostic {
             category,
@@ -160,14 +161,18 @@ impl Diagnostic {
 pub struct ToolError(pub Diagnostic);
 
 impl ToolError {
+    /// An error of `category` with a one-line `message`, no details.
     pub fn new(category: Category, message: impl Into<String>) -> Self {
         ToolError(Diagnostic::new(category, message))
     }
 
+    /// An [`Category::InvalidRequest`]: the arguments are wrong, and `message`
+    /// says which and how.
     pub fn invalid(message: impl Into<String>) -> Self {
         ToolError::new(Category::InvalidRequest, message)
     }
 
+    /// The category a caller branches on (`cancelled`, `not_verified`, ...).
     pub fn category(&self) -> Category {
         self.0.category
     }

@@ -17,9 +17,13 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 /// Where a call is. The number is the progress value clients see.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
+    /// Checking the arguments and the files before anything runs.
     Validating = 1,
+    /// The runtime (or script) is running.
     Running = 2,
+    /// Reading what the run printed into a result.
     Parsing = 3,
+    /// The result is ready.
     Complete = 4,
     /// Not a stage: news while running (solutions so far, the objective),
     /// for a terminal's status line. The MCP face does not forward it,
@@ -44,7 +48,9 @@ pub type LiveSlot = Arc<Mutex<Option<LiveFigures>>>;
 /// One stage report.
 #[derive(Debug, Clone)]
 pub struct ProgressUpdate {
+    /// The stage the call has reached.
     pub stage: Stage,
+    /// What is happening, in a few words (`reading the solver output`).
     pub message: String,
     /// Step `done` of `total` within the stage, for a stage that repeats
     /// one kind of work (the unsat-core search's checks); `None` otherwise.
@@ -108,6 +114,8 @@ impl Progress {
         }
     }
 
+    /// Reports that the call reached `stage`, with a few words on what it is
+    /// doing; a no-op when nobody listens.
     pub fn report(&self, stage: Stage, message: impl Into<String>) {
         self.send(stage, None, message.into());
     }

@@ -130,7 +130,9 @@ pub const DEFAULT_HTTP_MAX_SESSIONS: usize = 64;
 #[derive(Debug, thiserror::Error)]
 #[error("{variable}: {problem}")]
 pub struct SettingsError {
+    /// The environment variable, by name (`SOLVERGATE_RUNTIME_DIR`, ...).
     pub variable: &'static str,
+    /// What is wrong with its value and what it must be, in words.
     pub problem: String,
 }
 

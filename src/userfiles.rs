@@ -20,6 +20,7 @@ pub const MAX_USER_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// A ceiling on the size of a file named by path, with the words an error
 /// uses when a file is over it.
 pub struct SizeLimit {
+    /// The most bytes a file may have.
     pub bytes: u64,
     /// What the limit is on, e.g. "files named by path".
     pub applies_to: &'static str,
@@ -174,6 +175,8 @@ fn within_limit(
     )))
 }
 
+/// The error for a named file that cannot be read: names the argument, the path
+/// and the I/O error.
 pub fn cannot_read(argument: &str, path: &Path, error: &io::Error) -> ToolError {
     ToolError::invalid(format!(
         "{argument} {} cannot be read: {error}",

@@ -21,19 +21,17 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
-    // Plain comments, not doc comments: the published schema stays a plain
-    // string enum (the field that carries it says what each value means).
-    // The checker ran to its end and said the answer is correct.
+    /// The checker ran to its end and said the answer is correct.
     Accepted,
-    // The checker ran and said the answer is wrong.
+    /// The checker ran and said the answer is wrong.
     Rejected,
-    // The checker ran to its end but said neither (no output, or output
-    // without a verdict).
+    /// The checker ran to its end but said neither (no output, or output
+    /// without a verdict).
     NoVerdict,
-    // The checker did not run to a verdict: an evaluation error, an
-    // assertion, a crash, a type error, output lost past the cap.
+    /// The checker did not run to a verdict: an evaluation error, an
+    /// assertion, a crash, a type error, output lost past the cap.
     Error,
-    // The checker ran out of time.
+    /// The checker ran out of time.
     Timeout,
 }
 
@@ -78,11 +76,9 @@ impl std::fmt::Display for Verdict {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RaceStatus {
-    // Plain comments, not doc comments: the published schema stays a plain
-    // string enum.
-    // An attempt won; the result names it.
+    /// An attempt won; the result names it.
     Winner,
-    // No attempt produced a result the race could trust.
+    /// No attempt produced a result the race could trust.
     NoWinner,
 }
 

@@ -38,7 +38,10 @@ use super::request::{INT_LIMIT, Relation};
 /// An integer term: a literal or a MiniZinc identifier.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Term {
+    /// A constant, in scaled integers.
     Lit(i64),
+    /// A model identifier: a user's variable (`v_<name>`) or a declared
+    /// intermediate (`t<n>`).
     Id(String),
 }
 
@@ -65,9 +68,12 @@ struct Frac {
 pub struct ModelVar {
     /// `v_<name>`.
     pub ident: String,
+    /// The variable's `mult_factor`: the model's integer is the real value ×
+    /// `mult`.
     pub mult: i64,
     /// The scaled domain (`low == high` for a fixed value).
     pub low: i64,
+    /// Upper end of the scaled domain.
     pub high: i64,
 }
 
@@ -85,6 +91,7 @@ type Compiled<T> = Result<T, CompileError>;
 pub struct Residual {
     /// `left − right`, in steps of 1 / `scale` real units.
     pub term: Term,
+    /// How many steps of `term` make one real unit.
     pub scale: i64,
     /// The values `term` can take.
     pub bounds: Interval,
@@ -141,6 +148,8 @@ fn check(value: i128, what: &str) -> Compiled<i64> {
     Ok(value as i64)
 }
 
+/// The greatest common divisor of `|a|` and `|b|`; 1 when both are 0, so it can
+/// always divide.
 pub fn gcd(a: i64, b: i64) -> i64 {
     let (mut a, mut b) = (a.abs(), b.abs());
     while b != 0 {
@@ -167,6 +176,7 @@ pub fn comment(text: &str) -> String {
 }
 
 impl ModelText {
+    /// Appends one line of the model.
     pub fn line(&mut self, line: impl Into<String>) {
         self.lines.push(line.into());
     }

@@ -19,18 +19,22 @@ use super::request::{EvaluateRequest, EvaluatedEquation, ExpressionPair, Relatio
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
+    /// The left-hand side.
     Lhs,
+    /// The right-hand side.
     Rhs,
 }
 
 /// One problem in one side of an equation, with its position.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ExpressionError {
+    /// The side whose text `column` counts in.
     pub side: Side,
     /// 1-based character column in that side's text.
     pub column: usize,
     /// The offending text (`end of expression` when it ended too early).
     pub found: String,
+    /// What is wrong, in words.
     pub message: String,
 }
 
@@ -62,7 +66,9 @@ impl ExpressionError {
 /// `validate_equations`' verdict on one equation.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct EquationCheck {
+    /// The left-hand side, as given.
     pub lhs: String,
+    /// The right-hand side, as given.
     pub rhs: String,
     /// Empty when the equation is valid; else one line per problem.
     pub errors: Vec<String>,
@@ -119,7 +125,10 @@ pub fn validate(equations: &[ExpressionPair]) -> ValidationResult {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EvaluationStatus {
+    /// The relation holds within the tolerance.
     Passed,
+    /// Both sides have values, and the relation misses by more than the
+    /// tolerance.
     Failed,
     /// A variable it mentions has no value.
     MissingValues,
@@ -130,11 +139,16 @@ pub enum EvaluationStatus {
 /// `evaluate_equations`' verdict on one equation.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct EquationEvaluation {
+    /// The left-hand side, as given.
     pub lhs: String,
+    /// The right-hand side, as given.
     pub rhs: String,
+    /// The relation judged: `==`, `<=` or `>=`.
     pub relation: Relation,
     /// The tolerance applied, in real units.
     pub tolerance: f64,
+    /// Whether the relation held; `actual`, `computed` and `error` are set only
+    /// when both sides have values.
     pub status: EvaluationStatus,
     /// The left-hand side's value.
     pub actual: Option<f64>,
@@ -254,11 +268,13 @@ fn evaluate_one(
 /// Why an expression has no value.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum NoValue {
+    /// A variable the expression mentions has no value; carries its name.
     #[error("{0} has no value")]
     Unbound(String),
     /// A division or remainder whose right operand is 0.
     #[error("'{}' by zero (its right operand is 0)", .0.symbol())]
     ByZero(Op),
+    /// A value on the way is infinite or NaN (it overflows `f64`).
     #[error("the value is too large to compute")]
     NotFinite,
 }

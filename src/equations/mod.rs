@@ -62,6 +62,8 @@ pub enum EquationStatus {
 }
 
 impl EquationStatus {
+    /// The status as results and messages spell it (`OPTIMAL`,
+    /// `INVALID_EQUATION`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             EquationStatus::Optimal => "OPTIMAL",
@@ -76,6 +78,8 @@ impl EquationStatus {
 /// Outcome of `correct_values`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CorrectionResult {
+    /// How the correction ended: OPTIMAL and FEASIBLE carry `corrected`;
+    /// the others say why in `diagnostic` (and `errors`).
     pub status: EquationStatus,
     /// Every free (not fixed) variable, in real units; empty unless
     /// OPTIMAL or FEASIBLE.
@@ -103,6 +107,8 @@ pub struct CorrectionResult {
 /// Outcome of `optimize_expression`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct OptimizationResult {
+    /// How the optimisation ended: OPTIMAL and FEASIBLE carry `values`; the
+    /// others say why in `diagnostic` (and `errors`).
     pub status: EquationStatus,
     /// Every variable, in real units; empty unless OPTIMAL or FEASIBLE.
     pub values: BTreeMap<String, f64>,
@@ -114,11 +120,16 @@ pub struct OptimizationResult {
     pub solver_objective: Option<i64>,
     /// With INVALID_EQUATION: one line per problem, with its place.
     pub errors: Vec<String>,
+    /// The MiniZinc solver that ran; `None` when nothing ran
+    /// (INVALID_EQUATION).
     pub solver: Option<String>,
+    /// The generated MiniZinc model (run it with plain `minizinc`); `None` with
+    /// INVALID_EQUATION.
     pub model: Option<String>,
     /// Per hard, then soft constraint: the unit its tolerance and weight
     /// count, and the real-unit slack applied.
     pub equation_units: Vec<model::EquationUnits>,
+    /// `null` on OPTIMAL; otherwise what to act on.
     pub diagnostic: Option<Diagnostic>,
 }
 
@@ -138,6 +149,7 @@ struct Outcome {
 }
 
 impl Equations {
+    /// Corrects and optimises with the solvers of `minizinc`'s runtime.
     pub fn new(minizinc: MiniZinc) -> Self {
         Equations { minizinc }
     }

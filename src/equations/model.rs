@@ -51,6 +51,7 @@ use super::request::{
 /// A generated model and what is needed to read its solution.
 #[derive(Debug)]
 pub struct Built {
+    /// The MiniZinc model with its objective.
     pub text: String,
     /// The variables to read back, by user name.
     pub outputs: BTreeMap<String, ModelVar>,

@@ -37,14 +37,20 @@ const MAX_DIGITS: usize = 30;
 /// A binary operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
+    /// Addition, `+`.
     Add,
+    /// Subtraction, `-`.
     Sub,
+    /// Multiplication, `*`.
     Mul,
+    /// Division, `/` (exact in a compiled model).
     Div,
+    /// `%`: the remainder, with the sign of the dividend.
     Mod,
 }
 
 impl Op {
+    /// The operator as written in an expression.
     pub fn symbol(self) -> &'static str {
         match self {
             Op::Add => "+",
@@ -59,11 +65,14 @@ impl Op {
 /// A decimal literal kept exactly: its value is `digits / 10^scale`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decimal {
+    /// The literal's digits as one integer, without the decimal point.
     pub digits: u128,
+    /// How many of those digits are after the decimal point.
     pub scale: u32,
 }
 
 impl Decimal {
+    /// The nearest `f64`, for evaluation (compilation keeps the exact digits).
     pub fn to_f64(self) -> f64 {
         self.digits as f64 / 10f64.powi(self.scale as i32)
     }
@@ -72,15 +81,24 @@ impl Decimal {
 /// A parsed expression.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Expr {
+    /// A number literal.
     Number(Decimal),
+    /// A variable, by the name the user gave it.
     Name(String),
+    /// `left op right`.
     Binary {
+        /// The operator.
         op: Op,
+        /// The left operand.
         left: Box<Expr>,
+        /// The right operand.
         right: Box<Expr>,
     },
+    /// `base ** exponent`, the exponent a literal of at most [`MAX_EXPONENT`].
     Power {
+        /// What is raised.
         base: Box<Expr>,
+        /// The power it is raised to.
         exponent: u32,
     },
 }
@@ -115,6 +133,7 @@ pub struct ParseError {
     pub column: usize,
     /// The offending text, or `end of expression`.
     pub found: String,
+    /// What is wrong, in words.
     pub message: String,
 }
 

@@ -50,6 +50,8 @@ pub enum Relation {
 }
 
 impl Relation {
+    /// The relation as written in an expression and a model: `==`, `<=` or
+    /// `>=`.
     pub fn symbol(self) -> &'static str {
         match self {
             Relation::Equal => "==",
@@ -171,8 +173,13 @@ pub struct Objective {
 /// (the requests carry them as top-level fields).
 #[derive(Debug, Clone)]
 pub struct SolverSettings<'a> {
+    /// The request's wall-clock budget, in seconds, unchecked.
     pub timeout_seconds: f64,
+    /// The request's `-p` thread count, unchecked; `None` leaves the solver's
+    /// default.
     pub num_workers: Option<i64>,
+    /// The MiniZinc solver asked for; `None` picks cp-sat when the runtime has
+    /// it, else its default.
     pub solver: Option<&'a str>,
 }
 
@@ -244,8 +251,11 @@ pub struct OptimizeRequest {
 /// A variable's domain in scaled integers, checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Scaled {
+    /// The variable's `mult_factor`, from 1 to [`MAX_MULT_FACTOR`].
     pub mult: i64,
+    /// `min` × `mult`, rounded up; 0 when no `min` was given.
     pub low: i64,
+    /// `max` × `mult`, rounded down; [`INT_LIMIT`] when no `max` was given.
     pub high: i64,
 }
 
@@ -377,6 +387,7 @@ impl SolverSettings<'_> {
 }
 
 impl CorrectRequest {
+    /// The solver settings this request carries as top-level fields.
     pub fn settings(&self) -> SolverSettings<'_> {
         SolverSettings {
             timeout_seconds: self.timeout_seconds,
@@ -412,6 +423,7 @@ impl CorrectRequest {
 }
 
 impl OptimizeRequest {
+    /// The solver settings this request carries as top-level fields.
     pub fn settings(&self) -> SolverSettings<'_> {
         SolverSettings {
             timeout_seconds: self.timeout_seconds,
@@ -443,6 +455,8 @@ impl OptimizeRequest {
 }
 
 impl EvaluateRequest {
+    /// Checks each tolerance (finite, at least 0, whole with `mult_factors`),
+    /// each `mult_factor` and each value; a [`ToolError`] naming the field.
     pub fn validate(&self) -> Result<(), ToolError> {
         for (index, equation) in self.equations.iter().enumerate() {
             if !equation.tolerance.is_finite() || equation.tolerance < 0.0 {

@@ -68,6 +68,8 @@ pub struct ChildCommand {
 }
 
 impl ChildCommand {
+    /// A command that runs `program` with no arguments, in the server's working
+    /// directory, with the server's environment.
     pub fn new(program: impl Into<PathBuf>) -> Self {
         ChildCommand {
             program: program.into(),
@@ -86,26 +88,32 @@ impl ChildCommand {
         self
     }
 
+    /// Appends one argument, passed as it is (no shell).
     pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
         self.args.push(arg.into());
         self
     }
 
+    /// Appends every argument of `args`, in order.
     pub fn args<I: IntoIterator<Item = S>, S: Into<OsString>>(mut self, args: I) -> Self {
         self.args.extend(args.into_iter().map(Into::into));
         self
     }
 
+    /// Runs the child in `dir` instead of the server's working directory.
     pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cwd = Some(dir.into());
         self
     }
 
+    /// Sets `key` for the child; applied after the removals, so it wins over
+    /// [`Self::env_remove`].
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.env_set.push((key.into(), value.into()));
         self
     }
 
+    /// Removes `key` from what the child inherits.
     pub fn env_remove(mut self, key: impl Into<OsString>) -> Self {
         self.env_remove.push(key.into());
         self
@@ -148,6 +156,8 @@ pub enum Overflow {
 }
 
 impl Limits {
+    /// Limits with a `timeout`, a 500 ms term grace, the 1 MiB cap, stopping at
+    /// the cap, no stdout filter.
     pub fn new(timeout: Duration) -> Self {
         Limits {
             timeout,
@@ -191,14 +201,20 @@ pub enum Ending {
 /// What a finished run leaves behind.
 #[derive(Debug, Clone)]
 pub struct RunOutput {
+    /// Why the run ended: by itself, or which of our stops ended it.
     pub ending: Ending,
     /// The exit code; minus the signal number when a signal we did not send
     /// ended it; `None` when we stopped it.
     pub return_code: Option<i32>,
     /// Combined output exceeded the cap (whether or not we had to kill).
     pub truncated: bool,
+    /// Wall-clock time from spawn to the end of the run, in milliseconds.
     pub elapsed_ms: u64,
+    /// What the child printed on stdout (as far as the cap kept it), invalid
+    /// UTF-8 replaced.
     pub stdout: String,
+    /// What the child printed on stderr (as far as the cap kept it), invalid
+    /// UTF-8 replaced.
     pub stderr: String,
     /// What the sandbox enforced, when the child ran in one.
     pub sandbox: Option<SandboxReport>,
@@ -212,6 +228,7 @@ pub struct RunOutput {
 }
 
 impl RunOutput {
+    /// Whether the wall-clock deadline ended the run ([`Ending::TimedOut`]).
     pub fn timed_out(&self) -> bool {
         self.ending == Ending::TimedOut
     }
@@ -261,12 +278,23 @@ pub fn ending_in_words(run: &RunOutput) -> String {
 /// Why a child could not be run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
+    /// The program could not be spawned (not found, not executable, ...).
     #[error("could not start {program}: {source}")]
-    Spawn { program: String, source: io::Error },
+    Spawn {
+        /// The program, as a path.
+        program: String,
+        /// Why the spawn failed.
+        source: io::Error,
+    },
+    /// Setting up the run failed before or around the spawn (a capture file,
+    /// the sandbox dir, a socket).
     #[error("could not {what} for {program}: {source}")]
     Io {
+        /// The step that failed, as a verb phrase (`create a capture file`).
         what: &'static str,
+        /// The program the run was for, as a path.
         program: String,
+        /// The I/O error of that step.
         source: io::Error,
     },
 }

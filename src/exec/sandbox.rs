@@ -47,6 +47,8 @@ pub fn enable() {
     let _ = ENABLED.set(());
 }
 
+/// Whether [`enable`] was called: every child but an unconfined one runs in the
+/// sandbox.
 pub fn enabled() -> bool {
     ENABLED.get().is_some()
 }

@@ -46,18 +46,29 @@ pub const WALL_CLOCK_GRACE: Duration = Duration::from_secs(3);
 /// A compile check or an inspection.
 #[derive(Debug, Clone)]
 pub struct PreflightRequest {
+    /// The model, and optional data and checker, to compile.
     pub sources: Sources,
     /// `None`: cp-sat when available, else the runtime's default.
     pub solver: Option<String>,
+    /// MiniZinc's `--time-limit` in milliseconds, checked by
+    /// `budget::validate_timeout`; the wall-clock cap adds
+    /// [`WALL_CLOCK_GRACE`].
     pub timeout_ms: i64,
 }
 
 /// A solve.
 #[derive(Debug, Clone)]
 pub struct SolveRequest {
+    /// The model, and optional data and checker, to solve.
     pub sources: Sources,
+    /// `None`: cp-sat when available, else the runtime's default.
     pub solver: Option<String>,
+    /// MiniZinc's `--time-limit` in milliseconds, checked by
+    /// `budget::validate_timeout`; the wall-clock cap adds
+    /// [`WALL_CLOCK_GRACE`].
     pub timeout_ms: i64,
+    /// The search flags (`-f`, `-p`, `-r`, `-a`, `-n`), gated on what the
+    /// solver declares.
     pub controls: SolveControls,
 }
 
@@ -74,6 +85,7 @@ pub struct MiniZinc {
 }
 
 impl MiniZinc {
+    /// A service for `runtime`, test hooks off.
     pub fn new(runtime: Arc<Runtime>) -> Self {
         MiniZinc {
             runtime,
@@ -87,6 +99,7 @@ impl MiniZinc {
         self
     }
 
+    /// The runtime whose `minizinc` and solver catalog every run uses.
     pub fn runtime(&self) -> &Arc<Runtime> {
         &self.runtime
     }

@@ -15,13 +15,11 @@ use crate::verdict::Verdict;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PreflightStatus {
-    // Plain comments, not doc comments: the published schema stays a plain
-    // string enum.
-    // MiniZinc finished cleanly (an inspection: and printed the interface).
+    /// MiniZinc finished cleanly (an inspection: and printed the interface).
     Ok,
-    // MiniZinc failed, or an inspection printed no interface.
+    /// MiniZinc failed, or an inspection printed no interface.
     Error,
-    // The wall-clock cap or MiniZinc's own time limit fired.
+    /// The wall-clock cap or MiniZinc's own time limit fired.
     Timeout,
 }
 
@@ -47,23 +45,21 @@ impl std::fmt::Display for PreflightStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SolveStatus {
-    // Plain comments, not doc comments: the published schema stays a plain
-    // string enum.
-    // A time limit stopped the solve (solutions found so far are kept).
+    /// A time limit stopped the solve (solutions found so far are kept).
     Timeout,
-    // MiniZinc or the solver failed.
+    /// MiniZinc or the solver failed.
     Error,
-    // The solver proved there is no solution.
+    /// The solver proved there is no solution.
     Unsatisfiable,
-    // The solver proved the objective unbounded.
+    /// The solver proved the objective unbounded.
     Unbounded,
-    // Unsatisfiable or unbounded; the solver cannot tell which.
+    /// Unsatisfiable or unbounded; the solver cannot tell which.
     UnsatOrUnbounded,
-    // The solver finished without a solution or a verdict.
+    /// The solver finished without a solution or a verdict.
     Unknown,
-    // A solution, proven optimal (or every solution, when asked for all).
+    /// A solution, proven optimal (or every solution, when asked for all).
     Optimal,
-    // A solution, not proven optimal.
+    /// A solution, not proven optimal.
     Satisfied,
 }
 
@@ -103,17 +99,15 @@ impl std::fmt::Display for SolveStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckerStatus {
-    // Plain comments, not doc comments: the published schema stays a plain
-    // string enum.
-    // The checker judged every solution.
+    /// The checker judged every solution.
     Completed,
-    // The checker rejected a solution.
+    /// The checker rejected a solution.
     Violation,
-    // There was no solution to check.
+    /// There was no solution to check.
     NoSolution,
-    // The solve or the checker failed.
+    /// The solve or the checker failed.
     Error,
-    // The solve ran out of time before the checker could finish.
+    /// The solve ran out of time before the checker could finish.
     Timeout,
 }
 
@@ -150,6 +144,7 @@ pub struct CheckResult {
     pub stdout: String,
     /// The runtime's stderr plus any diagnostics it sent on the stream.
     pub stderr: String,
+    /// Wall-clock time of the run, in milliseconds.
     pub elapsed_ms: u64,
     /// `null` on a clean success.
     pub diagnostic: Option<Diagnostic>,
@@ -163,7 +158,9 @@ pub struct InterfaceType {
     pub base_type: String,
     /// Array dimensions; 0 for a scalar.
     pub dim: u32,
+    /// A set (`set of int`, ...) rather than a single value.
     pub is_set: bool,
+    /// An optional (`opt`) type, which may be absent.
     pub is_optional: bool,
 }
 
@@ -177,8 +174,11 @@ pub struct ModelInterface {
     pub required_parameters: BTreeMap<String, InterfaceType>,
     /// The model's output variables (advisory).
     pub output_variables: BTreeMap<String, InterfaceType>,
+    /// The model has an `output` item.
     pub has_output_item: bool,
+    /// The global constraints the model uses, by name.
     pub globals: Vec<String>,
+    /// The files the model includes, as MiniZinc reports them.
     pub included_files: Vec<String>,
 }
 
@@ -187,13 +187,20 @@ pub struct ModelInterface {
 pub struct ModelInspectionResult {
     /// `ok` (the interface was extracted), `error` or `timeout`.
     pub status: PreflightStatus,
+    /// Canonical id of the solver the model was type-checked for.
     pub solver: String,
     /// Present only when `status` is `ok`.
     pub interface: Option<ModelInterface>,
+    /// Combined output went over the 1 MiB cap; stdout/stderr are partial.
     pub truncated: bool,
+    /// The runtime's raw stdout (the interface message itself is parsed into
+    /// `interface`).
     pub stdout: String,
+    /// The runtime's stderr plus any diagnostics it sent on the stream.
     pub stderr: String,
+    /// Wall-clock time of the run, in milliseconds.
     pub elapsed_ms: u64,
+    /// `null` on a clean success.
     pub diagnostic: Option<Diagnostic>,
 }
 
@@ -265,6 +272,7 @@ pub struct SolveResult {
     pub stdout: String,
     /// The runtime's stderr plus the errors and warnings it sent on the stream.
     pub stderr: String,
+    /// Wall-clock time of the run, in milliseconds.
     pub elapsed_ms: u64,
     /// The last (best) solution: variable name to value, objective excluded.
     pub solution: Option<Map<String, Value>>,
@@ -276,6 +284,8 @@ pub struct SolveResult {
     pub statistics: BTreeMap<String, String>,
     /// Present when a checker was given.
     pub checker: Option<CheckerReport>,
+    /// `null` when the solve is a clean `optimal` or `satisfied` (and a checker
+    /// accepted it); otherwise what to act on.
     pub diagnostic: Option<Diagnostic>,
     /// Only with the sandbox on: what it enforced for this run.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -129,6 +129,7 @@ pub struct SolutionCheck {
 pub struct StreamError {
     /// MiniZinc's error kind: `syntax error`, `type error`, `time out`, ...
     pub what: String,
+    /// The message text, untrimmed.
     pub message: String,
     /// `file:line.column`, when the message has a location.
     pub location: Option<String>,
@@ -149,11 +150,13 @@ impl StreamError {
 /// Everything the stream said.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StreamReport {
+    /// Every `solution` message, in the order printed.
     pub solutions: Vec<StreamSolution>,
     /// The model's final status (`OPTIMAL_SOLUTION`, `UNSATISFIABLE`, ...).
     pub status: Option<StreamStatus>,
     /// Every statistics value, stringified, last write wins.
     pub statistics: BTreeMap<String, String>,
+    /// Every `error` message, in the order printed.
     pub errors: Vec<StreamError>,
     /// Warning and trace lines, rendered for `stderr`.
     pub notes: Vec<String>,

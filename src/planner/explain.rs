@@ -33,7 +33,10 @@ pub struct NarrationCheck {
 /// `explain_load_plan`'s answer.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Explanation {
+    /// The id of the explained result.
     pub result_id: String,
+    /// The fixed template's text, filled with values read from the stored
+    /// result.
     pub narration: String,
     /// The guard run on `narration` itself.
     pub check: NarrationCheck,

@@ -40,14 +40,19 @@ pub use store::ResultStore;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
+    /// Air freight: one consolidated air shipment, priced by chargeable weight.
     Air,
+    /// Less than container load: sea consolidation, priced per cubic metre.
     Lcl,
+    /// Full container load: the order's pallets packed into booked containers.
     Fcl,
 }
 
 impl Mode {
+    /// Every mode, in the model's order (air, LCL, FCL).
     pub const ALL: [Mode; 3] = [Mode::Air, Mode::Lcl, Mode::Fcl];
 
+    /// The mode's name in results and messages: `air`, `lcl` or `fcl`.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Air => "air",
@@ -65,6 +70,7 @@ impl Mode {
         }
     }
 
+    /// The mode the model's number stands for; `None` outside 1..=3.
     pub fn from_number(number: i64) -> Option<Mode> {
         match number {
             1 => Some(Mode::Air),
@@ -78,7 +84,9 @@ impl Mode {
 /// The risk read of one mode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ModeRead {
+    /// Transit plus the median delay, in days.
     pub eta_p50_days: u32,
+    /// Transit plus the 90th-percentile delay, in days.
     pub eta_p90_days: u32,
     /// Mean delay of the worst 10% of outcomes, in days.
     pub cvar90_delay_days: f64,
@@ -89,6 +97,7 @@ pub struct ModeRead {
 /// What the packer achieved for one container type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PackingRead {
+    /// The container type's name, as given in `rates.fcl.containers`.
     #[serde(rename = "type")]
     pub container_type: String,
     /// Containers of this type for every FCL-eligible pallet.
@@ -99,18 +108,27 @@ pub struct PackingRead {
     pub unplaceable: Vec<String>,
 }
 
+/// A card's cost per mode and in total, in the currency of the rates, to the
+/// cent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CardCost {
+    /// What the card's air orders cost.
     pub air: f64,
+    /// What the card's LCL orders cost.
     pub lcl: f64,
+    /// What the card's booked containers cost.
     pub fcl: f64,
+    /// The sum of the three, as the model computed it.
     pub total: f64,
 }
 
+/// How many containers of one type a card books.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ContainerCount {
+    /// The container type's name, as given in `rates.fcl.containers`.
     #[serde(rename = "type")]
     pub container_type: String,
+    /// Containers of this type booked (never 0: unused types are left out).
     pub count: u32,
 }
 
@@ -124,9 +142,13 @@ impl std::fmt::Display for ContainerCount {
 /// One shipment of a card: every order on one mode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Shipment {
+    /// The mode every order of the shipment goes by.
     pub mode: Mode,
+    /// How many orders travel in it.
     pub orders: usize,
+    /// Transit plus the median delay, in days.
     pub eta_p50_days: u32,
+    /// Transit plus the 90th-percentile delay, in days.
     pub eta_p90_days: u32,
     /// Mean delay of the worst 10% of outcomes, in days.
     pub cvar90_delay_days: f64,
@@ -139,6 +161,7 @@ pub struct Shipment {
 pub struct Card {
     /// `all_air`, `all_lcl`, `all_fcl` or `optimised`.
     pub name: String,
+    /// The solver found a solution and the bundled checker accepted it.
     pub feasible: bool,
     /// The solve's status (`optimal`, `unsatisfiable`, ...).
     pub status: SolveStatus,
@@ -146,16 +169,22 @@ pub struct Card {
     pub infeasible_reason: Option<String>,
     /// Order id → mode.
     pub modes: BTreeMap<String, Mode>,
+    /// What the plan costs; `None` when the solve found no solution.
     pub cost: Option<CardCost>,
+    /// The containers the plan books, per type; empty without FCL orders.
     pub containers: Vec<ContainerCount>,
     /// FCL volume over the booked containers' inner volume.
     pub fill_rate: Option<f64>,
+    /// One per mode the plan uses, in mode order.
     pub shipments: Vec<Shipment>,
     /// Chance that any shipment misses (shipments independent).
     pub miss_probability: Option<f64>,
     /// The checker's verdict on the solution (`CORRECT` or `INCORRECT: …`).
     pub checker: Option<String>,
+    /// Feasible, and `miss_probability` is at most the policy's
+    /// `max_miss_probability`.
     pub within_policy: bool,
+    /// This is the card [`LoadPlan::recommended`] names.
     pub recommended: bool,
 }
 
@@ -166,9 +195,12 @@ pub struct LoadPlan {
     pub planner: String,
     /// The MiniZinc solver that solved the cards.
     pub solver: String,
+    /// The four plans, in order: `all_air`, `all_lcl`, `all_fcl`, `optimised`.
     pub cards: Vec<Card>,
     /// Mode name → its risk read.
     pub modes: BTreeMap<String, ModeRead>,
+    /// The packer's result per container type, in the order of
+    /// `rates.fcl.containers`.
     pub packing: Vec<PackingRead>,
     /// The name of the recommended card; `null` when none is feasible.
     pub recommended: Option<String>,
@@ -184,9 +216,11 @@ pub struct PlanResult {
     /// SHA-256 of the stored bytes (the store is content-addressed, so it
     /// equals `result_id`).
     pub content_hash: String,
+    /// The plan itself, as stored under `result_id`.
     pub result: LoadPlan,
 }
 
+/// The `planner` field of every result: bumped when the result format changes.
 pub const PLANNER_FORMAT: &str = "solvergate load planner, result format 1";
 
 impl LoadPlan {
@@ -196,6 +230,7 @@ impl LoadPlan {
         value.to_string().into_bytes()
     }
 
+    /// The result's id: the SHA-256 hex of [`LoadPlan::canonical`].
     pub fn id(&self) -> String {
         crate::sha256_hex(&self.canonical())
     }
@@ -209,10 +244,12 @@ pub struct Planner {
 }
 
 impl Planner {
+    /// A planner that solves with `minizinc` and keeps its results in `store`.
     pub fn new(minizinc: MiniZinc, store: ResultStore) -> Self {
         Planner { minizinc, store }
     }
 
+    /// The store that plans are written to and explained from.
     pub fn store(&self) -> &ResultStore {
         &self.store
     }

@@ -24,6 +24,7 @@ use crate::progress::Progress;
 
 /// The bundled model and checker.
 pub const MODEL: &str = include_str!("../../models/load_planner/model.mzn");
+/// The bundled checker that grades each card's solution.
 pub const CHECKER: &str = include_str!("../../checkers/load_planner.mzc.mzn");
 
 /// Budget of each card's solve.

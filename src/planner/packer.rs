@@ -45,9 +45,13 @@ pub struct PalletUnit {
     /// Human-readable name, e.g. `"order A pallet 1 #3"`; used to name
     /// unplaceable pallets and placements.
     pub label: String,
+    /// Extent along the container length when not rotated.
     pub length_cm: u32,
+    /// Extent along the container width when not rotated.
     pub width_cm: u32,
+    /// Height; pallets are never tipped over.
     pub height_cm: u32,
+    /// Counts against the container's `max_payload_kg`.
     pub weight_kg: f64,
     /// May carry another pallet on top, and may be put on top of another.
     pub stackable: bool,
@@ -56,9 +60,13 @@ pub struct PalletUnit {
 /// The inside of one container type.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ContainerSpec {
+    /// Inner length: the floor's x extent.
     pub length_cm: u32,
+    /// Inner width: the floor's y extent.
     pub width_cm: u32,
+    /// Inner height: the tallest stack it takes.
     pub height_cm: u32,
+    /// The most the placed units may weigh together.
     pub max_payload_kg: f64,
 }
 
@@ -69,14 +77,23 @@ pub struct ContainerSpec {
 /// `rotated` is true they are the unit's width/length swapped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Placement {
+    /// The placed unit's [`PalletUnit::label`].
     pub label: String,
     /// Index of the unit in the slice passed to [`pack`].
     pub unit_index: usize,
+    /// Where the unit starts along the container length, from the origin
+    /// corner.
     pub x_cm: u32,
+    /// Where the unit starts along the container width, from the origin
+    /// corner.
     pub y_cm: u32,
+    /// Height of the unit's bottom above the floor (0 on the floor).
     pub z_cm: u32,
+    /// Extent along x as placed.
     pub length_cm: u32,
+    /// Extent along y as placed.
     pub width_cm: u32,
+    /// The unit's height.
     pub height_cm: u32,
     /// True when the footprint is turned 90° about the vertical axis.
     pub rotated: bool,
@@ -87,7 +104,9 @@ pub struct Placement {
 pub struct ContainerLoad {
     /// In placement order.
     pub placements: Vec<Placement>,
+    /// Sum of the placed units' weights, never above `max_payload_kg`.
     pub weight_kg: f64,
+    /// Sum of the placed units' volumes.
     pub volume_cm3: u64,
 }
 

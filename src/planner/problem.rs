@@ -83,6 +83,7 @@ pub struct FclRate {
     pub transit_days: u32,
 }
 
+/// The price list of the three modes, all in one currency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Rates {
@@ -94,6 +95,7 @@ pub struct Rates {
 /// Extra days of delay beyond transit, as day → probability (must sum to 1).
 pub type DelayTable = BTreeMap<String, f64>;
 
+/// Delay distributions per mode; a mode left out uses its seed shape.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Delays {
@@ -105,6 +107,7 @@ pub struct Delays {
     pub fcl: Option<DelayTable>,
 }
 
+/// How much risk a recommended plan may carry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
@@ -142,6 +145,7 @@ pub struct LoadProblem {
 /// Most orders and pallets a cohort may hold (the packer places one unit
 /// per pallet).
 pub const MAX_ORDERS: usize = 500;
+/// Most pallets, counted with their `count`, in one cohort.
 pub const MAX_PALLETS: u64 = 5_000;
 
 impl LoadProblem {

@@ -19,14 +19,24 @@ pub struct Distribution {
 /// Why a `{"day": probability}` table is not a distribution.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TableError {
+    /// The table has no entries.
     #[error("the table is empty")]
     Empty,
+    /// A key is not a whole number of days.
     #[error("{0:?} is not a whole number of days")]
     NotADay(String),
+    /// A delay is longer than 3,650 days.
     #[error("a delay of {0} days is beyond ten years")]
     TooLong(u32),
+    /// A probability is not a finite number in 0..=1.
     #[error("the probability of day {day} must be between 0 and 1, got {probability}")]
-    NotAProbability { day: String, probability: f64 },
+    NotAProbability {
+        /// The table's key, as written.
+        day: String,
+        /// The probability given for it.
+        probability: f64,
+    },
+    /// The probabilities do not sum to 1 (within 1e-6).
     #[error("the probabilities sum to {0}, not 1")]
     Sum(f64),
 }
@@ -126,11 +136,15 @@ impl Distribution {
 /// The risk read of one mode.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModeRisk {
+    /// Transit plus the median delay, in days.
     pub eta_p50_days: u32,
+    /// Transit plus the 90th-percentile delay, in days.
     pub eta_p90_days: u32,
+    /// Mean delay of the worst 10% of outcomes, in days.
     pub cvar90_delay_days: f64,
 }
 
+/// A mode's ETA percentiles and CVaR90, given its transit days and delays.
 pub fn mode_risk(transit_days: u32, delays: &Distribution) -> ModeRisk {
     ModeRisk {
         eta_p50_days: transit_days.saturating_add(delays.quantile(0.5)),

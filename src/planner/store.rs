@@ -18,6 +18,8 @@ use crate::diagnostics::{Category, ToolError};
 /// (defined with the other settings, which sit below the planner).
 pub use crate::settings::DEFAULT_PLANNER_MAX_RESULTS as DEFAULT_MAX_RESULTS;
 
+/// Stored planner results in a directory, named by their SHA-256, at most
+/// `max_results` of them.
 #[derive(Debug, Clone)]
 pub struct ResultStore {
     dir: PathBuf,
@@ -25,6 +27,8 @@ pub struct ResultStore {
 }
 
 impl ResultStore {
+    /// A store in `dir` (created on the first put) that keeps the `max_results`
+    /// most recently used results (at least 1).
     pub fn new(dir: PathBuf, max_results: usize) -> Self {
         ResultStore {
             dir,

@@ -44,9 +44,13 @@ impl SolverCapabilities {
 pub struct SolverInfo {
     /// Canonical id, e.g. `org.gecode.gecode`.
     pub id: String,
+    /// Display name, e.g. `Gecode`; the id when the runtime gives none.
     pub name: String,
+    /// Version as the solver's config states it; empty when absent.
     pub version: String,
+    /// The tags MiniZinc also accepts as names (`cp`, `mip`, ...).
     pub tags: Vec<String>,
+    /// What the declared standard flags allow a solve to ask for.
     pub capabilities: SolverCapabilities,
     /// The runtime marks this solver as its default.
     pub is_default: bool,
@@ -89,6 +93,7 @@ pub struct CatalogError(#[source] pub serde_json::Error);
 /// The runtime's solvers, in the order it lists them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SolverCatalog {
+    /// Every solver with an id, in the runtime's order.
     pub solvers: Vec<SolverInfo>,
 }
 
@@ -140,6 +145,8 @@ pub struct SolverList {
 }
 
 impl SolverList {
+    /// The report for `catalog`, with its default choice and the note on
+    /// capabilities.
     pub fn from_catalog(catalog: &SolverCatalog) -> Self {
         SolverList {
             solvers: catalog.solvers.clone(),

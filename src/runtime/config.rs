@@ -29,8 +29,11 @@ pub struct InstallConfig {
 /// The outcome of reading the config: a value, nothing, or a warning.
 #[derive(Debug)]
 pub enum ConfigRead {
+    /// There is no `install.json`.
     Missing,
+    /// The config, read and parsed.
     Found(InstallConfig),
+    /// It cannot be read or parsed: the warning to print (it is then ignored).
     Corrupt(String),
 }
 

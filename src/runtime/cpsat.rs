@@ -40,7 +40,9 @@ pub fn venv_python(venv: &Path) -> PathBuf {
 /// A resolved CP-SAT interpreter and why it was chosen.
 #[derive(Debug, Clone)]
 pub struct CpsatRuntime {
+    /// The interpreter scripts run with.
     pub python: PathBuf,
+    /// Which rule chose `python`.
     pub source: LocationSource,
     /// The server's own PYTHONPATH, kept after the helper module's dir
     /// when scripts run.
@@ -112,6 +114,8 @@ impl CpsatRuntime {
         Ok(version.as_ref().clone())
     }
 
+    /// What `check_runtime` reports about this interpreter (probing it if not
+    /// yet done); never fails, a problem is a field.
     pub async fn status(&self, cancel: &CancellationToken) -> CpsatStatus {
         let probed = self.probe(cancel).await;
         CpsatStatus {

@@ -9,10 +9,14 @@ use serde::Deserialize;
 /// The manifest shipped with this build.
 pub const BUILTIN: &str = include_str!("../../runtime-manifest.toml");
 
+/// The parsed `runtime-manifest.toml`: what `install-runtime` may download.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Manifest {
+    /// The manifest's format version (1).
     pub schema: u32,
+    /// The MiniZinc bundle pins.
     pub minizinc: MinizincPins,
+    /// The CP-SAT venv pins; `None` when the manifest has no `[cpsat]` table.
     pub cpsat: Option<CpsatPins>,
 }
 
@@ -23,7 +27,10 @@ pub struct CpsatPins {
     pub ortools: String,
     /// Oldest and newest CPython the pins have wheels for, `3.10` style.
     pub python_min: String,
+    /// Newest CPython the pins have wheels for.
     pub python_max: String,
+    /// Every package of the venv (`[[cpsat.package]]`), installed with
+    /// `--no-deps`.
     #[serde(rename = "package")]
     pub packages: Vec<PinnedPackage>,
 }
@@ -31,8 +38,11 @@ pub struct CpsatPins {
 /// One package: exact version and the SHA256 of every wheel allowed.
 #[derive(Debug, Clone, Deserialize)]
 pub struct PinnedPackage {
+    /// The package name as pip knows it.
     pub name: String,
+    /// The exact version (`==`).
     pub version: String,
+    /// Every wheel hash pip may accept.
     pub sha256: Vec<String>,
     /// A PEP 508 environment marker, when the pin is per interpreter.
     #[serde(default)]
@@ -73,9 +83,12 @@ impl CpsatPins {
     }
 }
 
+/// The pinned MiniZinc release and its archive per platform.
 #[derive(Debug, Clone, Deserialize)]
 pub struct MinizincPins {
+    /// The MiniZinc version of every bundle, e.g. `2.9.7`.
     pub version: String,
+    /// One archive per platform (`[[minizinc.bundle]]`).
     #[serde(rename = "bundle")]
     pub bundles: Vec<Bundle>,
 }
@@ -85,7 +98,9 @@ pub struct MinizincPins {
 pub struct Bundle {
     /// `<os>-<arch>`, e.g. `linux-x86_64`.
     pub platform: String,
+    /// Where the archive is downloaded from.
     pub url: String,
+    /// The archive's SHA256, hex; the installer refuses any other.
     pub sha256: String,
     /// Archive format, e.g. `tar.gz`.
     pub archive: String,

@@ -39,7 +39,9 @@ pub const INSTALL_HINT: &str = "run `solvergate install-runtime`, or adopt an ex
 /// Per-user directories: data (runtimes) and config (`install.json`).
 #[derive(Debug, Clone)]
 pub struct UserDirs {
+    /// Where managed runtimes are installed (`minizinc/`, `cpsat/` inside it).
     pub data_dir: PathBuf,
+    /// Where `install.json` is kept.
     pub config_dir: PathBuf,
 }
 
@@ -63,9 +65,14 @@ impl UserDirs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LocationSource {
+    /// A command-line flag (`--runtime-dir`, `--python`).
     Flag,
+    /// An environment variable (`SOLVERGATE_RUNTIME_DIR`,
+    /// `SOLVERGATE_CPSAT_PYTHON`).
     Env,
+    /// The saved `install.json`.
     Config,
+    /// The default place in the per-user data dir.
     Default,
 }
 
@@ -94,7 +101,9 @@ impl LocationSource {
 /// A resolved runtime root and why it was chosen.
 #[derive(Debug, Clone)]
 pub struct RuntimeLocation {
+    /// The runtime root, made absolute: the directory holding `bin/minizinc`.
     pub dir: PathBuf,
+    /// Which rule chose `dir`.
     pub source: LocationSource,
 }
 
@@ -219,6 +228,8 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// A runtime at `location`; nothing is run until a catalog or version is
+    /// asked for.
     pub fn new(location: RuntimeLocation) -> Self {
         Runtime {
             location,
@@ -229,14 +240,17 @@ impl Runtime {
         }
     }
 
+    /// Where the runtime is and why.
     pub fn location(&self) -> &RuntimeLocation {
         &self.location
     }
 
+    /// The path of `bin/minizinc` under the root, whether or not it exists.
     pub fn binary(&self) -> PathBuf {
         minizinc_binary(&self.location.dir)
     }
 
+    /// Whether `bin/minizinc` is an executable file.
     pub fn is_installed(&self) -> bool {
         is_executable(&self.binary())
     }

@@ -75,6 +75,8 @@ impl Format {
         }
     }
 
+    /// The format's name, which is also its file extension: `xlsx`, `xls`,
+    /// `ods` or `csv`.
     pub fn as_str(self) -> &'static str {
         match self {
             Format::Xlsx => "xlsx",

@@ -99,6 +99,8 @@ struct Search {
 }
 
 impl UnsatCores {
+    /// A searcher that runs findMUS or the deletion search on `minizinc`'s
+    /// runtime.
     pub fn new(minizinc: MiniZinc) -> Self {
         UnsatCores { minizinc }
     }

@@ -9,16 +9,14 @@ use crate::diagnostics::Diagnostic;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum UnsatStatus {
-    // Plain comments, not doc comments: the published schema stays a plain
-    // string enum.
-    // The model is unsatisfiable and a conflicting set was found.
+    /// The model is unsatisfiable and a conflicting set was found.
     MusFound,
-    // No core: the model is satisfiable, or the conflict lies outside the
-    // constraint items (the message says which).
+    /// No core: the model is satisfiable, or the conflict lies outside the
+    /// constraint items (the message says which).
     NoCore,
-    // The model or the search failed.
+    /// The model or the search failed.
     Error,
-    // The budget ran out.
+    /// The budget ran out.
     Timeout,
 }
 
@@ -47,6 +45,7 @@ pub struct UnsatCoreConstraint {
     pub line: u32,
     /// 1-based column (in characters) of the item's first character.
     pub column: u32,
+    /// 1-based line of the item's last character (its `;`).
     pub end_line: u32,
     /// Column of the item's last character, inclusive.
     pub end_column: u32,

@@ -18,21 +18,32 @@ use std::fmt;
 /// What kind of top-level item it is, as far as the deletion method cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ItemKind {
+    /// A `constraint` item: a candidate for the core.
     Constraint,
+    /// A `solve` item: blanked, with `solve satisfy;` appended, when a
+    /// candidate only asks for satisfiability.
     Solve,
+    /// Every other item (declarations, predicates, output, includes ...):
+    /// always kept.
     Other,
 }
 
 /// One top-level item with its exact span in the source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {
+    /// What the item is, by its first word.
     pub kind: ItemKind,
     /// Char offsets into the source: `start..end` (end exclusive).
     pub start: usize,
+    /// One past the item's last char (its `;`, when it has one).
     pub end: usize,
+    /// 1-based line of the item's first character.
     pub line: u32,
+    /// 1-based column of the item's first character, in characters.
     pub column: u32,
+    /// 1-based line of the item's last character.
     pub end_line: u32,
+    /// Column of the item's last character, inclusive.
     pub end_column: u32,
     /// The item's text exactly as written, comments inside it included.
     pub source: String,
@@ -41,8 +52,12 @@ pub struct Item {
 /// Why a model could not be scanned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScanError {
+    /// 1-based line where the problem begins (for an unclosed literal or
+    /// comment, where it opened).
     pub line: u32,
+    /// 1-based column there, in characters.
     pub column: u32,
+    /// What is wrong (`block comment /* is never closed`, ...).
     pub message: String,
 }
 

@@ -32,12 +32,15 @@ const CANDIDATES: &[&str] = &[
 /// What a CP-SAT install needs.
 #[derive(Debug, Clone)]
 pub struct CpsatInstallRequest {
+    /// The OR-Tools version and the hash-locked packages to install.
     pub pins: CpsatPins,
     /// The interpreter to build the venv with; `None` searches `PATH`.
     pub base_python: Option<PathBuf>,
     /// The venv directory.
     pub target: PathBuf,
+    /// The caller agreed to replace a previous managed venv at `target`.
     pub replace_confirmed: bool,
+    /// Where `install.json` is saved with the new `cpsat_python`.
     pub config_dir: PathBuf,
     /// The search path for interpreters (the caller's `PATH`).
     pub search_path: Option<std::ffi::OsString>,
@@ -46,10 +49,15 @@ pub struct CpsatInstallRequest {
 /// What a CP-SAT install did.
 #[derive(Debug, Clone)]
 pub struct CpsatOutcome {
+    /// The venv directory.
     pub target: PathBuf,
+    /// The venv's interpreter, now in `install.json`.
     pub python: PathBuf,
+    /// The interpreter the venv was made from.
     pub base_python: PathBuf,
+    /// What the new venv's `ortools.__version__` reports (equal to the pin).
     pub ortools_version: String,
+    /// The `install.json` that now points at it.
     pub config_path: PathBuf,
 }
 

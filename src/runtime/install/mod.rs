@@ -43,12 +43,14 @@ const STAGING_PREFIX: &str = ".solvergate-staging-";
 /// What the marker records about an install.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeMarker {
+    /// The manifest's MiniZinc version that was installed.
     pub version: String,
     /// The manifest's URL for the bundle (what was verified against).
     pub source_url: String,
     /// The local archive it was installed from, for `--from-archive`.
     #[serde(default)]
     pub source_archive: Option<PathBuf>,
+    /// The SHA256 the archive was verified against (the manifest's).
     pub sha256: String,
     /// RFC 3339, UTC.
     pub installed_at: String,
@@ -57,7 +59,9 @@ pub struct RuntimeMarker {
 /// What is at the install target now.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TargetState {
+    /// Nothing is there.
     Missing,
+    /// An empty directory.
     Empty,
     /// A previous install of ours.
     Managed(RuntimeMarker),
@@ -110,25 +114,39 @@ pub enum ArchiveSource {
 /// Milestones, for whoever renders progress.
 #[derive(Debug, Clone, PartialEq)]
 pub enum InstallEvent {
+    /// The download of `url` starts.
     Downloading {
+        /// The manifest's URL for the bundle.
         url: String,
     },
+    /// Bytes of the download so far.
     Progress {
+        /// Bytes received.
         done: u64,
+        /// The size the server announced; `None` when it did not.
         total: Option<u64>,
     },
+    /// A local archive's SHA256 is being checked (a download is checked as it
+    /// streams).
     Verifying,
+    /// The archive is being unpacked into the staging directory.
     Extracting,
+    /// The CP-SAT venv is being created.
     CreatingVenv {
+        /// The base interpreter the venv is made from.
         python: String,
     },
+    /// pip is installing the pinned packages.
     InstallingPackages {
+        /// How many packages are pinned.
         count: usize,
     },
     /// A line a tool the installer runs (pip) printed.
     Tool {
+        /// The line, trimmed (never empty).
         line: String,
     },
+    /// The staged runtime is being run once to see that it works.
     SmokeCheck,
 }
 
@@ -198,21 +216,32 @@ impl InstallError {
 /// caller confirmed replacing a previous managed install.
 #[derive(Debug, Clone)]
 pub struct InstallRequest {
+    /// The platform's pinned archive: URL, SHA256, layout.
     pub bundle: Bundle,
+    /// The MiniZinc version the manifest pins, recorded in the marker.
     pub version: String,
+    /// The runtime root to create or replace.
     pub target: PathBuf,
+    /// Download the bundle, or read a local archive.
     pub source: ArchiveSource,
+    /// The caller agreed to replace a previous managed install at `target`.
     pub replace_confirmed: bool,
+    /// Where `install.json` is saved with the new `runtime_dir`.
     pub config_dir: PathBuf,
 }
 
 /// What an install did.
 #[derive(Debug, Clone)]
 pub struct InstallOutcome {
+    /// The installed runtime root.
     pub target: PathBuf,
+    /// What was written to its `.solvergate-runtime.json`.
     pub marker: RuntimeMarker,
+    /// The first line of the new binary's `--version`.
     pub minizinc_version: String,
+    /// How many solvers its `--solvers-json` lists.
     pub solver_count: usize,
+    /// The `install.json` that now points at it.
     pub config_path: PathBuf,
 }
 
