@@ -8,13 +8,12 @@ use rmcp::handler::server::common::schema_for_output;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use tokio_util::sync::CancellationToken;
 
 use self::args::{
     ExperimentArgs, RunCpsatArgs, RunCpsatFileArgs, RunCpsatFileCheckedArgs, SubmitCpsatArgs,
     SubmitCpsatFileArgs,
 };
-use tokio_util::sync::CancellationToken;
-
 use super::args::{JobIdArgs, NoArgs, schema};
 use super::{JobAction, JobPools, JobTools, SolvergateServer};
 use crate::cpsat::{CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult};

@@ -8,7 +8,6 @@ use rmcp::handler::server::common::schema_for_output;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
-
 use tokio_util::sync::CancellationToken;
 
 use self::args::PortfolioArgs;
