@@ -6,6 +6,12 @@
 //! (`minizinc/args.rs`, `cpsat/args.rs`, ...). Unknown fields are refused
 //! everywhere so a misspelt argument (`timeout` for `timeout_ms`) cannot
 //! pass silently.
+//!
+//! A field several tools take (`model`, `data`, `solver`, `timeout_ms`, the
+//! search controls) is declared in each tool's struct rather than shared
+//! through `#[serde(flatten)]`: each declaration carries its own tool's
+//! description in the published schema, and with a flattened field serde
+//! refuses an unknown one without the list of the fields it expected.
 
 use std::sync::Arc;
 

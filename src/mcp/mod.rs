@@ -49,7 +49,7 @@ use crate::artifacts::Artifacts;
 use crate::cpsat::Cpsat;
 use crate::diagnostics::{Category, ToolError};
 use crate::equations::Equations;
-use crate::jobs::{BackendChoice, CpsatJobs, JobBackend, Portfolios, SolveJobs};
+use crate::jobs::{BackendChoice, CpsatJobs, JobBackend, JobList, Portfolios, SolveJobs};
 use crate::minizinc::MiniZinc;
 use crate::planner::{Planner, ResultStore};
 use crate::progress::Progress;
@@ -57,7 +57,7 @@ use crate::runtime::Runtime;
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::settings::JobBounds;
 use crate::unsat::UnsatCores;
-use args::IntoRequest;
+use args::{IntoRequest, JobIdArgs, NoArgs};
 
 /// Everything a server is built from.
 pub struct ServerSetup {
@@ -242,6 +242,48 @@ impl JobPools {
         );
         portfolios + solves + cpsat
     }
+}
+
+/// One kind of background job as its tools reach it: its registry among
+/// the [`JobPools`], its get tool and its text parts. Solve jobs, portfolio
+/// races and CP-SAT jobs each say these once (`jobs/mod.rs`,
+/// `cpsat/mod.rs`), so the submit, get, cancel and list tools of every kind
+/// share one implementation ([`SolvergateServer::submit_job`],
+/// [`SolvergateServer::job_by_id`], [`SolvergateServer::list_jobs`]), and an unknown id is refused the same way everywhere.
+trait JobTools {
+    /// What a submit takes.
+    type Request;
+    /// What a submit, get or cancel returns: the job's status.
+    type Status: Serialize;
+    /// The get tool of this kind, named when a list is refused.
+    const GET_TOOL: &'static str;
+    /// The text part of a status.
+    const RENDER: fn(&Self::Status) -> String;
+    /// The text part of a list.
+    const RENDER_LIST: fn(&JobList) -> String;
+    /// This kind's registry among `pools`.
+    fn of(pools: &JobPools) -> &Self;
+    /// Validates the request completely, then admits it.
+    async fn submit(
+        &self,
+        request: Self::Request,
+        cancel: &CancellationToken,
+    ) -> Result<Self::Status, ToolError>;
+    /// The job's status, or the unknown-id error.
+    fn get(&self, id: &str) -> Result<Self::Status, ToolError>;
+    /// Cancels the job and waits until its processes are gone.
+    async fn cancel(&self, id: &str) -> Result<Self::Status, ToolError>;
+    /// Every retained job of this kind, summarised.
+    fn list(&self) -> JobList;
+}
+
+/// What a tool that takes a job id does with the job.
+#[derive(Debug, Clone, Copy)]
+enum JobAction {
+    /// Read its status.
+    Get,
+    /// Cancel it and wait until its processes are gone.
+    Cancel,
 }
 
 /// Whether a request came without a session: a protocol revision without
@@ -497,6 +539,65 @@ impl SolvergateServer {
         };
         let (cancel, _link) = self.call_token(context);
         answer(contain_panic(call(request, &cancel)).await, render)
+    }
+
+    /// A submit tool of job kind `K`: parse `A`, then validate and admit
+    /// under the call's token.
+    async fn submit_job<K, A>(
+        &self,
+        arguments: JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData>
+    where
+        K: JobTools,
+        A: DeserializeOwned + IntoRequest<Request = K::Request>,
+    {
+        self.quick_call::<A, _>(
+            arguments,
+            context,
+            async |request, cancel| K::of(self.jobs(context)).submit(request, cancel).await,
+            K::RENDER,
+        )
+        .await
+    }
+
+    /// The get and cancel tools of job kind `K`: the status of the job
+    /// the id names, after cancelling it for [`JobAction::Cancel`].
+    async fn job_by_id<K: JobTools>(
+        &self,
+        action: JobAction,
+        arguments: JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.quick_call::<JobIdArgs, _>(
+            arguments,
+            context,
+            async |id, _cancel| {
+                let jobs = K::of(self.jobs(context));
+                match action {
+                    JobAction::Get => jobs.get(&id),
+                    JobAction::Cancel => jobs.cancel(&id).await,
+                }
+            },
+            K::RENDER,
+        )
+        .await
+    }
+
+    /// The list tool of job kind `K`: the caller's own jobs, refused
+    /// without a session (see [`Self::listed_jobs`]).
+    async fn list_jobs<K: JobTools>(
+        &self,
+        arguments: JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.quick_call::<NoArgs, _>(
+            arguments,
+            context,
+            async |(), _cancel| Ok(K::of(self.listed_jobs(context, K::GET_TOOL)?).list()),
+            K::RENDER_LIST,
+        )
+        .await
     }
 
     fn wants_info_logs(&self) -> bool {

@@ -8,15 +8,49 @@ use rmcp::handler::server::common::schema_for_output;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use tokio_util::sync::CancellationToken;
 
 use self::args::{
     ExperimentArgs, RunCpsatArgs, RunCpsatFileArgs, RunCpsatFileCheckedArgs, SubmitCpsatArgs,
     SubmitCpsatFileArgs,
 };
-use super::SolvergateServer;
 use super::args::{JobIdArgs, NoArgs, schema};
+use super::{JobAction, JobPools, JobTools, SolvergateServer};
 use crate::cpsat::{CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult};
-use crate::jobs::{CpsatPythonJobStatus, JobList};
+use crate::diagnostics::ToolError;
+use crate::jobs::{CpsatJobRequest, CpsatJobs, CpsatPythonJobStatus, JobList};
+
+impl JobTools for CpsatJobs {
+    type Request = CpsatJobRequest;
+    type Status = CpsatPythonJobStatus;
+    const GET_TOOL: &'static str = "get_cpsat_python_job";
+    const RENDER: fn(&CpsatPythonJobStatus) -> String = render::cpsat_job;
+    const RENDER_LIST: fn(&JobList) -> String = render::cpsat_jobs;
+
+    fn of(pools: &JobPools) -> &Self {
+        &pools.cpsat_jobs
+    }
+
+    async fn submit(
+        &self,
+        request: CpsatJobRequest,
+        cancel: &CancellationToken,
+    ) -> Result<CpsatPythonJobStatus, ToolError> {
+        CpsatJobs::submit(self, request, cancel).await
+    }
+
+    fn get(&self, id: &str) -> Result<CpsatPythonJobStatus, ToolError> {
+        CpsatJobs::get(self, id)
+    }
+
+    async fn cancel(&self, id: &str) -> Result<CpsatPythonJobStatus, ToolError> {
+        CpsatJobs::cancel(self, id).await
+    }
+
+    fn list(&self) -> JobList {
+        CpsatJobs::list(self)
+    }
+}
 
 #[tool_router(router = cpsat_router, vis = "pub(super)")]
 impl SolvergateServer {
@@ -122,13 +156,8 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.quick_call::<SubmitCpsatArgs, _>(
-            arguments,
-            &context,
-            async |request, cancel| self.jobs(&context).cpsat_jobs.submit(request, cancel).await,
-            render::cpsat_job,
-        )
-        .await
+        self.submit_job::<CpsatJobs, SubmitCpsatArgs>(arguments, &context)
+            .await
     }
 
     #[tool(
@@ -141,13 +170,8 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.quick_call::<SubmitCpsatFileArgs, _>(
-            arguments,
-            &context,
-            async |request, cancel| self.jobs(&context).cpsat_jobs.submit(request, cancel).await,
-            render::cpsat_job,
-        )
-        .await
+        self.submit_job::<CpsatJobs, SubmitCpsatFileArgs>(arguments, &context)
+            .await
     }
 
     #[tool(
@@ -160,13 +184,8 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.quick_call::<JobIdArgs, _>(
-            arguments,
-            &context,
-            async |request, _cancel| self.jobs(&context).cpsat_jobs.get(&request),
-            render::cpsat_job,
-        )
-        .await
+        self.job_by_id::<CpsatJobs>(JobAction::Get, arguments, &context)
+            .await
     }
 
     #[tool(
@@ -179,13 +198,8 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.quick_call::<JobIdArgs, _>(
-            arguments,
-            &context,
-            async |request, _cancel| self.jobs(&context).cpsat_jobs.cancel(&request).await,
-            render::cpsat_job,
-        )
-        .await
+        self.job_by_id::<CpsatJobs>(JobAction::Cancel, arguments, &context)
+            .await
     }
 
     #[tool(
@@ -198,17 +212,6 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.quick_call::<NoArgs, _>(
-            arguments,
-            &context,
-            async |_request, _cancel| {
-                Ok(self
-                    .listed_jobs(&context, "get_cpsat_python_job")?
-                    .cpsat_jobs
-                    .list())
-            },
-            render::cpsat_jobs,
-        )
-        .await
+        self.list_jobs::<CpsatJobs>(arguments, &context).await
     }
 }

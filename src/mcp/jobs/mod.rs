@@ -8,12 +8,81 @@ use rmcp::handler::server::common::schema_for_output;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use tokio_util::sync::CancellationToken;
 
 use self::args::PortfolioArgs;
-use super::SolvergateServer;
 use super::args::{JobIdArgs, NoArgs, schema};
 use super::minizinc::args::SolveModelArgs;
-use crate::jobs::{JobList, PortfolioJobStatus, SolveJobStatus};
+use super::{JobAction, JobPools, JobTools, SolvergateServer};
+use crate::diagnostics::ToolError;
+use crate::jobs::{
+    JobList, PortfolioJobStatus, PortfolioRequest, Portfolios, SolveJobStatus, SolveJobs,
+};
+use crate::minizinc::SolveRequest;
+
+impl JobTools for SolveJobs {
+    type Request = SolveRequest;
+    type Status = SolveJobStatus;
+    const GET_TOOL: &'static str = "get_solve_job";
+    const RENDER: fn(&SolveJobStatus) -> String = render::solve_job;
+    const RENDER_LIST: fn(&JobList) -> String = render::solve_jobs;
+
+    fn of(pools: &JobPools) -> &Self {
+        &pools.solve_jobs
+    }
+
+    async fn submit(
+        &self,
+        request: SolveRequest,
+        cancel: &CancellationToken,
+    ) -> Result<SolveJobStatus, ToolError> {
+        SolveJobs::submit(self, request, cancel).await
+    }
+
+    fn get(&self, id: &str) -> Result<SolveJobStatus, ToolError> {
+        SolveJobs::get(self, id)
+    }
+
+    async fn cancel(&self, id: &str) -> Result<SolveJobStatus, ToolError> {
+        SolveJobs::cancel(self, id).await
+    }
+
+    fn list(&self) -> JobList {
+        SolveJobs::list(self)
+    }
+}
+
+impl JobTools for Portfolios {
+    type Request = PortfolioRequest;
+    type Status = PortfolioJobStatus;
+    const GET_TOOL: &'static str = "get_portfolio_job";
+    const RENDER: fn(&PortfolioJobStatus) -> String = render::portfolio_job;
+    const RENDER_LIST: fn(&JobList) -> String = render::portfolio_jobs;
+
+    fn of(pools: &JobPools) -> &Self {
+        &pools.portfolios
+    }
+
+    async fn submit(
+        &self,
+        request: PortfolioRequest,
+        cancel: &CancellationToken,
+    ) -> Result<PortfolioJobStatus, ToolError> {
+        Portfolios::submit(self, request, cancel).await
+    }
+
+    fn get(&self, id: &str) -> Result<PortfolioJobStatus, ToolError> {
+        Portfolios::get(self, id)
+    }
+
+    async fn cancel(&self, id: &str) -> Result<PortfolioJobStatus, ToolError> {
+        Portfolios::cancel(self, id).await
+    }
+
+    fn list(&self) -> JobList {
+        Portfolios::list(self)
+    }
+}
 
 #[tool_router(router = job_router, vis = "pub(super)")]
 impl SolvergateServer {
@@ -27,13 +96,8 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.quick_call::<SolveModelArgs, _>(
-            arguments,
-            &context,
-            async |request, cancel| self.jobs(&context).solve_jobs.submit(request, cancel).await,
-            render::solve_job,
-        )
-        .await
+        self.submit_job::<SolveJobs, SolveModelArgs>(arguments, &context)
+            .await
     }
 
     #[tool(
@@ -46,13 +110,8 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.quick_call::<JobIdArgs, _>(
-            arguments,
-            &context,
-            async |request, _cancel| self.jobs(&context).solve_jobs.get(&request),
-            render::solve_job,
-        )
-        .await
+        self.job_by_id::<SolveJobs>(JobAction::Get, arguments, &context)
+            .await
     }
 
     #[tool(
@@ -65,13 +124,8 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.quick_call::<JobIdArgs, _>(
-            arguments,
-            &context,
-            async |request, _cancel| self.jobs(&context).solve_jobs.cancel(&request).await,
-            render::solve_job,
-        )
-        .await
+        self.job_by_id::<SolveJobs>(JobAction::Cancel, arguments, &context)
+            .await
     }
 
     #[tool(
@@ -84,18 +138,7 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.quick_call::<NoArgs, _>(
-            arguments,
-            &context,
-            async |_request, _cancel| {
-                Ok(self
-                    .listed_jobs(&context, "get_solve_job")?
-                    .solve_jobs
-                    .list())
-            },
-            render::solve_jobs,
-        )
-        .await
+        self.list_jobs::<SolveJobs>(arguments, &context).await
     }
 
     #[tool(
@@ -108,13 +151,8 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.quick_call::<PortfolioArgs, _>(
-            arguments,
-            &context,
-            async |request, cancel| self.jobs(&context).portfolios.submit(request, cancel).await,
-            render::portfolio_job,
-        )
-        .await
+        self.submit_job::<Portfolios, PortfolioArgs>(arguments, &context)
+            .await
     }
 
     #[tool(
@@ -127,13 +165,8 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.quick_call::<JobIdArgs, _>(
-            arguments,
-            &context,
-            async |request, _cancel| self.jobs(&context).portfolios.get(&request),
-            render::portfolio_job,
-        )
-        .await
+        self.job_by_id::<Portfolios>(JobAction::Get, arguments, &context)
+            .await
     }
 
     #[tool(
@@ -146,13 +179,8 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.quick_call::<JobIdArgs, _>(
-            arguments,
-            &context,
-            async |request, _cancel| self.jobs(&context).portfolios.cancel(&request).await,
-            render::portfolio_job,
-        )
-        .await
+        self.job_by_id::<Portfolios>(JobAction::Cancel, arguments, &context)
+            .await
     }
 
     #[tool(
@@ -165,17 +193,6 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.quick_call::<NoArgs, _>(
-            arguments,
-            &context,
-            async |_request, _cancel| {
-                Ok(self
-                    .listed_jobs(&context, "get_portfolio_job")?
-                    .portfolios
-                    .list())
-            },
-            render::portfolio_jobs,
-        )
-        .await
+        self.list_jobs::<Portfolios>(arguments, &context).await
     }
 }
