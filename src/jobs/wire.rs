@@ -349,6 +349,82 @@ mod tests {
         assert_eq!(request.timeout_ms, 1000);
     }
 
+    /// The task file's bytes, pinned: a node running an older or newer
+    /// build of the same release reads what the server wrote.
+    #[test]
+    fn task_files_keep_their_bytes() {
+        let solve = |sources| WorkerTask {
+            runtime_dir: "/usr".into(),
+            cpsat_python: "/venv/bin/python".into(),
+            pythonpath: Some("/opt/lib".into()),
+            work: WorkerWork::Solve {
+                sources,
+                solver: None,
+                timeout_ms: 2000,
+                controls: SolveControls::default(),
+            },
+        };
+        let cases = [
+            (
+                solve(WireSources::Inline {
+                    model: "var 1..3: x;".into(),
+                    data: None,
+                    checker: Some("check".into()),
+                }),
+                r#"{"runtime_dir":"/usr","cpsat_python":"/venv/bin/python","pythonpath":"/opt/lib","work":{"kind":"solve","sources":{"inline":{"model":"var 1..3: x;","data":null,"checker":"check"}},"solver":null,"timeout_ms":2000,"controls":{"free_search":false,"parallel":null,"random_seed":null,"all_solutions":false,"num_solutions":null}}}"#,
+            ),
+            (
+                solve(WireSources::Files {
+                    model_path: "/m/a.mzn".into(),
+                    data_path: Some("/m/a.dzn".into()),
+                    checker_path: None,
+                }),
+                r#"{"runtime_dir":"/usr","cpsat_python":"/venv/bin/python","pythonpath":"/opt/lib","work":{"kind":"solve","sources":{"files":{"model_path":"/m/a.mzn","data_path":"/m/a.dzn","checker_path":null}},"solver":null,"timeout_ms":2000,"controls":{"free_search":false,"parallel":null,"random_seed":null,"all_solutions":false,"num_solutions":null}}}"#,
+            ),
+            (
+                WorkerTask {
+                    runtime_dir: "/usr".into(),
+                    cpsat_python: "/venv/bin/python".into(),
+                    pythonpath: None,
+                    work: WorkerWork::Cpsat {
+                        script: WireSource::File("/s/model.py".into()),
+                        args: vec!["--fast".into()],
+                        seed: Some(7),
+                        config: Some(Map::from_iter([("num_workers".to_owned(), Value::from(2))])),
+                        timeout_ms: 5000,
+                        checker: Some(WireSource::Inline("print(1)".into())),
+                        problem: Some("{}".into()),
+                        checker_timeout_ms: Some(4000),
+                    },
+                },
+                r#"{"runtime_dir":"/usr","cpsat_python":"/venv/bin/python","pythonpath":null,"work":{"kind":"cpsat","script":{"file":"/s/model.py"},"args":["--fast"],"seed":7,"config":{"num_workers":2},"timeout_ms":5000,"checker":{"inline":"print(1)"},"problem":"{}","checker_timeout_ms":4000}}"#,
+            ),
+            (
+                WorkerTask {
+                    runtime_dir: "/usr".into(),
+                    cpsat_python: "/venv/bin/python".into(),
+                    pythonpath: None,
+                    work: WorkerWork::Cpsat {
+                        script: WireSource::Inline("print(2)".into()),
+                        args: vec![],
+                        seed: None,
+                        config: None,
+                        timeout_ms: 5000,
+                        checker: None,
+                        problem: None,
+                        checker_timeout_ms: None,
+                    },
+                },
+                r#"{"runtime_dir":"/usr","cpsat_python":"/venv/bin/python","pythonpath":null,"work":{"kind":"cpsat","script":{"inline":"print(2)"},"args":[],"seed":null,"config":null,"timeout_ms":5000,"checker":null,"problem":null,"checker_timeout_ms":null}}"#,
+            ),
+        ];
+        for (task, pinned) in cases {
+            assert_eq!(serde_json::to_string(&task).unwrap(), pinned);
+            let back: WorkerTask = serde_json::from_str(pinned).unwrap();
+            assert_eq!(serde_json::to_string(&back).unwrap(), pinned);
+        }
+    }
+
     #[test]
     fn a_refusal_comes_back_as_the_same_error() {
         let error = ToolError::new(Category::RuntimeMissing, "no minizinc");
