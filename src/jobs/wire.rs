@@ -330,6 +330,22 @@ mod tests {
         assert!(!text.contains(&*scratch.path().to_string_lossy()), "{text}");
     }
 
+    /// The result file's bytes, pinned as the task file's are.
+    #[test]
+    fn result_files_keep_their_bytes() {
+        let pinned = [
+            r#"{"outcome":"cpsat","result":{"status":"optimal","solution":{"x":[1,2]},"objective":3,"best_objective_bound":3.5,"stdout":"out","stderr":"","return_code":0,"timed_out":false,"truncated":false,"duration_ms":12,"diagnostic":null},"checker":{"status":"accepted","verdict":"accepted","errors":[],"details":{"k":1},"message":null,"stdout":"ok","stderr":"","return_code":0,"timed_out":false,"truncated":false,"duration_ms":4},"checker_skipped_reason":null}"#,
+            r#"{"outcome":"cpsat","result":{"status":"infeasible","solution":null,"objective":null,"best_objective_bound":null,"stdout":"","stderr":"","return_code":0,"timed_out":false,"truncated":false,"duration_ms":1,"diagnostic":null},"checker":null,"checker_skipped_reason":"status infeasible: no incumbent to check"}"#,
+        ];
+        for pinned in pinned {
+            let outcome: WorkerOutcome = serde_json::from_str(pinned).unwrap();
+            assert_eq!(serde_json::to_string(&outcome).unwrap(), pinned);
+            let output = outcome.into_cpsat().unwrap();
+            let again = serde_json::to_string(&WorkerOutcome::of_cpsat(output)).unwrap();
+            assert_eq!(again, pinned);
+        }
+    }
+
     #[test]
     fn a_refusal_comes_back_as_the_same_error() {
         let error = ToolError::new(Category::RuntimeMissing, "no minizinc");
