@@ -305,11 +305,15 @@ pub struct CpsatJob {
     pub checker_timeout_ms: Option<u64>,
 }
 
-/// What a finished CP-SAT job holds.
-#[derive(Debug, Clone)]
+/// What a finished CP-SAT job holds (and, as it is, what a Slurm worker
+/// leaves in its result file).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CpsatJobOutput {
+    /// The script's run, its diagnostic set from the checker's verdict.
     pub result: Arc<CpsatPythonResult>,
+    /// The checker's report, when it ran.
     pub checker: Option<CheckerReport>,
+    /// Why the checker did not run on the answer.
     pub checker_skipped_reason: Option<String>,
 }
 

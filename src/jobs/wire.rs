@@ -5,9 +5,9 @@
 //! the refusal it would have raised).
 //!
 //! The work travels in the services' own types: a solve's [`Sources`]
-//! (with the files the server wrote sent as their text) and an admitted
-//! [`CpsatJob`] as it is, so nothing is converted on the way to the node
-//! and back. Both files are written whole and renamed into place
+//! (with the files the server wrote sent as their text), an admitted
+//! [`CpsatJob`] and its [`CpsatJobOutput`] as they are, so nothing is
+//! converted on the way to the node and back. Both files are written whole and renamed into place
 //! ([`write_atomically`]): a reader sees a complete file or none.
 
 use std::path::{Path, PathBuf};
@@ -15,7 +15,6 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::backend::{CpsatJob, CpsatJobOutput};
-use crate::cpsat::{CheckerReport, CpsatPythonResult};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{SolveControls, SolveRequest, SolveResult, Sources};
 
@@ -59,11 +58,7 @@ pub enum WorkerOutcome {
     Solve {
         result: SolveResult,
     },
-    Cpsat {
-        result: CpsatPythonResult,
-        checker: Option<CheckerReport>,
-        checker_skipped_reason: Option<String>,
-    },
+    Cpsat(CpsatJobOutput),
     /// The run was refused or our machinery failed, as it would have locally.
     Refused {
         diagnostic: Diagnostic,
@@ -120,15 +115,6 @@ impl WorkerWork {
 }
 
 impl WorkerOutcome {
-    /// A finished CP-SAT job's output, as the worker saves it.
-    pub fn of_cpsat(output: CpsatJobOutput) -> WorkerOutcome {
-        WorkerOutcome::Cpsat {
-            result: std::sync::Arc::unwrap_or_clone(output.result),
-            checker: output.checker,
-            checker_skipped_reason: output.checker_skipped_reason,
-        }
-    }
-
     /// A refusal, as the local run would have raised it.
     pub fn refused(error: ToolError) -> WorkerOutcome {
         WorkerOutcome::Refused {
@@ -141,22 +127,14 @@ impl WorkerOutcome {
         match self {
             WorkerOutcome::Solve { result } => Ok(result),
             WorkerOutcome::Refused { diagnostic } => Err(ToolError(diagnostic)),
-            WorkerOutcome::Cpsat { .. } => Err(mismatch("a solve", "a CP-SAT result")),
+            WorkerOutcome::Cpsat(_) => Err(mismatch("a solve", "a CP-SAT result")),
         }
     }
 
     /// The CP-SAT output, or the error the local run would have returned.
     pub fn into_cpsat(self) -> Result<CpsatJobOutput, ToolError> {
         match self {
-            WorkerOutcome::Cpsat {
-                result,
-                checker,
-                checker_skipped_reason,
-            } => Ok(CpsatJobOutput {
-                result: std::sync::Arc::new(result),
-                checker,
-                checker_skipped_reason,
-            }),
+            WorkerOutcome::Cpsat(output) => Ok(output),
             WorkerOutcome::Refused { diagnostic } => Err(ToolError(diagnostic)),
             WorkerOutcome::Solve { .. } => Err(mismatch("a CP-SAT job", "a solve result")),
         }
@@ -341,7 +319,7 @@ mod tests {
             let outcome: WorkerOutcome = serde_json::from_str(pinned).unwrap();
             assert_eq!(serde_json::to_string(&outcome).unwrap(), pinned);
             let output = outcome.into_cpsat().unwrap();
-            let again = serde_json::to_string(&WorkerOutcome::of_cpsat(output)).unwrap();
+            let again = serde_json::to_string(&WorkerOutcome::Cpsat(output)).unwrap();
             assert_eq!(again, pinned);
         }
     }

@@ -78,7 +78,7 @@ pub async fn run(dir: &Path, cancel: &CancellationToken) -> Result<(), WorkerErr
                 inherited_pythonpath: task.pythonpath.map(OsString::from),
             }));
             match run_job(&cpsat, &job, cancel).await {
-                Ok(output) => WorkerOutcome::of_cpsat(output),
+                Ok(output) => WorkerOutcome::Cpsat(output),
                 Err(error) => WorkerOutcome::refused(error),
             }
         }
