@@ -31,5 +31,4 @@ pub use results::{
 pub(crate) use run::RunChecker;
 pub use run::{CheckedRequest, Cpsat, positive_ms};
 pub use script::{ScriptRequest, ScriptSource, validate_args, validate_seed};
-pub use verdict::checked_diagnostic;
 pub use warm::MAX_WARM;
