@@ -20,8 +20,8 @@ use super::manifest::{
 use super::target::{FileSet, Target, check_target, commit, pretty};
 use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::cpsat::{
-    CheckerReport, CheckerSource, CpsatPythonExperimentResult, CpsatPythonResult, ScriptRequest,
-    ScriptSource, config_sha256, positive_ms, validate_seed,
+    CheckerReport, CpsatPythonExperimentResult, CpsatPythonResult, ScriptRequest, ScriptSource,
+    config_sha256, positive_ms, validate_seed,
 };
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::progress::{Progress, Stage};
@@ -141,9 +141,9 @@ impl Artifacts {
             timeout_ms: request.script_timeout_ms,
         };
         drop(script.prepare_async().await?);
-        let checker = request.checker.clone().map(CheckerSource::Inline);
+        let checker = request.checker.clone().map(ScriptSource::Inline);
         if let Some(checker) = &checker {
-            drop(checker.prepare_async().await?);
+            drop(checker.prepare_checker_async().await?);
         }
         let target = match (&request.target_dir, request.verify_only) {
             (_, true) => None,
@@ -197,7 +197,7 @@ impl Artifacts {
         &self,
         run: &CpsatPythonResult,
         expectation: Option<&Expectation>,
-        checker: Option<&CheckerSource>,
+        checker: Option<&ScriptSource>,
         problem: Option<&str>,
         checker_ms: u64,
         progress: &Progress,

@@ -25,7 +25,7 @@ use super::manifest::{
     ArtifactManifest, Backend, MANIFEST_FILE, ManifestError, RunStatus, check_seal,
 };
 use super::minizinc::solve_gate;
-use crate::cpsat::{CheckerReport, CheckerSource, CpsatPythonResult, ScriptRequest, ScriptSource};
+use crate::cpsat::{CheckerReport, CpsatPythonResult, ScriptRequest, ScriptSource};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{SolveRequest, SolveResult, Sources};
 use crate::progress::{Progress, Stage};
@@ -268,7 +268,7 @@ impl Artifacts {
             )?),
             None => None,
         };
-        let checker = text("checker")?.map(CheckerSource::Inline);
+        let checker = text("checker")?.map(ScriptSource::Inline);
         let problem = text("problem")?;
         let script = ScriptRequest {
             source: ScriptSource::Inline(source),

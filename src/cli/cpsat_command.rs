@@ -20,9 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::RunCpsatArgs;
 use super::render;
 use super::terminal::{fail, interrupt_signal, out, refuse};
-use crate::cpsat::{
-    CheckedRequest, CheckerSource, Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource,
-};
+use crate::cpsat::{CheckedRequest, Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource};
 use crate::diagnostics::ToolError;
 use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::Progress;
@@ -84,7 +82,7 @@ pub async fn run(args: RunCpsatArgs, cpsat: impl FnOnce() -> Arc<CpsatRuntime>) 
     };
     let checked = CheckedRequest {
         script: request,
-        checker: CheckerSource::File(checker.to_string_lossy().into_owned()),
+        checker: ScriptSource::File(checker.to_string_lossy().into_owned()),
         problem,
         checker_timeout_ms: None,
         test_checker: false,

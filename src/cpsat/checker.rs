@@ -21,20 +21,13 @@ use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;
 
 use super::results::CheckerReport;
-use super::script::{parent_of, scratch_dir, write};
+use super::script::{ScriptSource, parent_of, scratch_dir, write};
 use super::strict_json::Refusal;
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, ChildCommand, Ending, Limits};
 use crate::sha256_hex;
 use crate::userfiles::{off_thread, text_file};
 use crate::verdict::Verdict;
-
-/// Where a checker comes from.
-#[derive(Debug, Clone)]
-pub enum CheckerSource {
-    Inline(String),
-    File(String),
-}
 
 /// A checker ready to run.
 #[derive(Debug)]
@@ -52,19 +45,20 @@ impl PreparedChecker {
     }
 }
 
-impl CheckerSource {
-    /// [`CheckerSource::prepare`] on the blocking pool, for async callers.
-    pub async fn prepare_async(&self) -> Result<PreparedChecker, ToolError> {
+impl ScriptSource {
+    /// This source prepared as a checker, on the blocking pool: inline text
+    /// into a temp dir, or a validated path run in its own dir.
+    pub async fn prepare_checker_async(&self) -> Result<PreparedChecker, ToolError> {
         let source = self.clone();
-        off_thread(move || source.prepare()).await
+        off_thread(move || source.prepare_checker()).await
     }
 
-    /// Inline text into a temp dir, or a validated path run in its own dir.
-    /// Blocking file I/O: async code calls [`CheckerSource::prepare_async`].
-    pub fn prepare(&self) -> Result<PreparedChecker, ToolError> {
+    /// Blocking file I/O: async code calls
+    /// [`ScriptSource::prepare_checker_async`].
+    fn prepare_checker(&self) -> Result<PreparedChecker, ToolError> {
         let scratch = scratch_dir()?;
         let (script, cwd, text) = match self {
-            CheckerSource::Inline(source) => {
+            ScriptSource::Inline(source) => {
                 if source.trim().is_empty() {
                     return Err(ToolError::invalid(
                         "checker must not be empty: pass a Python checker or omit it",
@@ -74,7 +68,7 @@ impl CheckerSource {
                 write(&script, source.as_bytes())?;
                 (script, scratch.path().to_path_buf(), source.clone())
             }
-            CheckerSource::File(path) => {
+            ScriptSource::File(path) => {
                 let (script, text) = text_file("checker_path", path)?;
                 let cwd = parent_of(&script);
                 (script, cwd, text)

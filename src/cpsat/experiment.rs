@@ -14,7 +14,7 @@ use serde_json::{Map, Number, Value};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::checker::{CheckerSource, Graded, PreparedChecker, run_checker};
+use super::checker::{Graded, PreparedChecker, run_checker};
 use super::probe::CHILD_OVERHEAD_MS;
 use super::results::{CheckerReport, CpsatPythonResult};
 use super::run::{Cpsat, positive_ms};
@@ -163,8 +163,8 @@ impl Cpsat {
         let parallel = parallelism(request.max_parallel_attempts)?;
         let checker = match &request.checker {
             Some(source) => Some(Arc::new(
-                CheckerSource::Inline(source.clone())
-                    .prepare_async()
+                ScriptSource::Inline(source.clone())
+                    .prepare_checker_async()
                     .await?,
             )),
             None => None,

@@ -18,9 +18,9 @@ mod strict_json;
 mod verdict;
 mod warm;
 
+pub use checker::canonical_problem;
 /// For `crate::fuzzing` only.
 pub(crate) use checker::parse_verdict;
-pub use checker::{CheckerSource, canonical_problem};
 pub use experiment::{
     AttemptRequest, CpsatPythonExperimentResult, ExperimentAttempt, ExperimentRequest,
     config_sha256,
@@ -28,7 +28,7 @@ pub use experiment::{
 pub use results::{
     CheckerReport, CheckerTest, CpsatPythonCheckedResult, CpsatPythonResult, MutationRow,
 };
+pub(crate) use run::RunChecker;
 pub use run::{CheckedRequest, Cpsat, positive_ms};
 pub use script::{ScriptRequest, ScriptSource, validate_args, validate_seed};
-pub use verdict::checked_diagnostic;
 pub use warm::MAX_WARM;

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::checker::{self, CheckerSource, Graded};
+use super::checker::{self, Graded, PreparedChecker};
 use super::probe;
 use super::results::{CheckerReport, CpsatPythonCheckedResult, CpsatPythonResult};
-use super::script::ScriptRequest;
+use super::script::{ScriptRequest, ScriptSource};
 use super::verdict;
 use super::warm::WarmPool;
 use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
@@ -24,11 +24,32 @@ use crate::runtime::cpsat::CpsatRuntime;
 #[derive(Debug, Clone)]
 pub struct CheckedRequest {
     pub script: ScriptRequest,
-    pub checker: CheckerSource,
+    pub checker: ScriptSource,
     /// The instance the checker validates against, as text.
     pub problem: Option<String>,
     pub checker_timeout_ms: Option<i64>,
     pub test_checker: bool,
+}
+
+/// The checker a run is graded by.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum RunChecker<'a> {
+    /// Prepared before the run: a checked run refuses a checker it cannot
+    /// prepare before anything runs.
+    Prepared(&'a PreparedChecker),
+    /// Prepared once the answer is there (a job's, admitted earlier); one
+    /// that cannot be prepared any more is an `error` report.
+    Source(&'a ScriptSource),
+}
+
+/// A script's run and what its checker made of it.
+#[derive(Debug)]
+pub(crate) struct CheckedRun {
+    /// Its diagnostic set from the checker's verdict, when one ran.
+    pub run: CpsatPythonResult,
+    pub checker: Option<CheckerReport>,
+    /// Why the checker did not run on an answer.
+    pub checker_skipped_reason: Option<String>,
 }
 
 /// Checks the millisecond budget `name` whose default, when omitted, is not
@@ -139,17 +160,31 @@ impl Cpsat {
     /// a failure; only cancellation is an error.
     pub async fn check(
         &self,
-        checker: &CheckerSource,
+        checker: &ScriptSource,
         problem: Option<&str>,
         solution: &serde_json::Map<String, serde_json::Value>,
         result: &CpsatPythonResult,
         timeout_ms: u64,
         cancel: &CancellationToken,
     ) -> Result<CheckerReport, ToolError> {
-        let prepared = match checker.prepare_async().await {
+        let prepared = match checker.prepare_checker_async().await {
             Ok(prepared) => prepared,
             Err(error) => return Ok(checker::error_report(error.0.message)),
         };
+        self.grade(&prepared, problem, solution, result, timeout_ms, cancel)
+            .await
+    }
+
+    /// Runs a prepared checker on an answer of `result`'s.
+    async fn grade(
+        &self,
+        checker: &PreparedChecker,
+        problem: Option<&str>,
+        solution: &serde_json::Map<String, serde_json::Value>,
+        result: &CpsatPythonResult,
+        timeout_ms: u64,
+        cancel: &CancellationToken,
+    ) -> Result<CheckerReport, ToolError> {
         let python = self.python(cancel).await?;
         let graded = Graded {
             problem,
@@ -157,7 +192,57 @@ impl Cpsat {
             objective: result.objective.as_ref(),
             solver_status: &result.status,
         };
-        checker::run_checker(&python, &prepared, graded, timeout_ms, cancel).await
+        checker::run_checker(&python, checker, graded, timeout_ms, cancel).await
+    }
+
+    /// Runs the script, then — with a checker, when the script answered
+    /// something checkable — the checker on its answer, and sets the run's
+    /// diagnostic from the verdict. A checked run and a CP-SAT job (on any
+    /// backend) both end here.
+    pub(crate) async fn run_then_check(
+        &self,
+        script: &ScriptRequest,
+        checker: Option<(RunChecker<'_>, u64)>,
+        problem: Option<&str>,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<CheckedRun, ToolError> {
+        let mut run = self.run(script, progress, cancel).await?;
+        let Some((checker, timeout_ms)) = checker else {
+            return Ok(CheckedRun {
+                run,
+                checker: None,
+                checker_skipped_reason: None,
+            });
+        };
+        let report = match run.checkable() {
+            Ok(solution) => {
+                progress.report(Stage::Parsing, "running the checker");
+                match checker {
+                    RunChecker::Prepared(prepared) => {
+                        self.grade(prepared, problem, solution, &run, timeout_ms, cancel)
+                            .await?
+                    }
+                    RunChecker::Source(source) => {
+                        self.check(source, problem, solution, &run, timeout_ms, cancel)
+                            .await?
+                    }
+                }
+            }
+            Err(reason) => {
+                return Ok(CheckedRun {
+                    run,
+                    checker: None,
+                    checker_skipped_reason: Some(reason),
+                });
+            }
+        };
+        run.diagnostic = verdict::checked_diagnostic(&run, Some(&report));
+        Ok(CheckedRun {
+            run,
+            checker: Some(report),
+            checker_skipped_reason: None,
+        })
     }
 
     /// Runs the script, then the checker on its answer (when there is one),
@@ -180,26 +265,18 @@ impl Cpsat {
         let checker_timeout_ms = probe::checker_budget(script_ms, explicit, request.test_checker)?;
         request.script.validate()?;
         // Both files are validated before anything runs.
-        let checker = request.checker.prepare_async().await?;
+        let checker = request.checker.prepare_checker_async().await?;
         drop(request.script.prepare_async().await?);
-        let run = self.run(&request.script, progress, cancel).await?;
-        let python = self.python(cancel).await?;
-        let (report, skipped) = match run.checkable() {
-            Ok(solution) => {
-                progress.report(Stage::Parsing, "running the checker");
-                let graded = Graded {
-                    problem: request.problem.as_deref(),
-                    solution,
-                    objective: run.objective.as_ref(),
-                    solver_status: &run.status,
-                };
-                let report =
-                    checker::run_checker(&python, &checker, graded, checker_timeout_ms, cancel)
-                        .await?;
-                (Some(report), None)
-            }
-            Err(reason) => (None, Some(reason)),
-        };
+        let checked = self
+            .run_then_check(
+                &request.script,
+                Some((RunChecker::Prepared(&checker), checker_timeout_ms)),
+                request.problem.as_deref(),
+                progress,
+                cancel,
+            )
+            .await?;
+        let (run, report) = (checked.run, checked.checker);
         let checker_test = match (&report, run.solution.as_ref()) {
             (Some(baseline), Some(solution))
                 if request.test_checker && baseline.verdict.is_accepted() =>
@@ -207,7 +284,7 @@ impl Cpsat {
                 progress.report(Stage::Parsing, "probing the checker with mutated solutions");
                 Some(
                     probe::probe(
-                        &python,
+                        &self.python(cancel).await?,
                         &checker,
                         request.problem.as_deref(),
                         solution,
@@ -221,12 +298,10 @@ impl Cpsat {
             }
             _ => None,
         };
-        let mut run = run;
-        run.diagnostic = verdict::checked_diagnostic(&run, report.as_ref());
         Ok(CpsatPythonCheckedResult {
             run,
             checker: report,
-            checker_skipped_reason: skipped,
+            checker_skipped_reason: checked.checker_skipped_reason,
             checker_timeout_ms,
             checker_test,
         })

@@ -7,6 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tempfile::TempDir;
 
@@ -25,16 +26,21 @@ pub const HELPER_MODULE: &str = include_str!("solvergate.py");
 /// Most bytes `args` may take, all entries together.
 pub const MAX_ARGS_BYTES: usize = 32 * 1024;
 
-/// Where a script comes from.
-#[derive(Debug, Clone)]
+/// Where a Python file the service runs comes from — a script or its
+/// checker: the text itself, or the path of a file. Serialised as
+/// `{"inline": text}` or `{"file": path}`, as a Slurm task file carries it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ScriptSource {
     Inline(String),
     File(String),
 }
 
-/// One script run as requested.
-#[derive(Debug, Clone)]
+/// One script run as requested. Serialised with its source as `script`,
+/// as a Slurm task file carries it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScriptRequest {
+    #[serde(rename = "script")]
     pub source: ScriptSource,
     pub args: Vec<String>,
     pub seed: Option<i64>,

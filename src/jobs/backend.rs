@@ -4,7 +4,7 @@
 //! The registries (bounds, queue, cancel, retention, portfolio races) never
 //! change with the backend; only the work each admitted job starts does.
 //! This file holds the seam itself — the [`JobBackend`] trait, the work a
-//! backend is handed ([`CpsatJobRequest`], a `SolveRequest`) and the one
+//! backend is handed ([`CpsatJob`], a `SolveRequest`) and the one
 //! function each kind of work ends in ([`execute_solve`], [`run_job`]) —
 //! and imports no backend. `LocalBackend` (`local.rs`) runs the work in
 //! this process's executor (the default); `SlurmBackend` (`slurm.rs`) hands
@@ -26,7 +26,9 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::registry::{JobState, Outcome, Work};
-use crate::cpsat::{CheckerReport, CheckerSource, Cpsat, CpsatPythonResult, ScriptRequest};
+use crate::cpsat::{
+    CheckerReport, Cpsat, CpsatPythonResult, RunChecker, ScriptRequest, ScriptSource,
+};
 use crate::diagnostics::ToolError;
 use crate::minizinc::{MiniZinc, SolveRequest, SolveResult, SolveStatus};
 use crate::progress::{LiveSlot, Progress};
@@ -271,12 +273,7 @@ pub trait JobBackend: Send + Sync {
     fn solve(&self, request: SolveRequest, run: RunContext) -> Work<SolveResult>;
 
     /// One CP-SAT job: the script, then its checker.
-    fn cpsat(
-        &self,
-        request: CpsatJobRequest,
-        checker_timeout_ms: Option<u64>,
-        run: RunContext,
-    ) -> Work<CpsatJobOutput>;
+    fn cpsat(&self, job: CpsatJob, run: RunContext) -> Work<CpsatJobOutput>;
 
     /// Stops whatever this backend still has running elsewhere (the server
     /// is going away); waits until it has.
@@ -287,16 +284,36 @@ pub trait JobBackend: Send + Sync {
 #[derive(Debug, Clone)]
 pub struct CpsatJobRequest {
     pub script: ScriptRequest,
-    pub checker: Option<CheckerSource>,
+    pub checker: Option<ScriptSource>,
     pub problem: Option<String>,
     pub checker_timeout_ms: Option<i64>,
 }
 
-/// What a finished CP-SAT job holds.
-#[derive(Debug, Clone)]
+/// A CP-SAT job as admitted: its paths absolute, its checker's budget
+/// decided. What a backend runs and, as it is, what a Slurm task file
+/// carries (the script's fields at the top level, its source as `script`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CpsatJob {
+    /// The script, its arguments, replay variables and budget.
+    #[serde(flatten)]
+    pub script: ScriptRequest,
+    /// The checker run on the script's answer.
+    pub checker: Option<ScriptSource>,
+    /// The instance the checker validates against, as text.
+    pub problem: Option<String>,
+    /// Set exactly when `checker` is.
+    pub checker_timeout_ms: Option<u64>,
+}
+
+/// What a finished CP-SAT job holds (and, as it is, what a Slurm worker
+/// leaves in its result file).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CpsatJobOutput {
+    /// The script's run, its diagnostic set from the checker's verdict.
     pub result: Arc<CpsatPythonResult>,
+    /// The checker's report, when it ran.
     pub checker: Option<CheckerReport>,
+    /// Why the checker did not run on the answer.
     pub checker_skipped_reason: Option<String>,
 }
 
@@ -304,43 +321,26 @@ pub struct CpsatJobOutput {
 /// backend ends here; the Slurm worker too).
 pub(crate) async fn run_job(
     cpsat: &Cpsat,
-    request: &CpsatJobRequest,
-    checker_timeout_ms: Option<u64>,
+    job: &CpsatJob,
     token: &CancellationToken,
 ) -> Result<CpsatJobOutput, ToolError> {
-    let mut result = cpsat.run(&request.script, &Progress::none(), token).await?;
-    let (Some(checker), Some(checker_ms)) = (&request.checker, checker_timeout_ms) else {
-        return Ok(CpsatJobOutput {
-            result: Arc::new(result),
-            checker: None,
-            checker_skipped_reason: None,
-        });
+    let checker = match (&job.checker, job.checker_timeout_ms) {
+        (Some(checker), Some(ms)) => Some((RunChecker::Source(checker), ms)),
+        _ => None,
     };
-    let solution = match result.checkable() {
-        Ok(solution) => solution.clone(),
-        Err(reason) => {
-            return Ok(CpsatJobOutput {
-                result: Arc::new(result),
-                checker: None,
-                checker_skipped_reason: Some(reason),
-            });
-        }
-    };
-    let report = cpsat
-        .check(
+    let checked = cpsat
+        .run_then_check(
+            &job.script,
             checker,
-            request.problem.as_deref(),
-            &solution,
-            &result,
-            checker_ms,
+            job.problem.as_deref(),
+            &Progress::none(),
             token,
         )
         .await?;
-    result.diagnostic = crate::cpsat::checked_diagnostic(&result, Some(&report));
     Ok(CpsatJobOutput {
-        result: Arc::new(result),
-        checker: Some(report),
-        checker_skipped_reason: None,
+        result: Arc::new(checked.run),
+        checker: checked.checker,
+        checker_skipped_reason: checked.checker_skipped_reason,
     })
 }
 

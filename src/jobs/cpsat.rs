@@ -13,17 +13,15 @@ use tokio_util::sync::CancellationToken;
 use std::sync::Arc;
 
 use super::backend::{
-    CpsatJobOutput, CpsatJobRequest, JobBackend, PlacementSlot, RunContext, SlurmPlacement,
-    placement_of, visible_state,
+    CpsatJob, CpsatJobOutput, CpsatJobRequest, JobBackend, PlacementSlot, RunContext,
+    SlurmPlacement, placement_of, visible_state,
 };
 use super::registry::{JobRegistry, JobSnapshot, JobState, Start};
 use super::status::{
     JobKind, JobList, ResultStatus, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
 };
 use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
-use crate::cpsat::{
-    CheckerReport, CheckerSource, Cpsat, CpsatPythonResult, ScriptSource, positive_ms,
-};
+use crate::cpsat::{CheckerReport, Cpsat, CpsatPythonResult, ScriptSource, positive_ms};
 use crate::diagnostics::{Diagnostic, ToolError};
 use crate::settings::JobBounds;
 
@@ -86,9 +84,38 @@ impl CpsatJobs {
     /// Validates everything, resolves paths, then admits the job.
     pub async fn submit(
         &self,
-        mut request: CpsatJobRequest,
+        request: CpsatJobRequest,
         cancel: &CancellationToken,
     ) -> Result<CpsatPythonJobStatus, ToolError> {
+        let job = self.admissible(request, cancel).await?;
+        let meta = CpsatJobMeta {
+            script_timeout_ms: job.script.timeout_ms,
+            checker_timeout_ms: job.checker_timeout_ms,
+            placement: PlacementSlot::default(),
+        };
+        let (backend, placement) = (self.backend.clone(), meta.placement.clone());
+        let work: Start<CpsatJobOutput> = Box::new(move |token: CancellationToken| {
+            backend.cpsat(
+                job,
+                RunContext {
+                    token,
+                    live: Default::default(),
+                    placement,
+                },
+            )
+        });
+        let admitted = self.registry.submit(meta, work).map_err(full)?;
+        Ok(status(admitted))
+    }
+
+    /// The job `request` asks for, checked whole before it is admitted:
+    /// budgets, both files (paths made absolute, so the job runs what was
+    /// named on submit wherever it runs), the interpreter, the backend.
+    async fn admissible(
+        &self,
+        mut request: CpsatJobRequest,
+        cancel: &CancellationToken,
+    ) -> Result<CpsatJob, ToolError> {
         let script_ms = validate_budget(
             "script_timeout_ms",
             request.script.timeout_ms,
@@ -111,43 +138,20 @@ impl CpsatJobs {
                 ScriptSource::File(prepared.script.to_string_lossy().into_owned());
         }
         if let Some(checker) = &request.checker {
-            let prepared = checker.prepare_async().await?;
-            if let CheckerSource::File(_) = checker {
-                request.checker = Some(CheckerSource::File(
+            let prepared = checker.prepare_checker_async().await?;
+            if let ScriptSource::File(_) = checker {
+                request.checker = Some(ScriptSource::File(
                     prepared.path().to_string_lossy().into_owned(),
                 ));
             }
         }
         self.cpsat.python(cancel).await?;
         self.backend.preflight(cancel).await?;
-        let meta = CpsatJobMeta {
-            script_timeout_ms: request.script.timeout_ms,
+        Ok(CpsatJob {
+            script: request.script,
+            checker: request.checker,
+            problem: request.problem,
             checker_timeout_ms,
-            placement: PlacementSlot::default(),
-        };
-        let work = self.start(request, checker_timeout_ms, meta.placement.clone());
-        let admitted = self.registry.submit(meta, work).map_err(full)?;
-        Ok(status(admitted))
-    }
-
-    /// The job's work, run by the backend.
-    fn start(
-        &self,
-        request: CpsatJobRequest,
-        checker_timeout_ms: Option<u64>,
-        placement: PlacementSlot,
-    ) -> Start<CpsatJobOutput> {
-        let backend = self.backend.clone();
-        Box::new(move |token: CancellationToken| {
-            backend.cpsat(
-                request,
-                checker_timeout_ms,
-                RunContext {
-                    token,
-                    live: Default::default(),
-                    placement,
-                },
-            )
         })
     }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::backend::{
-    BoxFuture, CpsatJobOutput, CpsatJobRequest, JobBackend, RunContext, cpsat_outcome,
-    execute_solve, run_job, solve_outcome,
+    BoxFuture, CpsatJob, CpsatJobOutput, JobBackend, RunContext, cpsat_outcome, execute_solve,
+    run_job, solve_outcome,
 };
 use super::registry::Work;
 use super::slurm::{SlurmBackend, SlurmConfig};
@@ -69,15 +69,10 @@ impl JobBackend for LocalBackend {
         })
     }
 
-    fn cpsat(
-        &self,
-        request: CpsatJobRequest,
-        checker_timeout_ms: Option<u64>,
-        run: RunContext,
-    ) -> Work<CpsatJobOutput> {
+    fn cpsat(&self, job: CpsatJob, run: RunContext) -> Work<CpsatJobOutput> {
         let cpsat = self.cpsat.clone();
         Box::pin(async move {
-            let result = run_job(&cpsat, &request, checker_timeout_ms, &run.token).await;
+            let result = run_job(&cpsat, &job, &run.token).await;
             cpsat_outcome(result, &run.token)
         })
     }

@@ -29,8 +29,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::backend::{
-    BoxFuture, CpsatJobOutput, CpsatJobRequest, JobBackend, PlacementSlot, RunContext,
-    SlurmPlacement, SlurmState, cpsat_outcome, solve_outcome,
+    BoxFuture, CpsatJob, CpsatJobOutput, JobBackend, PlacementSlot, RunContext, SlurmPlacement,
+    SlurmState, cpsat_outcome, solve_outcome,
 };
 use super::registry::{Outcome, Work};
 use super::wire::{
@@ -634,23 +634,20 @@ impl JobBackend for SlurmBackend {
         })
     }
 
-    fn cpsat(
-        &self,
-        request: CpsatJobRequest,
-        checker_timeout_ms: Option<u64>,
-        run: RunContext,
-    ) -> Work<CpsatJobOutput> {
+    fn cpsat(&self, job: CpsatJob, run: RunContext) -> Work<CpsatJobOutput> {
         let backend = self.clone();
         Box::pin(async move {
             let resources = Resources {
                 kind: "cpsat",
                 cpus: 1,
-                budget_ms: u64::try_from(request.script.timeout_ms)
+                budget_ms: u64::try_from(job.script.timeout_ms)
                     .unwrap_or(0)
-                    .saturating_add(checker_timeout_ms.unwrap_or(0)),
+                    .saturating_add(job.checker_timeout_ms.unwrap_or(0)),
             };
-            let work = WorkerWork::cpsat(&request, checker_timeout_ms);
-            match backend.dispatch(work, resources, &run).await {
+            match backend
+                .dispatch(WorkerWork::Cpsat(job), resources, &run)
+                .await
+            {
                 Dispatched::Done(outcome) => cpsat_outcome(outcome.into_cpsat(), &run.token),
                 Dispatched::Cancelled => Outcome::Cancelled,
                 Dispatched::Failed(message) => Outcome::Failed(message),

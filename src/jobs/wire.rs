@@ -4,17 +4,17 @@
 //! `result.json` (the result struct the local run would have produced, or
 //! the refusal it would have raised).
 //!
-//! These are plain data twins of the service requests, so the services
-//! keep no serialisation concerns. Both files are written whole and renamed
-//! into place ([`write_atomically`]): a reader sees a complete file or none.
+//! The work travels in the services' own types: a solve's [`Sources`]
+//! (with the files the server wrote sent as their text), an admitted
+//! [`CpsatJob`] and its [`CpsatJobOutput`] as they are, so nothing is
+//! converted on the way to the node and back. Both files are written whole and renamed into place
+//! ([`write_atomically`]): a reader sees a complete file or none.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
-use super::backend::{CpsatJobOutput, CpsatJobRequest};
-use crate::cpsat::{CheckerReport, CheckerSource, CpsatPythonResult, ScriptRequest, ScriptSource};
+use super::backend::{CpsatJob, CpsatJobOutput};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{SolveControls, SolveRequest, SolveResult, Sources};
 
@@ -40,45 +40,15 @@ pub struct WorkerTask {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkerWork {
     Solve {
-        sources: WireSources,
+        /// Text, or paths the node sees; never `Written` (see
+        /// [`WorkerWork::solve`]).
+        sources: Sources,
         solver: Option<String>,
         timeout_ms: i64,
         controls: SolveControls,
     },
-    Cpsat {
-        script: WireSource,
-        args: Vec<String>,
-        seed: Option<i64>,
-        config: Option<Map<String, Value>>,
-        timeout_ms: i64,
-        checker: Option<WireSource>,
-        problem: Option<String>,
-        checker_timeout_ms: Option<u64>,
-    },
-}
-
-/// A model, data and checker: text, or paths the node sees.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WireSources {
-    Inline {
-        model: String,
-        data: Option<String>,
-        checker: Option<String>,
-    },
-    Files {
-        model_path: String,
-        data_path: Option<String>,
-        checker_path: Option<String>,
-    },
-}
-
-/// A script or checker: text, or a path the node sees.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WireSource {
-    Inline(String),
-    File(String),
+    /// Its paths were made absolute at admission.
+    Cpsat(CpsatJob),
 }
 
 /// What the worker leaves in `result.json`.
@@ -88,76 +58,39 @@ pub enum WorkerOutcome {
     Solve {
         result: SolveResult,
     },
-    Cpsat {
-        result: CpsatPythonResult,
-        checker: Option<CheckerReport>,
-        checker_skipped_reason: Option<String>,
-    },
+    Cpsat(CpsatJobOutput),
     /// The run was refused or our machinery failed, as it would have locally.
     Refused {
         diagnostic: Diagnostic,
     },
 }
 
-impl WireSources {
-    /// The wire form of a request's sources. Files the server wrote
-    /// (a portfolio's shared sources) travel as text: the server's temp dir
-    /// is not on the nodes.
-    pub fn of(sources: &Sources) -> Result<WireSources, ToolError> {
-        let read = |path: &Path| {
-            std::fs::read_to_string(path).map_err(|error| {
-                ToolError::invalid(format!("could not read {}: {error}", path.display()))
-            })
-        };
-        Ok(match sources {
-            Sources::Inline {
-                model,
-                data,
-                checker,
-            } => WireSources::Inline {
-                model: model.clone(),
-                data: data.clone(),
-                checker: checker.clone(),
-            },
-            Sources::Files {
-                model_path,
-                data_path,
-                checker_path,
-            } => WireSources::Files {
-                model_path: absolute(model_path),
-                data_path: data_path.as_deref().map(absolute),
-                checker_path: checker_path.as_deref().map(absolute),
-            },
-            Sources::Written(prepared) => WireSources::Inline {
-                model: read(&prepared.model)?,
-                data: prepared.data.as_deref().map(read).transpose()?,
-                checker: prepared.checker.as_deref().map(read).transpose()?,
-            },
+/// A request's sources as the node can read them: paths absolute, and the
+/// files the server wrote (a portfolio's shared sources) as their text,
+/// since the server's temp dir is not on the nodes.
+fn for_the_node(sources: &Sources) -> Result<Sources, ToolError> {
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).map_err(|error| {
+            ToolError::invalid(format!("could not read {}: {error}", path.display()))
         })
-    }
-
-    fn into_sources(self) -> Sources {
-        match self {
-            WireSources::Inline {
-                model,
-                data,
-                checker,
-            } => Sources::Inline {
-                model,
-                data,
-                checker,
-            },
-            WireSources::Files {
-                model_path,
-                data_path,
-                checker_path,
-            } => Sources::Files {
-                model_path,
-                data_path,
-                checker_path,
-            },
-        }
-    }
+    };
+    Ok(match sources {
+        Sources::Inline { .. } => sources.clone(),
+        Sources::Files {
+            model_path,
+            data_path,
+            checker_path,
+        } => Sources::Files {
+            model_path: absolute(model_path),
+            data_path: data_path.as_deref().map(absolute),
+            checker_path: checker_path.as_deref().map(absolute),
+        },
+        Sources::Written(prepared) => Sources::Inline {
+            model: read(&prepared.model)?,
+            data: prepared.data.as_deref().map(read).transpose()?,
+            checker: prepared.checker.as_deref().map(read).transpose()?,
+        },
+    })
 }
 
 /// A path made absolute against the server's working directory, so the
@@ -169,102 +102,19 @@ fn absolute(path: &str) -> String {
 }
 
 impl WorkerWork {
-    /// The wire form of a solve.
+    /// The wire form of a solve (blocking: it may read the files the
+    /// server wrote).
     pub fn solve(request: &SolveRequest) -> Result<WorkerWork, ToolError> {
         Ok(WorkerWork::Solve {
-            sources: WireSources::of(&request.sources)?,
+            sources: for_the_node(&request.sources)?,
             solver: request.solver.clone(),
             timeout_ms: request.timeout_ms,
             controls: request.controls.clone(),
         })
     }
-
-    /// The wire form of a CP-SAT job (paths were made absolute at
-    /// admission).
-    pub fn cpsat(request: &CpsatJobRequest, checker_timeout_ms: Option<u64>) -> WorkerWork {
-        WorkerWork::Cpsat {
-            script: match &request.script.source {
-                ScriptSource::Inline(text) => WireSource::Inline(text.clone()),
-                ScriptSource::File(path) => WireSource::File(path.clone()),
-            },
-            args: request.script.args.clone(),
-            seed: request.script.seed,
-            config: request.script.config.clone(),
-            timeout_ms: request.script.timeout_ms,
-            checker: request.checker.as_ref().map(|checker| match checker {
-                CheckerSource::Inline(text) => WireSource::Inline(text.clone()),
-                CheckerSource::File(path) => WireSource::File(path.clone()),
-            }),
-            problem: request.problem.clone(),
-            checker_timeout_ms,
-        }
-    }
-}
-
-/// What the worker runs, back in service form.
-pub enum Runnable {
-    Solve(SolveRequest),
-    Cpsat(CpsatJobRequest, Option<u64>),
-}
-
-impl From<WorkerWork> for Runnable {
-    fn from(work: WorkerWork) -> Runnable {
-        match work {
-            WorkerWork::Solve {
-                sources,
-                solver,
-                timeout_ms,
-                controls,
-            } => Runnable::Solve(SolveRequest {
-                sources: sources.into_sources(),
-                solver,
-                timeout_ms,
-                controls,
-            }),
-            WorkerWork::Cpsat {
-                script,
-                args,
-                seed,
-                config,
-                timeout_ms,
-                checker,
-                problem,
-                checker_timeout_ms,
-            } => Runnable::Cpsat(
-                CpsatJobRequest {
-                    script: ScriptRequest {
-                        source: match script {
-                            WireSource::Inline(text) => ScriptSource::Inline(text),
-                            WireSource::File(path) => ScriptSource::File(path),
-                        },
-                        args,
-                        seed,
-                        config,
-                        timeout_ms,
-                    },
-                    checker: checker.map(|checker| match checker {
-                        WireSource::Inline(text) => CheckerSource::Inline(text),
-                        WireSource::File(path) => CheckerSource::File(path),
-                    }),
-                    problem,
-                    checker_timeout_ms: checker_timeout_ms.and_then(|ms| i64::try_from(ms).ok()),
-                },
-                checker_timeout_ms,
-            ),
-        }
-    }
 }
 
 impl WorkerOutcome {
-    /// A finished CP-SAT job's output, as the worker saves it.
-    pub fn of_cpsat(output: CpsatJobOutput) -> WorkerOutcome {
-        WorkerOutcome::Cpsat {
-            result: std::sync::Arc::unwrap_or_clone(output.result),
-            checker: output.checker,
-            checker_skipped_reason: output.checker_skipped_reason,
-        }
-    }
-
     /// A refusal, as the local run would have raised it.
     pub fn refused(error: ToolError) -> WorkerOutcome {
         WorkerOutcome::Refused {
@@ -277,22 +127,14 @@ impl WorkerOutcome {
         match self {
             WorkerOutcome::Solve { result } => Ok(result),
             WorkerOutcome::Refused { diagnostic } => Err(ToolError(diagnostic)),
-            WorkerOutcome::Cpsat { .. } => Err(mismatch("a solve", "a CP-SAT result")),
+            WorkerOutcome::Cpsat(_) => Err(mismatch("a solve", "a CP-SAT result")),
         }
     }
 
     /// The CP-SAT output, or the error the local run would have returned.
     pub fn into_cpsat(self) -> Result<CpsatJobOutput, ToolError> {
         match self {
-            WorkerOutcome::Cpsat {
-                result,
-                checker,
-                checker_skipped_reason,
-            } => Ok(CpsatJobOutput {
-                result: std::sync::Arc::new(result),
-                checker,
-                checker_skipped_reason,
-            }),
+            WorkerOutcome::Cpsat(output) => Ok(output),
             WorkerOutcome::Refused { diagnostic } => Err(ToolError(diagnostic)),
             WorkerOutcome::Solve { .. } => Err(mismatch("a CP-SAT job", "a solve result")),
         }
@@ -322,6 +164,8 @@ pub fn write_atomically(path: &Path, value: &impl Serialize) -> std::io::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpsat::{ScriptRequest, ScriptSource};
+    use serde_json::{Map, Value};
 
     #[test]
     fn a_task_round_trips() {
@@ -330,7 +174,7 @@ mod tests {
             cpsat_python: "/venv/bin/python".into(),
             pythonpath: None,
             work: WorkerWork::Solve {
-                sources: WireSources::Inline {
+                sources: Sources::Inline {
                     model: "var 1..3: x; solve maximize x;".into(),
                     data: None,
                     checker: None,
@@ -343,10 +187,141 @@ mod tests {
         let text = serde_json::to_string(&task).unwrap();
         let back: WorkerTask = serde_json::from_str(&text).unwrap();
         assert_eq!(serde_json::to_string(&back).unwrap(), text);
-        let Runnable::Solve(request) = Runnable::from(back.work) else {
+        let WorkerWork::Solve { timeout_ms, .. } = back.work else {
             panic!("a solve came back as something else");
         };
-        assert_eq!(request.timeout_ms, 1000);
+        assert_eq!(timeout_ms, 1000);
+    }
+
+    /// The task file's bytes, pinned: a node running an older or newer
+    /// build of the same release reads what the server wrote.
+    #[test]
+    fn task_files_keep_their_bytes() {
+        let solve = |sources| WorkerTask {
+            runtime_dir: "/usr".into(),
+            cpsat_python: "/venv/bin/python".into(),
+            pythonpath: Some("/opt/lib".into()),
+            work: WorkerWork::Solve {
+                sources,
+                solver: None,
+                timeout_ms: 2000,
+                controls: SolveControls::default(),
+            },
+        };
+        let cases = [
+            (
+                solve(Sources::Inline {
+                    model: "var 1..3: x;".into(),
+                    data: None,
+                    checker: Some("check".into()),
+                }),
+                r#"{"runtime_dir":"/usr","cpsat_python":"/venv/bin/python","pythonpath":"/opt/lib","work":{"kind":"solve","sources":{"inline":{"model":"var 1..3: x;","data":null,"checker":"check"}},"solver":null,"timeout_ms":2000,"controls":{"free_search":false,"parallel":null,"random_seed":null,"all_solutions":false,"num_solutions":null}}}"#,
+            ),
+            (
+                solve(Sources::Files {
+                    model_path: "/m/a.mzn".into(),
+                    data_path: Some("/m/a.dzn".into()),
+                    checker_path: None,
+                }),
+                r#"{"runtime_dir":"/usr","cpsat_python":"/venv/bin/python","pythonpath":"/opt/lib","work":{"kind":"solve","sources":{"files":{"model_path":"/m/a.mzn","data_path":"/m/a.dzn","checker_path":null}},"solver":null,"timeout_ms":2000,"controls":{"free_search":false,"parallel":null,"random_seed":null,"all_solutions":false,"num_solutions":null}}}"#,
+            ),
+            (
+                WorkerTask {
+                    runtime_dir: "/usr".into(),
+                    cpsat_python: "/venv/bin/python".into(),
+                    pythonpath: None,
+                    work: WorkerWork::Cpsat(CpsatJob {
+                        script: ScriptRequest {
+                            source: ScriptSource::File("/s/model.py".into()),
+                            args: vec!["--fast".into()],
+                            seed: Some(7),
+                            config: Some(Map::from_iter([(
+                                "num_workers".to_owned(),
+                                Value::from(2),
+                            )])),
+                            timeout_ms: 5000,
+                        },
+                        checker: Some(ScriptSource::Inline("print(1)".into())),
+                        problem: Some("{}".into()),
+                        checker_timeout_ms: Some(4000),
+                    }),
+                },
+                r#"{"runtime_dir":"/usr","cpsat_python":"/venv/bin/python","pythonpath":null,"work":{"kind":"cpsat","script":{"file":"/s/model.py"},"args":["--fast"],"seed":7,"config":{"num_workers":2},"timeout_ms":5000,"checker":{"inline":"print(1)"},"problem":"{}","checker_timeout_ms":4000}}"#,
+            ),
+            (
+                WorkerTask {
+                    runtime_dir: "/usr".into(),
+                    cpsat_python: "/venv/bin/python".into(),
+                    pythonpath: None,
+                    work: WorkerWork::Cpsat(CpsatJob {
+                        script: ScriptRequest {
+                            source: ScriptSource::Inline("print(2)".into()),
+                            args: vec![],
+                            seed: None,
+                            config: None,
+                            timeout_ms: 5000,
+                        },
+                        checker: None,
+                        problem: None,
+                        checker_timeout_ms: None,
+                    }),
+                },
+                r#"{"runtime_dir":"/usr","cpsat_python":"/venv/bin/python","pythonpath":null,"work":{"kind":"cpsat","script":{"inline":"print(2)"},"args":[],"seed":null,"config":null,"timeout_ms":5000,"checker":null,"problem":null,"checker_timeout_ms":null}}"#,
+            ),
+        ];
+        for (task, pinned) in cases {
+            assert_eq!(serde_json::to_string(&task).unwrap(), pinned);
+            let back: WorkerTask = serde_json::from_str(pinned).unwrap();
+            assert_eq!(serde_json::to_string(&back).unwrap(), pinned);
+        }
+    }
+
+    /// Files the server wrote live in its own temp dir: they travel as
+    /// their text, and never as the server's paths.
+    #[test]
+    fn written_sources_travel_as_text() {
+        let scratch = std::sync::Arc::new(tempfile::tempdir().unwrap());
+        let model = scratch.path().join("model.mzn");
+        std::fs::write(&model, "var 1..2: x;").unwrap();
+        let written = Sources::Written(crate::minizinc::Prepared::written(
+            scratch.clone(),
+            model,
+            None,
+            scratch.path().to_path_buf(),
+            None,
+        ));
+        assert!(serde_json::to_string(&written).is_err());
+        let work = WorkerWork::solve(&SolveRequest {
+            sources: written,
+            solver: None,
+            timeout_ms: 1000,
+            controls: SolveControls::default(),
+        })
+        .unwrap();
+        let text = serde_json::to_string(&work).unwrap();
+        assert!(
+            text.contains(
+                r#""sources":{"inline":{"model":"var 1..2: x;","data":null,"checker":null}}"#
+            ),
+            "{text}"
+        );
+        assert!(!text.contains(&*scratch.path().to_string_lossy()), "{text}");
+    }
+
+    /// The result file's bytes, pinned as the task file's are.
+    #[test]
+    fn result_files_keep_their_bytes() {
+        let pinned = [
+            r#"{"outcome":"cpsat","result":{"status":"optimal","solution":{"x":[1,2]},"objective":3,"best_objective_bound":3.5,"stdout":"out","stderr":"","return_code":0,"timed_out":false,"truncated":false,"duration_ms":12,"diagnostic":null},"checker":{"status":"accepted","verdict":"accepted","errors":[],"details":{"k":1},"message":null,"stdout":"ok","stderr":"","return_code":0,"timed_out":false,"truncated":false,"duration_ms":4},"checker_skipped_reason":null}"#,
+            r#"{"outcome":"cpsat","result":{"status":"infeasible","solution":null,"objective":null,"best_objective_bound":null,"stdout":"","stderr":"","return_code":0,"timed_out":false,"truncated":false,"duration_ms":1,"diagnostic":null},"checker":null,"checker_skipped_reason":"status infeasible: no incumbent to check"}"#,
+        ];
+        for pinned in pinned {
+            let outcome: WorkerOutcome = serde_json::from_str(pinned).unwrap();
+            assert_eq!(serde_json::to_string(&outcome).unwrap(), pinned);
+            let output = outcome.into_cpsat().unwrap();
+            let again = serde_json::to_string(&WorkerOutcome::Cpsat(output)).unwrap();
+            assert_eq!(again, pinned);
+        }
     }
 
     #[test]

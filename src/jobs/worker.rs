@@ -15,9 +15,11 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::backend::{execute_solve, run_job};
-use super::wire::{RESULT_FILE, Runnable, TASK_FILE, WorkerOutcome, WorkerTask, write_atomically};
+use super::wire::{
+    RESULT_FILE, TASK_FILE, WorkerOutcome, WorkerTask, WorkerWork, write_atomically,
+};
 use crate::cpsat::Cpsat;
-use crate::minizinc::MiniZinc;
+use crate::minizinc::{MiniZinc, SolveRequest};
 use crate::progress::Progress;
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{LocationSource, Runtime, RuntimeLocation};
@@ -46,8 +48,19 @@ pub async fn run(dir: &Path, cancel: &CancellationToken) -> Result<(), WorkerErr
             path: task_path.display().to_string(),
             problem,
         })?;
-    let outcome = match Runnable::from(task.work) {
-        Runnable::Solve(request) => {
+    let outcome = match task.work {
+        WorkerWork::Solve {
+            sources,
+            solver,
+            timeout_ms,
+            controls,
+        } => {
+            let request = SolveRequest {
+                sources,
+                solver,
+                timeout_ms,
+                controls,
+            };
             let runtime = Runtime::new(RuntimeLocation {
                 dir: task.runtime_dir,
                 source: LocationSource::Flag,
@@ -58,14 +71,14 @@ pub async fn run(dir: &Path, cancel: &CancellationToken) -> Result<(), WorkerErr
                 Err(error) => WorkerOutcome::refused(error),
             }
         }
-        Runnable::Cpsat(request, checker_timeout_ms) => {
+        WorkerWork::Cpsat(job) => {
             let cpsat = Cpsat::new(Arc::new(CpsatRuntime {
                 python: task.cpsat_python,
                 source: LocationSource::Flag,
                 inherited_pythonpath: task.pythonpath.map(OsString::from),
             }));
-            match run_job(&cpsat, &request, checker_timeout_ms, cancel).await {
-                Ok(output) => WorkerOutcome::of_cpsat(output),
+            match run_job(&cpsat, &job, cancel).await {
+                Ok(output) => WorkerOutcome::Cpsat(output),
                 Err(error) => WorkerOutcome::refused(error),
             }
         }

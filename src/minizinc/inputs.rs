@@ -19,13 +19,20 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
 use tempfile::TempDir;
 
 use crate::diagnostics::ToolError;
 use crate::userfiles::{check_utf8, existing_file, off_thread, utf8_text};
 
 /// Where the model (and optional data and checker) come from.
-#[derive(Debug, Clone)]
+///
+/// `Inline` and `Files` serialise as a Slurm task file carries them
+/// (`{"inline": {"model": …}}`, `{"files": {"model_path": …}}`); `Written`
+/// names files in this server's temp dir and never travels: serialising it
+/// is an error (the task file carries their text instead).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Sources {
     Inline {
         model: String,
@@ -40,6 +47,7 @@ pub enum Sources {
     /// Files the server already wrote from inline text (see
     /// [`prepare_inline_models`]), shared by several runs: used as they are,
     /// without the checks and the size limit for files a user names.
+    #[serde(skip)]
     Written(Prepared),
 }
 

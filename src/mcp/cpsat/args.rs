@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::cpsat::{CheckedRequest, CheckerSource, ScriptRequest, ScriptSource};
+use crate::cpsat::{CheckedRequest, ScriptRequest, ScriptSource};
 use crate::diagnostics::ToolError;
 use crate::jobs::CpsatJobRequest;
 use crate::mcp::args::{
@@ -164,7 +164,7 @@ impl IntoRequest for RunCpsatFileCheckedArgs {
                 config: self.config,
                 timeout_ms: self.script_timeout_ms,
             },
-            checker: CheckerSource::File(self.checker_path),
+            checker: ScriptSource::File(self.checker_path),
             problem: self.problem,
             checker_timeout_ms: self.checker_timeout_ms,
             test_checker: self.test_checker,
@@ -184,7 +184,7 @@ impl IntoRequest for SubmitCpsatArgs {
                 config: None,
                 timeout_ms: self.script_timeout_ms,
             },
-            checker: self.checker.map(CheckerSource::Inline),
+            checker: self.checker.map(ScriptSource::Inline),
             problem: self.problem,
             checker_timeout_ms: self.checker_timeout_ms,
         })
@@ -199,8 +199,8 @@ impl IntoRequest for SubmitCpsatFileArgs {
             (Some(_), Some(_)) => {
                 return Err(ToolError::invalid("pass checker or checker_path, not both"));
             }
-            (Some(source), None) => Some(CheckerSource::Inline(source)),
-            (None, Some(path)) => Some(CheckerSource::File(path)),
+            (Some(source), None) => Some(ScriptSource::Inline(source)),
+            (None, Some(path)) => Some(ScriptSource::File(path)),
             (None, None) => None,
         };
         Ok(CpsatJobRequest {
