@@ -40,11 +40,14 @@ fn default_timeout() -> f64 {
 /// How the two sides of an equation relate.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum Relation {
+    /// `==`: both sides equal.
     #[default]
     #[serde(rename = "==")]
     Equal,
+    /// `<=`: the left side at most the right.
     #[serde(rename = "<=")]
     AtMost,
+    /// `>=`: the left side at least the right.
     #[serde(rename = ">=")]
     AtLeast,
 }
@@ -155,7 +158,9 @@ pub struct DecisionVariable {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
+    /// The largest value of the objective is best.
     Maximize,
+    /// The smallest value of the objective is best.
     Minimize,
 }
 

@@ -48,6 +48,7 @@ pub fn input(schema: &JsonObject) -> JsonObject {
     let mut value = Value::Object(schema.clone());
     portable(&mut value, true);
     optional_not_null(&mut value);
+    variant_docs_out(&mut value);
     if let Value::Object(object) = &mut value {
         // MCP's default dialect is 2020-12 already.
         object.remove("$schema");
@@ -62,6 +63,46 @@ pub fn input(schema: &JsonObject) -> JsonObject {
         }
     }
     into_object(value)
+}
+
+/// A Rust enum's variant docs describe the code, as a definition's own doc
+/// does; the field that takes the enum carries what a client needs. So an
+/// enum of documented unit variants (schemars' `oneOf` of `const`s) is
+/// written as the plain `enum` it means, and a union's branches lose their
+/// descriptions: the schema accepts exactly what it did, in the form it
+/// had before the variants were documented.
+fn variant_docs_out(node: &mut Value) {
+    let Value::Object(object) = node else {
+        return;
+    };
+    if let Some(Value::Object(compact)) = const_choices(object) {
+        object.remove("oneOf");
+        object.extend(compact);
+    }
+    for key in LIST {
+        if let Some(Value::Array(branches)) = object.get_mut(*key) {
+            for branch in branches.iter_mut() {
+                if let Value::Object(branch) = branch {
+                    branch.remove("description");
+                }
+            }
+        }
+    }
+    for key in MAP {
+        if let Some(Value::Object(children)) = object.get_mut(*key) {
+            children.values_mut().for_each(variant_docs_out);
+        }
+    }
+    for key in ONE {
+        if let Some(child) = object.get_mut(*key) {
+            variant_docs_out(child);
+        }
+    }
+    for key in LIST {
+        if let Some(Value::Array(children)) = object.get_mut(*key) {
+            children.iter_mut().for_each(variant_docs_out);
+        }
+    }
 }
 
 /// An optional input field (`Option<T>` with a serde default) is written
@@ -465,6 +506,36 @@ fn const_choices(object: &Map<String, Value>) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn input_schemas_keep_variant_docs_out() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {
+                "relation": {"$ref": "#/$defs/Relation", "description": "How the sides relate."},
+                "cell": {"anyOf": [
+                    {"type": "null", "description": "An empty cell."},
+                    {"type": "integer", "description": "An integer."}
+                ]}
+            },
+            "$defs": {"Relation": {"oneOf": [
+                {"type": "string", "const": "==", "description": "Both sides equal."},
+                {"type": "string", "const": "<=", "description": "At most."}
+            ]}}
+        });
+        variant_docs_out(&mut schema);
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "relation": {"$ref": "#/$defs/Relation", "description": "How the sides relate."},
+                    "cell": {"anyOf": [{"type": "null"}, {"type": "integer"}]}
+                },
+                "$defs": {"Relation": {"type": "string", "enum": ["==", "<="]}}
+            })
+        );
+    }
 
     #[test]
     fn formats_become_bounds_and_unions_become_any_of() {

@@ -18,10 +18,16 @@ pub const XLSX_MAX_CELL_CHARS: usize = 32_767;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Cell {
+    /// An empty cell (JSON `null`).
     Null,
+    /// A boolean cell.
     Bool(bool),
+    /// A number that is an integer within ±2^53 ([`EXACT_INTEGER_LIMIT`]).
     Int(i64),
+    /// Any other finite number.
     Float(f64),
+    /// Text, and what reads as text: dates and times as ISO-8601, error
+    /// values, non-finite numbers.
     String(String),
 }
 
