@@ -84,7 +84,7 @@ pub async fn probe(
         let payload = match mutant.outcome {
             Ok(payload) => payload,
             Err(reason) => {
-                rows.push(skipped(name, reason));
+                rows.push(skipped(name, reason.to_string()));
                 continue;
             }
         };
