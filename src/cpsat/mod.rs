@@ -21,12 +21,15 @@ mod warm;
 /// For `crate::fuzzing` only.
 pub(crate) use checker::parse_verdict;
 pub use checker::{CheckerSource, canonical_problem};
+/// What `crate::fuzzing::checker_verdict` answers.
+pub use checker::{LineStatus, VerdictError, VerdictLine};
 pub use experiment::{
     AttemptRequest, CpsatPythonExperimentResult, ExperimentAttempt, ExperimentRequest,
     config_sha256,
 };
 pub use results::{
-    CheckerReport, CheckerTest, CpsatPythonCheckedResult, CpsatPythonResult, MutationRow,
+    CheckerReport, CheckerStatus, CheckerTest, CpsatPythonCheckedResult, CpsatPythonResult,
+    MutationRow, ScriptStatus,
 };
 pub use run::{CheckedRequest, Cpsat, positive_ms};
 pub use script::{ScriptRequest, ScriptSource, validate_args, validate_seed};

@@ -155,7 +155,7 @@ impl Cpsat {
             problem,
             solution,
             objective: result.objective.as_ref(),
-            solver_status: &result.status,
+            solver_status: result.status,
         };
         checker::run_checker(&python, &prepared, graded, timeout_ms, cancel).await
     }
@@ -191,7 +191,7 @@ impl Cpsat {
                     problem: request.problem.as_deref(),
                     solution,
                     objective: run.objective.as_ref(),
-                    solver_status: &run.status,
+                    solver_status: run.status,
                 };
                 let report =
                     checker::run_checker(&python, &checker, graded, checker_timeout_ms, cancel)
@@ -212,7 +212,7 @@ impl Cpsat {
                         request.problem.as_deref(),
                         solution,
                         run.objective.as_ref(),
-                        &run.status,
+                        run.status,
                         checker_timeout_ms,
                         cancel,
                     )
