@@ -44,14 +44,11 @@ pub mod verdict;
 pub mod fuzzing {
     use std::path::Path;
 
-    use serde_json::{Map, Value};
-
-    /// A checker's verdict: status, errors, details.
-    pub type CheckerVerdict = (String, Vec<Value>, Map<String, Value>);
+    use crate::cpsat::{VerdictError, VerdictLine};
 
     /// The checker protocol's verdict line reader
     /// (`cpsat::checker::parse_verdict`).
-    pub fn checker_verdict(stdout: &str) -> Result<CheckerVerdict, String> {
+    pub fn checker_verdict(stdout: &str) -> Result<VerdictLine, VerdictError> {
         crate::cpsat::parse_verdict(stdout)
     }
 

@@ -21,12 +21,13 @@ use super::target::{FileSet, Target, check_target, commit, pretty};
 use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::cpsat::{
     CheckerReport, CpsatPythonExperimentResult, CpsatPythonResult, ScriptRequest, ScriptSource,
-    config_sha256, positive_ms, validate_seed,
+    ScriptStatus, config_sha256, positive_ms, validate_seed,
 };
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::progress::{Progress, Stage};
 use crate::sha256_hex;
 use crate::userfiles::off_thread;
+use crate::verdict::RaceStatus;
 
 /// A CP-SAT save as requested.
 #[derive(Debug, Clone)]
@@ -87,7 +88,7 @@ pub struct SaveVerifiedPythonResult {
     /// What was written (empty unless `saved`).
     pub files: Vec<SavedFile>,
     /// The re-run itself.
-    pub status: String,
+    pub status: ScriptStatus,
     pub solution: Option<Map<String, Value>>,
     pub objective: Option<Number>,
     pub stdout: String,
@@ -210,16 +211,17 @@ impl Artifacts {
             checker: None,
             reason: None,
         };
-        let solution = match (&run.solution, run.status.as_str()) {
-            (Some(solution), "optimal" | "feasible") if !solution.is_empty() => solution,
-            (_, "optimal" | "feasible") => {
+        use ScriptStatus::{Error, Feasible, Infeasible, Optimal, Timeout, Unknown};
+        let solution = match (&run.solution, run.status) {
+            (Some(solution), Optimal | Feasible) if !solution.is_empty() => solution,
+            (_, Optimal | Feasible) => {
                 gates.reason = Some(format!(
                     "reported gate: status {} with an empty solution",
                     run.status
                 ));
                 return Ok(gates);
             }
-            (_, status) => {
+            (_, status @ (Timeout | Infeasible | Unknown | Error)) => {
                 gates.reason = Some(format!(
                     "reported gate: status {status}, not optimal or feasible"
                 ));
@@ -249,19 +251,9 @@ impl Artifacts {
                 .cpsat
                 .check(checker, problem, solution, run, checker_ms, cancel)
                 .await?;
-            if !report.verdict.is_accepted() {
-                let why = report
-                    .message
-                    .as_deref()
-                    .map(|message| format!(": {message}"))
-                    .unwrap_or_default();
-                gates.reason = Some(format!(
-                    "checker gate: the checker's verdict is {} with {} error(s){why}",
-                    report.verdict,
-                    report.errors.len()
-                ));
-            } else {
-                gates.level = VerificationLevel::Checked;
+            match report.refusal_with_error_count() {
+                Some(refusal) => gates.reason = Some(format!("checker gate: {refusal}")),
+                None => gates.level = VerificationLevel::Checked,
             }
             gates.checker = Some(report);
         }
@@ -301,9 +293,12 @@ impl Artifacts {
             None => None,
         };
         let verification = VerificationRecord {
-            status: script_run_status(&run.status),
+            status: run.status.into(),
             objective: run.objective.clone(),
-            checker_status: gates.checker.as_ref().map(|report| report.status.clone()),
+            checker_status: gates
+                .checker
+                .as_ref()
+                .map(|report| report.status.to_string()),
             level: gates.level.as_str().to_owned(),
         };
         let files = set.files().to_vec();
@@ -394,11 +389,14 @@ fn check_experiment(
             "experiment_result does not match this save: {why}; nothing was run"
         ))
     };
-    if experiment.status != "winner" {
-        return Err(refuse(format!(
-            "its status is {:?}; only an experiment with an accepted attempt is provenance",
-            experiment.status
-        )));
+    match experiment.status {
+        RaceStatus::Winner => {}
+        RaceStatus::NoWinner => {
+            return Err(refuse(format!(
+                "its status is {:?}; only an experiment with an accepted attempt is provenance",
+                experiment.status.as_str()
+            )));
+        }
     }
     let source_sha = sha256_hex(request.source.as_bytes());
     let config_sha = config_sha256(request.config.as_ref());
@@ -509,6 +507,15 @@ fn python_result(
 }
 
 /// A script run's status as a manifest records it (the same words).
-pub(crate) fn script_run_status(status: &str) -> RunStatus {
-    serde_json::from_value(Value::String(status.to_owned())).unwrap_or(RunStatus::Error)
+impl From<ScriptStatus> for RunStatus {
+    fn from(status: ScriptStatus) -> RunStatus {
+        match status {
+            ScriptStatus::Optimal => RunStatus::Optimal,
+            ScriptStatus::Feasible => RunStatus::Feasible,
+            ScriptStatus::Infeasible => RunStatus::Infeasible,
+            ScriptStatus::Unknown => RunStatus::Unknown,
+            ScriptStatus::Error => RunStatus::Error,
+            ScriptStatus::Timeout => RunStatus::Timeout,
+        }
+    }
 }

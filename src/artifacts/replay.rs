@@ -297,9 +297,12 @@ impl Artifacts {
             )
             .await?;
         let replayed = ReplayOutcome {
-            status: super::cpsat::script_run_status(&run.status),
+            status: run.status.into(),
             objective: run.objective.clone(),
-            checker_status: gates.checker.as_ref().map(|report| report.status.clone()),
+            checker_status: gates
+                .checker
+                .as_ref()
+                .map(|report| report.status.to_string()),
             level: if gates.reason.is_some() {
                 "none".to_owned()
             } else {

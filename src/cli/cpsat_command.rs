@@ -121,11 +121,12 @@ fn print<T: serde::Serialize>(json: bool, result: &T, text: fn(&T) -> String) {
 }
 
 fn exit_code(result: &CpsatPythonResult) -> u8 {
-    match result.status.as_str() {
-        "optimal" | "feasible" => 0,
-        "timeout" if result.solution.is_some() => 0,
-        "infeasible" => 3,
-        "error" => 4,
-        _ => 5,
+    use crate::cpsat::ScriptStatus;
+    match result.status {
+        ScriptStatus::Optimal | ScriptStatus::Feasible => 0,
+        ScriptStatus::Timeout if result.solution.is_some() => 0,
+        ScriptStatus::Infeasible => 3,
+        ScriptStatus::Error => 4,
+        ScriptStatus::Timeout | ScriptStatus::Unknown => 5,
     }
 }

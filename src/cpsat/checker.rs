@@ -20,7 +20,7 @@ use serde_json::{Map, Number, Value, json};
 use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;
 
-use super::results::CheckerReport;
+use super::results::{CheckerReport, CheckerStatus, ScriptStatus};
 use super::script::{ScriptSource, parent_of, scratch_dir, write};
 use super::strict_json::Refusal;
 use crate::diagnostics::{Category, ToolError};
@@ -99,7 +99,7 @@ pub struct Graded<'a> {
     pub problem: Option<&'a str>,
     pub solution: &'a Map<String, Value>,
     pub objective: Option<&'a Number>,
-    pub solver_status: &'a str,
+    pub solver_status: ScriptStatus,
 }
 
 /// Runs the checker on one answer. Only cancellation is an error.
@@ -146,7 +146,7 @@ pub async fn run_checker(
         ));
     }
     let mut report = CheckerReport {
-        status: "error".to_owned(),
+        status: CheckerStatus::Error,
         verdict: Verdict::Error,
         errors: Vec::new(),
         details: Map::new(),
@@ -158,54 +158,51 @@ pub async fn run_checker(
         truncated: run.truncated,
         duration_ms: run.elapsed_ms,
     };
+    let last = last_line(&run.stdout);
     let verdict = if run.timed_out() {
-        report.status = "timeout".to_owned();
-        Err(format!("the checker did not finish within {timeout_ms} ms"))
+        report.status = CheckerStatus::Timeout;
+        Err(Unread::TimedOut(timeout_ms))
     } else if run.ending == Ending::Capped {
-        Err("the checker's output went over the 1 MiB cap".to_owned())
+        Err(Unread::Capped)
     } else if run.return_code != Some(0) {
-        Err(format!(
-            "the checker failed: {}",
-            crate::exec::ending_in_words(&run)
-        ))
+        Err(Unread::Failed(crate::exec::ending_in_words(&run)))
     } else {
-        parse_verdict(&run.stdout)
+        read_verdict(last).map_err(Unread::Line)
     };
-    match (verdict, exec::left_behind_in_words(&run)) {
-        (Ok((status, errors, details)), None) => {
-            report.status = status;
-            report.errors = errors;
-            report.details = details;
+    let left = exec::left_behind_in_words(&run);
+    match (verdict, &left) {
+        (Ok(line), None) => {
+            report.status = line.status.into();
+            report.errors = line.errors;
+            report.details = line.details;
         }
-        (verdict, Some(left)) if report.status != "timeout" => {
+        (verdict, Some(left)) if report.status != CheckerStatus::Timeout => {
             let printed = match verdict {
-                Ok((status, ..)) => format!("its verdict before it exited was {status:?}"),
-                Err(why) => why,
+                Ok(line) => format!(
+                    "its verdict before it exited was {:?}",
+                    line.status.as_str()
+                ),
+                Err(why) => why.to_string(),
             };
             report.message = Some(format!(
                 "the checker's processes outlived it: {left}; a checker must exit with everything it started, so its verdict is not trusted ({printed})"
             ));
         }
         (Ok(_), Some(_)) => {}
-        (Err(message), _) => report.message = Some(message),
+        (Err(why), _) => report.message = Some(why.to_string()),
     }
     // Silence is its own verdict: the checker exited 0, alone, and its
     // last line is not even an attempt at a JSON verdict.
     let silent = run.ending == Ending::Exited
         && run.return_code == Some(0)
-        && exec::left_behind_in_words(&run).is_none()
-        && !run
-            .stdout
-            .lines()
-            .map(str::trim)
-            .rfind(|line| !line.is_empty())
-            .is_some_and(|line| line.starts_with('{'));
-    report.verdict = match report.status.as_str() {
-        "accepted" => Verdict::Accepted,
-        "rejected" => Verdict::Rejected,
-        "timeout" => Verdict::Timeout,
-        _ if silent => Verdict::NoVerdict,
-        _ => Verdict::Error,
+        && left.is_none()
+        && !last.is_some_and(|line| line.starts_with('{'));
+    report.verdict = match report.status {
+        CheckerStatus::Accepted => Verdict::Accepted,
+        CheckerStatus::Rejected => Verdict::Rejected,
+        CheckerStatus::Timeout => Verdict::Timeout,
+        CheckerStatus::Error if silent => Verdict::NoVerdict,
+        CheckerStatus::Error => Verdict::Error,
     };
     Ok(report)
 }
@@ -213,7 +210,7 @@ pub async fn run_checker(
 /// A report for a checker that could not run at all.
 pub(crate) fn error_report(message: String) -> CheckerReport {
     CheckerReport {
-        status: "error".to_owned(),
+        status: CheckerStatus::Error,
         verdict: Verdict::Error,
         errors: Vec::new(),
         details: Map::new(),
@@ -227,46 +224,121 @@ pub(crate) fn error_report(message: String) -> CheckerReport {
     }
 }
 
-/// A checker's verdict line: status, errors, details.
-pub(crate) type VerdictLine = (String, Vec<Value>, Map<String, Value>);
+/// Why a checker's run gave no verdict line to trust (the report's
+/// `message`).
+#[derive(Debug, thiserror::Error)]
+enum Unread {
+    #[error("the checker did not finish within {0} ms")]
+    TimedOut(u64),
+    #[error("the checker's output went over the 1 MiB cap")]
+    Capped,
+    #[error("the checker failed: {0}")]
+    Failed(String),
+    #[error(transparent)]
+    Line(VerdictError),
+}
+
+/// The status a verdict line may give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineStatus {
+    /// `accepted`, with no errors.
+    Accepted,
+    /// `rejected`.
+    Rejected,
+    /// `error`: the checker says it could not judge.
+    Error,
+}
+
+impl LineStatus {
+    /// The word as the checker printed it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LineStatus::Accepted => "accepted",
+            LineStatus::Rejected => "rejected",
+            LineStatus::Error => "error",
+        }
+    }
+}
+
+impl From<LineStatus> for CheckerStatus {
+    fn from(status: LineStatus) -> CheckerStatus {
+        match status {
+            LineStatus::Accepted => CheckerStatus::Accepted,
+            LineStatus::Rejected => CheckerStatus::Rejected,
+            LineStatus::Error => CheckerStatus::Error,
+        }
+    }
+}
+
+/// A checker's verdict line, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerdictLine {
+    pub status: LineStatus,
+    /// The `errors` list, verbatim (empty when absent or `null`).
+    pub errors: Vec<Value>,
+    /// The `details` object, verbatim (empty when absent or not an object).
+    pub details: Map<String, Value>,
+}
+
+/// Why a checker's last line is not a verdict.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VerdictError {
+    #[error("the checker printed nothing; its last line must be a JSON verdict")]
+    Nothing,
+    /// The key's path, as the strict parser names it.
+    #[error("the checker's verdict names the key {0} more than once; a verdict must say one thing")]
+    DuplicateKey(String),
+    #[error("the checker's last line is not a JSON object")]
+    NotAnObject,
+    #[error("the verdict's status must be \"accepted\", \"rejected\" or \"error\"")]
+    Status,
+    #[error("the verdict's errors must be a list")]
+    ErrorsNotAList,
+    #[error("the checker said accepted but listed errors")]
+    AcceptedWithErrors,
+}
+
+/// The last non-empty line of a checker's stdout, trimmed.
+fn last_line(stdout: &str) -> Option<&str> {
+    stdout.lines().map(str::trim).rfind(|line| !line.is_empty())
+}
 
 /// Reads the last non-empty stdout line as the verdict.
-pub(crate) fn parse_verdict(stdout: &str) -> Result<VerdictLine, String> {
-    let line = stdout
-        .lines()
-        .map(str::trim)
-        .rfind(|line| !line.is_empty())
-        .ok_or("the checker printed nothing; its last line must be a JSON verdict")?;
+pub(crate) fn parse_verdict(stdout: &str) -> Result<VerdictLine, VerdictError> {
+    read_verdict(last_line(stdout))
+}
+
+/// Reads `line` (a checker's last non-empty line, if any) as the verdict.
+fn read_verdict(line: Option<&str>) -> Result<VerdictLine, VerdictError> {
+    let line = line.ok_or(VerdictError::Nothing)?;
     let mut verdict = match super::strict_json::parse(line) {
         Ok(Value::Object(verdict)) => verdict,
-        Err(Refusal::Duplicate(key)) => {
-            return Err(format!(
-                "the checker's verdict names the key {key} more than once; a verdict must say one thing"
-            ));
-        }
-        _ => return Err("the checker's last line is not a JSON object".to_owned()),
+        Err(Refusal::Duplicate(key)) => return Err(VerdictError::DuplicateKey(key)),
+        _ => return Err(VerdictError::NotAnObject),
     };
     let status = match verdict.get("status").and_then(Value::as_str) {
-        Some(status @ ("accepted" | "rejected" | "error")) => status.to_owned(),
-        _ => {
-            return Err(
-                "the verdict's status must be \"accepted\", \"rejected\" or \"error\"".to_owned(),
-            );
-        }
+        Some("accepted") => LineStatus::Accepted,
+        Some("rejected") => LineStatus::Rejected,
+        Some("error") => LineStatus::Error,
+        _ => return Err(VerdictError::Status),
     };
     let errors = match verdict.remove("errors") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(errors)) => errors,
-        Some(_) => return Err("the verdict's errors must be a list".to_owned()),
+        Some(_) => return Err(VerdictError::ErrorsNotAList),
     };
     let details = match verdict.remove("details") {
         Some(Value::Object(details)) => details,
         _ => Map::new(),
     };
-    if status == "accepted" && !errors.is_empty() {
-        return Err("the checker said accepted but listed errors".to_owned());
+    if status == LineStatus::Accepted && !errors.is_empty() {
+        return Err(VerdictError::AcceptedWithErrors);
     }
-    Ok((status, errors, details))
+    Ok(VerdictLine {
+        status,
+        errors,
+        details,
+    })
 }
 
 #[cfg(test)]
@@ -279,11 +351,12 @@ mod tests {
             "checking...\n{\"status\": \"accepted\", \"errors\": [], \"details\": {\"n\": 3}}\n",
         )
         .unwrap();
-        assert_eq!(ok.0, "accepted");
-        assert_eq!(ok.2["n"], 3);
+        assert_eq!(ok.status, LineStatus::Accepted);
+        assert_eq!(ok.details["n"], 3);
         let rejected =
             parse_verdict("{\"status\": \"rejected\", \"errors\": [\"task 3 overlaps\"]}").unwrap();
-        assert_eq!(rejected.1.len(), 1);
+        assert_eq!(rejected.status, LineStatus::Rejected);
+        assert_eq!(rejected.errors.len(), 1);
         for garbage in [
             "",
             "all good",
@@ -299,13 +372,65 @@ mod tests {
     }
 
     #[test]
+    fn each_refusal_says_why_in_the_protocols_words() {
+        for (stdout, message) in [
+            (
+                " \n\n",
+                "the checker printed nothing; its last line must be a JSON verdict",
+            ),
+            ("all good", "the checker's last line is not a JSON object"),
+            (
+                "{\"status\": ",
+                "the checker's last line is not a JSON object",
+            ),
+            (
+                "{\"status\": \"ok\"}",
+                "the verdict's status must be \"accepted\", \"rejected\" or \"error\"",
+            ),
+            (
+                "{\"status\": \"rejected\", \"errors\": \"x\"}",
+                "the verdict's errors must be a list",
+            ),
+            (
+                "{\"status\": \"accepted\", \"errors\": [\"but\"]}",
+                "the checker said accepted but listed errors",
+            ),
+        ] {
+            let error = parse_verdict(stdout).unwrap_err();
+            assert_eq!(error.to_string(), message, "{stdout:?}");
+        }
+        assert_eq!(
+            Unread::TimedOut(250).to_string(),
+            "the checker did not finish within 250 ms"
+        );
+        assert_eq!(
+            Unread::Capped.to_string(),
+            "the checker's output went over the 1 MiB cap"
+        );
+        assert_eq!(
+            Unread::Failed("it exited with code 2".to_owned()).to_string(),
+            "the checker failed: it exited with code 2"
+        );
+        assert_eq!(
+            Unread::Line(VerdictError::NotAnObject).to_string(),
+            "the checker's last line is not a JSON object"
+        );
+    }
+
+    #[test]
     fn a_duplicate_key_names_the_key() {
         let error =
             parse_verdict("{\"status\": \"rejected\", \"status\": \"accepted\"}").unwrap_err();
-        assert!(error.contains("the key status more than once"), "{error}");
+        assert_eq!(
+            error.to_string(),
+            "the checker's verdict names the key status more than once; a verdict must say one thing"
+        );
         let error = parse_verdict("{\"status\": \"accepted\", \"details\": {\"n\": 1, \"n\": 1}}")
             .unwrap_err();
-        assert!(error.contains(r#"details["n"]"#), "{error}");
+        assert_eq!(
+            error,
+            VerdictError::DuplicateKey(r#"details["n"]"#.to_owned())
+        );
     }
 
     #[test]
@@ -329,8 +454,12 @@ mod properties {
     use crate::strategies::{deeply_nested, json_object, json_value};
     use proptest::prelude::*;
 
-    fn verdict_status() -> impl Strategy<Value = &'static str> {
-        prop::sample::select(vec!["accepted", "rejected", "error"])
+    fn verdict_status() -> impl Strategy<Value = LineStatus> {
+        prop::sample::select(vec![
+            LineStatus::Accepted,
+            LineStatus::Rejected,
+            LineStatus::Error,
+        ])
     }
 
     /// Log lines a checker may print before its verdict (never blank, so
@@ -346,9 +475,8 @@ mod properties {
         /// and no errors when it is `accepted`.
         #[test]
         fn any_output_gives_an_answer(stdout in any::<String>()) {
-            if let Ok((status, errors, _)) = parse_verdict(&stdout) {
-                prop_assert!(["accepted", "rejected", "error"].contains(&status.as_str()));
-                prop_assert!(status != "accepted" || errors.is_empty());
+            if let Ok(line) = parse_verdict(&stdout) {
+                prop_assert!(line.status != LineStatus::Accepted || line.errors.is_empty());
             }
         }
 
@@ -363,9 +491,9 @@ mod properties {
             extra in json_object(1),
             blank in "[ \t\r\n]{0,6}",
         ) {
-            let errors = if status == "accepted" { Vec::new() } else { errors };
+            let errors = if status == LineStatus::Accepted { Vec::new() } else { errors };
             let mut verdict = extra;
-            verdict.insert("status".to_owned(), Value::from(status));
+            verdict.insert("status".to_owned(), Value::from(status.as_str()));
             verdict.insert("errors".to_owned(), Value::Array(errors.clone()));
             if let Some(details) = &details {
                 verdict.insert("details".to_owned(), Value::Object(details.clone()));
@@ -377,7 +505,7 @@ mod properties {
             stdout.push_str(&Value::Object(verdict).to_string());
             stdout.push_str(&blank);
             let parsed = parse_verdict(&stdout);
-            prop_assert_eq!(parsed, Ok((status.to_owned(), errors, details.unwrap_or_default())));
+            prop_assert_eq!(parsed, Ok(VerdictLine { status, errors, details: details.unwrap_or_default() }));
         }
 
         /// `accepted` with errors is never taken at its word.

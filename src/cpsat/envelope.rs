@@ -43,19 +43,74 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
 use super::strict_json::Refusal;
 
-/// The five statuses a script may report, in the order rejections list them.
-pub const STATUSES: [&str; 5] = ["optimal", "feasible", "infeasible", "unknown", "error"];
+/// A status a script may report: the five words of the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportedStatus {
+    /// A solution, proven optimal.
+    Optimal,
+    /// A solution, not proven optimal.
+    Feasible,
+    /// Proven infeasible.
+    Infeasible,
+    /// No solution and no proof.
+    Unknown,
+    /// The script says it failed (CP-SAT's `MODEL_INVALID` included).
+    Error,
+}
+
+impl ReportedStatus {
+    /// Every status, in the order rejections list them.
+    pub const ALL: [ReportedStatus; 5] = [
+        ReportedStatus::Optimal,
+        ReportedStatus::Feasible,
+        ReportedStatus::Infeasible,
+        ReportedStatus::Unknown,
+        ReportedStatus::Error,
+    ];
+
+    /// The status as the contract spells it (`optimal`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReportedStatus::Optimal => "optimal",
+            ReportedStatus::Feasible => "feasible",
+            ReportedStatus::Infeasible => "infeasible",
+            ReportedStatus::Unknown => "unknown",
+            ReportedStatus::Error => "error",
+        }
+    }
+
+    /// A status word as the script printed it: the five words in any case,
+    /// and CP-SAT's own `StatusName()` spellings (`OPTIMAL`, `FEASIBLE`,
+    /// `INFEASIBLE`, `UNKNOWN`, and `MODEL_INVALID`, which is an `error`).
+    /// `None` for any other word: the envelope is refused, never guessed.
+    pub fn from_word(text: &str) -> Option<ReportedStatus> {
+        let lower = text.trim().to_ascii_lowercase();
+        if lower == "model_invalid" {
+            return Some(ReportedStatus::Error);
+        }
+        ReportedStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == lower)
+    }
+}
+
+impl std::fmt::Display for ReportedStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// A validated envelope.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Envelope {
-    /// One of [`STATUSES`].
-    pub status: String,
+    /// What the script says of its answer.
+    pub status: ReportedStatus,
     /// The objective value; `None` when the script printed `null`.
     pub objective: Option<Number>,
     /// The solution object (possibly empty), values as printed.
@@ -347,18 +402,6 @@ fn push_json_string(out: &mut String, value: &str) {
     out.push('"');
 }
 
-/// A status word as the envelope's canonical lowercase: the five words in
-/// any case, and CP-SAT's own `StatusName()` spellings (`OPTIMAL`,
-/// `FEASIBLE`, `INFEASIBLE`, `UNKNOWN`, and `MODEL_INVALID`, which is an
-/// `error`).
-fn canonical_status(text: &str) -> Option<&'static str> {
-    let lower = text.trim().to_ascii_lowercase();
-    if lower == "model_invalid" {
-        return Some("error");
-    }
-    STATUSES.iter().copied().find(|status| *status == lower)
-}
-
 /// The validation rules, in order; the first problem found is the answer.
 fn check(
     mut object: Map<String, Value>,
@@ -366,24 +409,24 @@ fn check(
 ) -> Result<Envelope, Rejection> {
     let status = match object.get("status") {
         None => return Err(Rejection::new("status", "missing")),
-        // A sentinel is never one of the five, so it falls through.
-        Some(Value::String(text)) if canonical_status(text).is_some() => {
-            canonical_status(text).unwrap_or("error").to_owned()
-        }
-        Some(other) => {
-            let allowed = STATUSES
-                .iter()
-                .map(|status| format!("\"{status}\""))
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(Rejection::new(
-                "status",
-                format!(
-                    "must be one of {allowed} (got {})",
-                    describe(other, sentinels)
-                ),
-            ));
-        }
+        // A sentinel is never one of the five, so it is refused.
+        Some(value) => match value.as_str().and_then(ReportedStatus::from_word) {
+            Some(status) => status,
+            None => {
+                let allowed = ReportedStatus::ALL
+                    .iter()
+                    .map(|status| format!("\"{status}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(Rejection::new(
+                    "status",
+                    format!(
+                        "must be one of {allowed} (got {})",
+                        describe(value, sentinels)
+                    ),
+                ));
+            }
+        },
     };
 
     let objective = match object.get("objective") {
@@ -563,7 +606,7 @@ mod tests {
     #[test]
     fn happy_path() {
         let envelope = ok(VALID);
-        assert_eq!(envelope.status, "optimal");
+        assert_eq!(envelope.status, ReportedStatus::Optimal);
         assert_eq!(envelope.objective, Number::from_f64(42.0));
         assert_eq!(envelope.solution, solution(json!({"x": 3, "y": 7})));
         assert_eq!(envelope.best_objective_bound, Number::from_f64(42.0));
@@ -572,25 +615,39 @@ mod tests {
     #[test]
     fn the_solvers_own_status_names_are_accepted() {
         for (given, canonical) in [
-            ("OPTIMAL", "optimal"),
-            ("FEASIBLE", "feasible"),
-            ("INFEASIBLE", "infeasible"),
-            ("UNKNOWN", "unknown"),
-            ("MODEL_INVALID", "error"),
-            ("Optimal", "optimal"),
+            ("OPTIMAL", ReportedStatus::Optimal),
+            ("FEASIBLE", ReportedStatus::Feasible),
+            ("INFEASIBLE", ReportedStatus::Infeasible),
+            ("UNKNOWN", ReportedStatus::Unknown),
+            ("MODEL_INVALID", ReportedStatus::Error),
+            ("Optimal", ReportedStatus::Optimal),
         ] {
             let line = format!(r#"{{"status": "{given}", "objective": null, "solution": {{}}}}"#);
             assert_eq!(ok(&line).status, canonical, "{given}");
         }
-        assert!(canonical_status("solved").is_none());
+        for word in ["solved", "timeout", "model invalid", ""] {
+            assert_eq!(ReportedStatus::from_word(word), None, "{word:?}");
+        }
     }
 
     #[test]
     fn every_status_is_accepted() {
-        for status in STATUSES {
+        for status in ReportedStatus::ALL {
             let line = format!(r#"{{"status": "{status}", "objective": null, "solution": {{}}}}"#);
             assert_eq!(ok(&line).status, status);
         }
+    }
+
+    #[test]
+    fn reported_statuses_round_trip_through_serde_as_the_contracts_words() {
+        let words = ["optimal", "feasible", "infeasible", "unknown", "error"];
+        for (status, word) in ReportedStatus::ALL.into_iter().zip(words) {
+            assert_eq!(status.as_str(), word);
+            assert_eq!(serde_json::to_value(status).unwrap(), json!(word));
+            let back: ReportedStatus = serde_json::from_value(json!(word)).unwrap();
+            assert_eq!(back, status);
+        }
+        assert!(serde_json::from_value::<ReportedStatus>(json!("model_invalid")).is_err());
     }
 
     #[test]
@@ -601,7 +658,7 @@ mod tests {
             "{\"status\": \"optimal\", \"objective\": 30, \"solution\": {\"x\": 3}}\n",
         );
         let envelope = ok(stdout);
-        assert_eq!(envelope.status, "optimal");
+        assert_eq!(envelope.status, ReportedStatus::Optimal);
         assert_eq!(envelope.objective, Some(Number::from(30)));
         assert_eq!(envelope.solution, solution(json!({"x": 3})));
     }
@@ -613,7 +670,7 @@ mod tests {
             "{\"status\": \"fea",
         );
         let envelope = ok(stdout);
-        assert_eq!(envelope.status, "feasible");
+        assert_eq!(envelope.status, ReportedStatus::Feasible);
         assert_eq!(envelope.objective, Some(Number::from(20)));
     }
 
@@ -837,7 +894,7 @@ mod tests {
         let envelope = ok(
             r#"{"status": "optimal", "objective": 1, "solution": {}, "wall_time": NaN, "extra": {"a": [Infinity]}}"#,
         );
-        assert_eq!(envelope.status, "optimal");
+        assert_eq!(envelope.status, ReportedStatus::Optimal);
     }
 
     #[test]
@@ -1054,7 +1111,7 @@ mod tests {
     #[test]
     fn surrounding_whitespace_is_trimmed() {
         let stdout = format!("  \t{VALID}  \n   \n");
-        assert_eq!(ok(&stdout).status, "optimal");
+        assert_eq!(ok(&stdout).status, ReportedStatus::Optimal);
     }
 
     #[test]
@@ -1098,7 +1155,7 @@ mod tests {
         assert_eq!(parse_line(&line), None);
         let stdout = format!("{VALID}\n{line}");
         // The deep line is not JSON to us, so the valid one before it counts.
-        assert_eq!(ok(&stdout).status, "optimal");
+        assert_eq!(ok(&stdout).status, ReportedStatus::Optimal);
     }
 
     #[test]
@@ -1121,7 +1178,7 @@ mod tests {
         let object =
             solution(json!({"status": "unknown", "objective": null, "solution": {"x": 1}}));
         let envelope = validate(object);
-        assert_eq!(envelope.map(|e| e.status), Ok("unknown".to_string()));
+        assert_eq!(envelope.map(|e| e.status), Ok(ReportedStatus::Unknown));
         let object = solution(json!({"status": "unknown", "objective": null}));
         assert_eq!(validate(object), Err(Rejection::new("solution", "missing")));
     }
@@ -1298,7 +1355,7 @@ mod tests {
                     rejected(&line),
                     Rejection::new(field, format!("non-finite number {token}"))
                 ),
-                None => assert_eq!(ok(&line).status, "feasible"),
+                None => assert_eq!(ok(&line).status, ReportedStatus::Feasible),
             }
         }
     }
@@ -1315,14 +1372,14 @@ mod properties {
     const PLACEHOLDER: &str = "\u{1}non-finite\u{1}";
 
     /// A status as a script may spell it, and its canonical form.
-    fn status() -> impl Strategy<Value = (String, &'static str)> {
+    fn status() -> impl Strategy<Value = (String, ReportedStatus)> {
         let spelled = prop_oneof![
-            Just(("optimal", "optimal")),
-            Just(("feasible", "feasible")),
-            Just(("infeasible", "infeasible")),
-            Just(("unknown", "unknown")),
-            Just(("error", "error")),
-            Just(("MODEL_INVALID", "error")),
+            Just(("optimal", ReportedStatus::Optimal)),
+            Just(("feasible", ReportedStatus::Feasible)),
+            Just(("infeasible", ReportedStatus::Infeasible)),
+            Just(("unknown", ReportedStatus::Unknown)),
+            Just(("error", ReportedStatus::Error)),
+            Just(("MODEL_INVALID", ReportedStatus::Error)),
         ];
         (spelled, any::<bool>(), any::<bool>()).prop_map(|((text, canonical), upper, padded)| {
             let text = if upper {
@@ -1395,13 +1452,13 @@ mod properties {
 
         #[test]
         fn any_text_gives_an_answer(text in any::<String>()) {
-            if let Some(Ok(envelope)) = last_envelope(&text) {
-                prop_assert!(STATUSES.contains(&envelope.status.as_str()));
-            }
+            // Never a panic; a known status is the type's to guarantee.
+            let _ = last_envelope(&text);
         }
 
         /// Lines built from JSON pieces and the bare non-finite tokens in
-        /// every position: an accepted envelope always has a known status.
+        /// every position: an accepted envelope has the one status word the
+        /// soup holds, never a sentinel.
         #[test]
         fn token_soup_gives_an_answer(parts in prop::collection::vec(prop_oneof![
             Just("{".to_owned()), Just("}".to_owned()), Just("[".to_owned()), Just("]".to_owned()),
@@ -1415,7 +1472,8 @@ mod properties {
         ], 0..40)) {
             let line = parts.concat();
             if let Some(Ok(envelope)) = parse_line(&line) {
-                prop_assert!(STATUSES.contains(&envelope.status.as_str()));
+                // "optimal" is the soup's only status word.
+                prop_assert_eq!(envelope.status, ReportedStatus::Optimal);
             }
         }
 
@@ -1433,7 +1491,7 @@ mod properties {
                 object["best_objective_bound"] = json!(bound);
             }
             let expected = Envelope {
-                status: canonical.to_owned(),
+                status: canonical,
                 objective: objective.map(Number::from),
                 solution,
                 best_objective_bound: bound.map(Number::from),

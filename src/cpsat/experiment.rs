@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::checker::{Graded, PreparedChecker, run_checker};
 use super::probe::CHILD_OVERHEAD_MS;
-use super::results::{CheckerReport, CpsatPythonResult};
+use super::results::{CheckerReport, CheckerStatus, CpsatPythonResult, ScriptStatus};
 use super::run::{Cpsat, positive_ms};
 use super::script::{ScriptRequest, ScriptSource, validate_seed};
 use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
@@ -24,7 +24,7 @@ use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::progress::{Progress, Stage};
 use crate::sha256_hex;
 use crate::userfiles::off_thread;
-use crate::verdict::Verdict;
+use crate::verdict::{RaceStatus, Verdict};
 
 /// Longest projected wall clock of one experiment call.
 pub const EXPERIMENT_BUDGET_MS: u64 = 210_000;
@@ -67,7 +67,7 @@ pub struct ExperimentRequest {
 pub struct ExperimentAttempt {
     pub index: usize,
     pub name: String,
-    pub status: String,
+    pub status: ScriptStatus,
     pub objective: Option<Number>,
     /// Diagnostic only; never used for acceptance or ranking.
     pub best_objective_bound: Option<Number>,
@@ -75,7 +75,7 @@ pub struct ExperimentAttempt {
     pub accepted: bool,
     /// Why it was not accepted.
     pub rejection: Option<String>,
-    pub checker_status: Option<String>,
+    pub checker_status: Option<CheckerStatus>,
     pub checker_verdict: Option<Verdict>,
     pub duration_ms: u64,
     /// SHA256 of the inline text or of the file's bytes.
@@ -97,8 +97,7 @@ pub struct ExperimentAttempt {
 /// What an experiment decided.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CpsatPythonExperimentResult {
-    /// `winner` or `no_winner`.
-    pub status: String,
+    pub status: RaceStatus,
     pub winner_index: Option<usize>,
     pub winner_name: Option<String>,
     pub winner: Option<CpsatPythonResult>,
@@ -272,12 +271,7 @@ impl Cpsat {
             )
         });
         let result = CpsatPythonExperimentResult {
-            status: if winner.is_some() {
-                "winner"
-            } else {
-                "no_winner"
-            }
-            .to_owned(),
+            status: RaceStatus::of(&winner),
             winner_name: winner_index
                 .and_then(|index| rows.get(index))
                 .map(|row| row.name.clone()),
@@ -439,7 +433,7 @@ async fn run_attempt(
                 problem,
                 solution,
                 objective: result.objective.as_ref(),
-                solver_status: &result.status,
+                solver_status: result.status,
             };
             Some(run_checker(python, checker, graded, checker_ms, cancel).await?)
         }
@@ -471,16 +465,16 @@ fn row(
         (Ok(_), None) if checked => Some("the checker did not run".to_owned()),
         _ => None,
     };
-    let stderr_tail = (result.status == "error").then(|| tail(&result.stderr));
+    let stderr_tail = (result.status == ScriptStatus::Error).then(|| tail(&result.stderr));
     ExperimentAttempt {
         index,
         name: attempt.name.clone(),
-        status: result.status.clone(),
+        status: result.status,
         objective: result.objective.clone(),
         best_objective_bound: result.best_objective_bound.clone(),
         accepted: rejection.is_none(),
         rejection,
-        checker_status: ran.checker.as_ref().map(|report| report.status.clone()),
+        checker_status: ran.checker.as_ref().map(|report| report.status),
         checker_verdict: ran.checker.as_ref().map(|report| report.verdict),
         duration_ms: result.duration_ms,
         source_sha256: attempt.source_sha256.clone(),
@@ -502,7 +496,7 @@ fn failed_row(index: usize, attempt: &Planned, message: String) -> ExperimentAtt
     ExperimentAttempt {
         index,
         name: attempt.name.clone(),
-        status: "error".to_owned(),
+        status: ScriptStatus::Error,
         objective: None,
         best_objective_bound: None,
         accepted: false,
@@ -533,11 +527,14 @@ fn tail(text: &str) -> String {
     text[start..].to_owned()
 }
 
-fn status_strength(status: &str) -> u8 {
+fn status_strength(status: ScriptStatus) -> u8 {
     match status {
-        "optimal" => 0,
-        "feasible" => 1,
-        _ => 2,
+        ScriptStatus::Optimal => 0,
+        ScriptStatus::Feasible => 1,
+        ScriptStatus::Timeout
+        | ScriptStatus::Infeasible
+        | ScriptStatus::Unknown
+        | ScriptStatus::Error => 2,
     }
 }
 
@@ -558,7 +555,7 @@ fn rank(rows: &[ExperimentAttempt], sense: Option<&str>) -> Option<usize> {
                 _ => std::cmp::Ordering::Equal,
             };
             by_objective
-                .then(status_strength(&a.status).cmp(&status_strength(&b.status)))
+                .then(status_strength(a.status).cmp(&status_strength(b.status)))
                 .then(a.duration_ms.cmp(&b.duration_ms))
                 .then(a.index.cmp(&b.index))
         })
@@ -588,7 +585,7 @@ mod tests {
 
     fn attempt_row(
         index: usize,
-        status: &str,
+        status: ScriptStatus,
         objective: Option<i64>,
         duration_ms: u64,
         accepted: bool,
@@ -596,7 +593,7 @@ mod tests {
         ExperimentAttempt {
             index,
             name: format!("attempt-{index}"),
-            status: status.to_owned(),
+            status,
             objective: objective.map(Number::from),
             best_objective_bound: None,
             accepted,
@@ -619,10 +616,10 @@ mod tests {
     #[test]
     fn ranking_follows_the_policy() {
         let rows = vec![
-            attempt_row(0, "feasible", Some(10), 50, true),
-            attempt_row(1, "optimal", Some(10), 90, true),
-            attempt_row(2, "optimal", Some(12), 10, false),
-            attempt_row(3, "timeout", Some(11), 5, true),
+            attempt_row(0, ScriptStatus::Feasible, Some(10), 50, true),
+            attempt_row(1, ScriptStatus::Optimal, Some(10), 90, true),
+            attempt_row(2, ScriptStatus::Optimal, Some(12), 10, false),
+            attempt_row(3, ScriptStatus::Timeout, Some(11), 5, true),
         ];
         assert_eq!(
             rank(&rows, Some("maximize")),
@@ -640,15 +637,18 @@ mod tests {
             "feasibility: status, then duration"
         );
         let tied = vec![
-            attempt_row(0, "optimal", Some(1), 7, true),
-            attempt_row(1, "optimal", Some(1), 7, true),
+            attempt_row(0, ScriptStatus::Optimal, Some(1), 7, true),
+            attempt_row(1, ScriptStatus::Optimal, Some(1), 7, true),
         ];
         assert_eq!(
             rank(&tied, Some("minimize")),
             Some(0),
             "attempt order breaks the last tie"
         );
-        assert_eq!(rank(&[attempt_row(0, "error", None, 1, false)], None), None);
+        assert_eq!(
+            rank(&[attempt_row(0, ScriptStatus::Error, None, 1, false)], None),
+            None
+        );
     }
 
     #[test]

@@ -21,12 +21,15 @@ mod warm;
 pub use checker::canonical_problem;
 /// For `crate::fuzzing` only.
 pub(crate) use checker::parse_verdict;
+/// What `crate::fuzzing::checker_verdict` answers.
+pub use checker::{LineStatus, VerdictError, VerdictLine};
 pub use experiment::{
     AttemptRequest, CpsatPythonExperimentResult, ExperimentAttempt, ExperimentRequest,
     config_sha256,
 };
 pub use results::{
-    CheckerReport, CheckerTest, CpsatPythonCheckedResult, CpsatPythonResult, MutationRow,
+    CheckerReport, CheckerStatus, CheckerTest, CpsatPythonCheckedResult, CpsatPythonResult,
+    MutationRow, ScriptStatus,
 };
 pub(crate) use run::RunChecker;
 pub use run::{CheckedRequest, Cpsat, positive_ms};

@@ -43,7 +43,33 @@ pub struct Mutant {
     /// One of the four `*_PERTURBED` / `ELEMENT_*` names.
     pub name: &'static str,
     /// The corrupted payload, or the reason the rule had nothing to corrupt.
-    pub outcome: Result<MutatedPayload, String>,
+    pub outcome: Result<MutatedPayload, Skipped>,
+}
+
+/// Why a rule had nothing to corrupt (the self-test row's
+/// `skipped_reason`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Skipped {
+    #[error("the solution has no objective")]
+    NoObjective,
+    #[error("the objective is null")]
+    NullObjective,
+    /// What the objective is instead (`a string`, ...).
+    #[error("the objective is not a number (it is {0})")]
+    ObjectiveNotANumber(&'static str),
+    /// The objective, as printed.
+    #[error("the objective {0} is too large for adding 1 to change it")]
+    ObjectiveTooLarge(Number),
+    #[error("no top-level value of the solution is a non-empty list")]
+    NoList,
+    /// The longest list's key.
+    #[error(
+        "no integer or boolean among the solution's top-level values or in the first element of its longest list {}",
+        json_string(.0)
+    )]
+    NoFieldInList(String),
+    #[error("no integer or boolean among the solution's top-level values, and no top-level list")]
+    NoField,
 }
 
 /// A corrupted solution and objective, ready to hand to the checker.
@@ -100,8 +126,6 @@ pub fn mutations(solution: &Map<String, Value>, objective: Option<&Value>) -> Ve
     ]
 }
 
-const NO_LIST: &str = "no top-level value of the solution is a non-empty list";
-
 /// The key of the longest non-empty top-level list; the first in key order
 /// among equals.
 fn longest_list(solution: &Map<String, Value>) -> Option<&str> {
@@ -118,17 +142,12 @@ fn longest_list(solution: &Map<String, Value>) -> Option<&str> {
 }
 
 /// Rule 1: the objective plus one, same kind of number.
-fn perturbed_objective(objective: Option<&Value>) -> Result<Value, String> {
+fn perturbed_objective(objective: Option<&Value>) -> Result<Value, Skipped> {
     let number = match objective {
-        None => return Err("the solution has no objective".to_string()),
-        Some(Value::Null) => return Err("the objective is null".to_string()),
+        None => return Err(Skipped::NoObjective),
+        Some(Value::Null) => return Err(Skipped::NullObjective),
         Some(Value::Number(number)) => number,
-        Some(other) => {
-            return Err(format!(
-                "the objective is not a number (it is {})",
-                kind(other)
-            ));
-        }
+        Some(other) => return Err(Skipped::ObjectiveNotANumber(kind(other))),
     };
     if let Some(bumped) = bumped_integer(number) {
         return Ok(Value::Number(bumped));
@@ -137,9 +156,7 @@ fn perturbed_objective(objective: Option<&Value>) -> Result<Value, String> {
     let plus_one = value + 1.0;
     match Number::from_f64(plus_one) {
         Some(bumped) if plus_one != value => Ok(Value::Number(bumped)),
-        _ => Err(format!(
-            "the objective {number} is too large for adding 1 to change it"
-        )),
+        _ => Err(Skipped::ObjectiveTooLarge(number.clone())),
     }
 }
 
@@ -148,15 +165,15 @@ fn edit_list(
     solution: &Map<String, Value>,
     list: Option<&str>,
     edit: impl FnOnce(&mut Vec<Value>),
-) -> Result<Map<String, Value>, String> {
-    let key = list.ok_or_else(|| NO_LIST.to_string())?;
+) -> Result<Map<String, Value>, Skipped> {
+    let key = list.ok_or(Skipped::NoList)?;
     let mut mutated = solution.clone();
     match mutated.get_mut(key) {
         Some(Value::Array(items)) => {
             edit(items);
             Ok(mutated)
         }
-        _ => Err(NO_LIST.to_string()),
+        _ => Err(Skipped::NoList),
     }
 }
 
@@ -165,7 +182,7 @@ fn edit_list(
 fn perturbed_field(
     solution: &Map<String, Value>,
     list: Option<&str>,
-) -> Result<Map<String, Value>, String> {
+) -> Result<Map<String, Value>, Skipped> {
     let mut mutated = solution.clone();
 
     // The chosen list's first element: its first integer field, or itself.
@@ -197,14 +214,8 @@ fn perturbed_field(
     }
 
     Err(match list {
-        Some(key) => format!(
-            "no integer or boolean among the solution's top-level values or in the first element of its longest list {}",
-            json_string(key)
-        ),
-        None => {
-            "no integer or boolean among the solution's top-level values, and no top-level list"
-                .to_string()
-        }
+        Some(key) => Skipped::NoFieldInList(key.to_owned()),
+        None => Skipped::NoField,
     })
 }
 
@@ -296,10 +307,10 @@ mod tests {
         }
     }
 
-    fn skipped(mutant: &Mutant) -> &str {
+    fn skipped(mutant: &Mutant) -> String {
         match &mutant.outcome {
             Ok(payload) => panic!("{} not skipped: {payload:?}", mutant.name),
-            Err(reason) => reason,
+            Err(reason) => reason.to_string(),
         }
     }
 

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::checker::{Graded, PreparedChecker, run_checker};
 use super::mutations;
-use super::results::{CheckerTest, MutationRow};
+use super::results::{CheckerStatus, CheckerTest, MutationRow, ScriptStatus};
 use crate::diagnostics::ToolError;
 
 /// Wall-clock ceiling of a call with `test_checker`.
@@ -73,7 +73,7 @@ pub async fn probe(
     problem: Option<&str>,
     solution: &Map<String, Value>,
     objective: Option<&Number>,
-    solver_status: &str,
+    solver_status: ScriptStatus,
     checker_timeout_ms: u64,
     cancel: &CancellationToken,
 ) -> Result<CheckerTest, ToolError> {
@@ -84,7 +84,7 @@ pub async fn probe(
         let payload = match mutant.outcome {
             Ok(payload) => payload,
             Err(reason) => {
-                rows.push(skipped(name, reason));
+                rows.push(skipped(name, reason.to_string()));
                 continue;
             }
         };
@@ -99,7 +99,7 @@ pub async fn probe(
             solver_status,
         };
         let report = run_checker(python, checker, graded, checker_timeout_ms, cancel).await?;
-        if report.status == "error"
+        if report.status == CheckerStatus::Error
             && report
                 .message
                 .as_deref()
@@ -116,14 +116,11 @@ pub async fn probe(
             status: Some(report.status),
         });
     }
-    let count = |status: &str| {
-        rows.iter()
-            .filter(|row| row.status.as_deref() == Some(status))
-            .count()
-    };
+    let count =
+        |status: CheckerStatus| rows.iter().filter(|row| row.status == Some(status)).count();
     Ok(CheckerTest {
-        rejected_count: count("rejected"),
-        accepted_count: count("accepted"),
+        rejected_count: count(CheckerStatus::Rejected),
+        accepted_count: count(CheckerStatus::Accepted),
         mutations: rows,
     })
 }

@@ -5,17 +5,106 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
+use super::envelope::ReportedStatus;
 use crate::verdict::Verdict;
 
 use crate::diagnostics::Diagnostic;
 
+/// How a script run ended: the status its envelope reported, or `error`
+/// when the run broke its contract, or `timeout` when the time limit
+/// stopped it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScriptStatus {
+    // Plain comments, not doc comments: the published schema stays a plain
+    // string enum.
+    // The script reports a solution, proven optimal.
+    Optimal,
+    // The script reports a solution, not proven optimal.
+    Feasible,
+    // The script reports the model infeasible.
+    Infeasible,
+    // The script reports no solution and no proof.
+    Unknown,
+    // The script reports an error, or the run broke its contract.
+    Error,
+    // The time limit stopped the run (a recovered incumbent is unproven).
+    Timeout,
+}
+
+impl ScriptStatus {
+    /// The status as it reads in the JSON (`optimal`, `timeout`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScriptStatus::Optimal => "optimal",
+            ScriptStatus::Feasible => "feasible",
+            ScriptStatus::Infeasible => "infeasible",
+            ScriptStatus::Unknown => "unknown",
+            ScriptStatus::Error => "error",
+            ScriptStatus::Timeout => "timeout",
+        }
+    }
+}
+
+impl From<ReportedStatus> for ScriptStatus {
+    fn from(status: ReportedStatus) -> ScriptStatus {
+        match status {
+            ReportedStatus::Optimal => ScriptStatus::Optimal,
+            ReportedStatus::Feasible => ScriptStatus::Feasible,
+            ReportedStatus::Infeasible => ScriptStatus::Infeasible,
+            ReportedStatus::Unknown => ScriptStatus::Unknown,
+            ReportedStatus::Error => ScriptStatus::Error,
+        }
+    }
+}
+
+impl std::fmt::Display for ScriptStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a CP-SAT checker's run came to; [`CheckerReport::verdict`] says
+/// whether the answer passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckerStatus {
+    // Plain comments, not doc comments: the published schema stays a plain
+    // string enum.
+    // A well-formed `accepted` verdict line.
+    Accepted,
+    // A well-formed `rejected` verdict line.
+    Rejected,
+    // An `error` verdict line, or anything but a well-formed one.
+    Error,
+    // The checker ran out of time.
+    Timeout,
+}
+
+impl CheckerStatus {
+    /// The status as it reads in the JSON (`accepted`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckerStatus::Accepted => "accepted",
+            CheckerStatus::Rejected => "rejected",
+            CheckerStatus::Error => "error",
+            CheckerStatus::Timeout => "timeout",
+        }
+    }
+}
+
+impl std::fmt::Display for CheckerStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What one script run produced.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CpsatPythonResult {
-    /// The envelope's `status` (`optimal`, `feasible`, `infeasible`,
-    /// `unknown`, `error`), or `error` when the run broke its contract, or
-    /// `timeout` when the time limit stopped it.
-    pub status: String,
+    /// The envelope's `status`, or `error` when the run broke its contract,
+    /// or `timeout` when the time limit stopped it.
+    pub status: ScriptStatus,
     /// The envelope's `solution`; on a timeout, the last valid intermediate
     /// one (unproven); `null` when there is none.
     pub solution: Option<Map<String, Value>>,
@@ -40,15 +129,16 @@ impl CpsatPythonResult {
     /// A result with a solution a checker can grade: a reported
     /// optimal/feasible answer, or a recovered incumbent on timeout.
     pub fn checkable(&self) -> Result<&Map<String, Value>, String> {
-        match (&self.solution, self.status.as_str()) {
-            (Some(solution), "optimal" | "feasible" | "timeout") if !solution.is_empty() => {
-                Ok(solution)
-            }
-            (_, "optimal" | "feasible" | "timeout") => Err(format!(
+        use ScriptStatus::{Error, Feasible, Infeasible, Optimal, Timeout, Unknown};
+        match (&self.solution, self.status) {
+            (Some(solution), Optimal | Feasible | Timeout) if !solution.is_empty() => Ok(solution),
+            (_, Optimal | Feasible | Timeout) => Err(format!(
                 "status {} with an empty solution: nothing to check",
                 self.status
             )),
-            (_, status) => Err(format!("status {status}: no incumbent to check")),
+            (_, status @ (Infeasible | Unknown | Error)) => {
+                Err(format!("status {status}: no incumbent to check"))
+            }
         }
     }
 }
@@ -56,9 +146,8 @@ impl CpsatPythonResult {
 /// A checker's verdict.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CheckerReport {
-    /// `accepted`, `rejected`, `error` or `timeout`. Anything but a
-    /// well-formed final line becomes `error`.
-    pub status: String,
+    /// Anything but a well-formed final line becomes `error`.
+    pub status: CheckerStatus,
     /// `accepted` only for a well-formed `accepted` line from a checker
     /// that exited 0 with nothing left running; `no_verdict` when it ran
     /// to its end without a verdict line.
@@ -81,13 +170,24 @@ impl CheckerReport {
     /// Why the answer is not verified, in one sentence (the verdict, then
     /// why it was normalised, when it was); `None` when it was accepted.
     pub fn refusal(&self) -> Option<String> {
+        self.refusal_noting("")
+    }
+
+    /// [`CheckerReport::refusal`] with how many errors the checker listed,
+    /// after the verdict: the save gate's reason.
+    pub fn refusal_with_error_count(&self) -> Option<String> {
+        self.refusal_noting(&format!(" with {} error(s)", self.errors.len()))
+    }
+
+    /// The refusal sentence, `note` right after the verdict.
+    fn refusal_noting(&self, note: &str) -> Option<String> {
         (!self.verdict.is_accepted()).then(|| {
             let why = self
                 .message
                 .as_deref()
                 .map(|message| format!(": {message}"))
                 .unwrap_or_default();
-            format!("the checker's verdict is {}{why}", self.verdict)
+            format!("the checker's verdict is {}{note}{why}", self.verdict)
         })
     }
 }
@@ -102,9 +202,9 @@ pub struct MutationRow {
     /// probe faulted); otherwise `status` is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped_reason: Option<String>,
-    /// The checker's verdict on the mutant.
+    /// The checker's status on the mutant.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
+    pub status: Option<CheckerStatus>,
     /// The checker's errors (an array like `checker.errors`), bounded at
     /// about 8 KiB; a last string says how many were left out.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,4 +236,100 @@ pub struct CpsatPythonCheckedResult {
     /// The mutation probe, when `test_checker` asked for it and the
     /// baseline was accepted.
     pub checker_test: Option<CheckerTest>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn script_statuses_round_trip_through_serde_as_todays_words() {
+        for (status, word) in [
+            (ScriptStatus::Optimal, "optimal"),
+            (ScriptStatus::Feasible, "feasible"),
+            (ScriptStatus::Infeasible, "infeasible"),
+            (ScriptStatus::Unknown, "unknown"),
+            (ScriptStatus::Error, "error"),
+            (ScriptStatus::Timeout, "timeout"),
+        ] {
+            assert_eq!(status.as_str(), word);
+            assert_eq!(status.to_string(), word);
+            assert_eq!(serde_json::to_value(status).unwrap(), json!(word));
+            let back: ScriptStatus = serde_json::from_value(json!(word)).unwrap();
+            assert_eq!(back, status);
+        }
+        for status in ReportedStatus::ALL {
+            assert_eq!(ScriptStatus::from(status).as_str(), status.as_str());
+        }
+    }
+
+    #[test]
+    fn checker_statuses_round_trip_through_serde_as_todays_words() {
+        for (status, word) in [
+            (CheckerStatus::Accepted, "accepted"),
+            (CheckerStatus::Rejected, "rejected"),
+            (CheckerStatus::Error, "error"),
+            (CheckerStatus::Timeout, "timeout"),
+        ] {
+            assert_eq!(status.as_str(), word);
+            assert_eq!(status.to_string(), word);
+            assert_eq!(serde_json::to_value(status).unwrap(), json!(word));
+            let back: CheckerStatus = serde_json::from_value(json!(word)).unwrap();
+            assert_eq!(back, status);
+        }
+    }
+
+    /// A word outside the set is not a status: a result (a Slurm node's
+    /// result.json, an experiment handed back as provenance) that carries
+    /// one does not parse.
+    #[test]
+    fn an_unknown_word_is_no_status() {
+        for word in ["solved", "OPTIMAL", "model_invalid", "no_verdict", ""] {
+            assert!(
+                serde_json::from_value::<ScriptStatus>(json!(word)).is_err(),
+                "{word:?}"
+            );
+        }
+        for word in ["no_verdict", "ACCEPTED", "ok", ""] {
+            assert!(
+                serde_json::from_value::<CheckerStatus>(json!(word)).is_err(),
+                "{word:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_save_gates_refusal_counts_the_errors() {
+        let report = CheckerReport {
+            status: CheckerStatus::Rejected,
+            verdict: Verdict::Rejected,
+            errors: vec![json!("a"), json!("b")],
+            details: Map::new(),
+            message: Some("why".to_owned()),
+            stdout: String::new(),
+            stderr: String::new(),
+            return_code: Some(0),
+            timed_out: false,
+            truncated: false,
+            duration_ms: 1,
+        };
+        assert_eq!(
+            report.refusal().as_deref(),
+            Some("the checker's verdict is rejected: why")
+        );
+        assert_eq!(
+            report.refusal_with_error_count().as_deref(),
+            Some("the checker's verdict is rejected with 2 error(s): why")
+        );
+        let accepted = CheckerReport {
+            status: CheckerStatus::Accepted,
+            verdict: Verdict::Accepted,
+            message: None,
+            errors: Vec::new(),
+            ..report
+        };
+        assert_eq!(accepted.refusal(), None);
+        assert_eq!(accepted.refusal_with_error_count(), None);
+    }
 }

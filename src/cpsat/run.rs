@@ -190,7 +190,7 @@ impl Cpsat {
             problem,
             solution,
             objective: result.objective.as_ref(),
-            solver_status: &result.status,
+            solver_status: result.status,
         };
         checker::run_checker(&python, checker, graded, timeout_ms, cancel).await
     }
@@ -289,7 +289,7 @@ impl Cpsat {
                         request.problem.as_deref(),
                         solution,
                         run.objective.as_ref(),
-                        &run.status,
+                        run.status,
                         checker_timeout_ms,
                         cancel,
                     )

@@ -8,10 +8,8 @@
 //! (`escaped_processes`, `late_output_bytes`); the answer it printed itself
 //! is kept.
 
-use serde_json::Value;
-
 use super::envelope::{self, Envelope};
-use super::results::{CheckerReport, CpsatPythonResult};
+use super::results::{CheckerReport, CpsatPythonResult, ScriptStatus};
 use crate::diagnostics::{Category, Diagnostic};
 use crate::exec::{self, Ending, RunOutput};
 
@@ -87,7 +85,7 @@ pub fn script_result(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
 fn read_run(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
     let capped = run.ending == Ending::Capped;
     let mut result = CpsatPythonResult {
-        status: "error".to_owned(),
+        status: ScriptStatus::Error,
         solution: None,
         objective: None,
         best_objective_bound: None,
@@ -107,7 +105,7 @@ fn read_run(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
             .with_detail("truncated", result.truncated)
     };
     if result.timed_out {
-        result.status = "timeout".to_owned();
+        result.status = ScriptStatus::Timeout;
         let mut rejected = None;
         match envelope::last_envelope(&result.stdout) {
             Some(Ok(incumbent)) => adopt(&mut result, incumbent),
@@ -220,20 +218,20 @@ fn read_run(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
         }
         Some(Ok(reported)) => {
             adopt(&mut result, reported);
-            result.diagnostic = match result.status.as_str() {
-                "infeasible" => Some(Diagnostic::new(
+            result.diagnostic = match result.status {
+                ScriptStatus::Infeasible => Some(Diagnostic::new(
                     Category::Infeasible,
                     "the script reports the model infeasible",
                 )),
-                "unknown" => Some(Diagnostic::new(
+                ScriptStatus::Unknown => Some(Diagnostic::new(
                     Category::Unknown,
                     "the script reports unknown: no solution and no proof",
                 )),
-                "error" => Some(Diagnostic::new(
+                ScriptStatus::Error => Some(Diagnostic::new(
                     Category::ChildProcessError,
                     "the script reports status error",
                 )),
-                _ => None,
+                ScriptStatus::Optimal | ScriptStatus::Feasible | ScriptStatus::Timeout => None,
             };
         }
     }
@@ -241,8 +239,9 @@ fn read_run(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
 }
 
 fn adopt(result: &mut CpsatPythonResult, reported: Envelope) {
-    if result.status != "timeout" {
-        result.status = reported.status;
+    // A timeout stays one: the recovered incumbent is unproven.
+    if result.status != ScriptStatus::Timeout {
+        result.status = reported.status.into();
     }
     result.solution = Some(reported.solution);
     result.objective = reported.objective;
@@ -255,13 +254,13 @@ pub fn checked_diagnostic(
     run: &CpsatPythonResult,
     checker: Option<&CheckerReport>,
 ) -> Option<Diagnostic> {
-    if run.status == "timeout" {
+    if run.status == ScriptStatus::Timeout {
         return run.diagnostic.clone();
     }
     match checker.and_then(|report| Some((report, report.refusal()?))) {
         Some((report, refusal)) => Some(
             Diagnostic::new(Category::CheckerFailed, refusal)
-                .with_detail("checker_status", Value::String(report.status.clone()))
+                .with_detail("checker_status", report.status.as_str())
                 .with_detail("checker_verdict", report.verdict.as_str()),
         ),
         None => run.diagnostic.clone(),
@@ -271,6 +270,7 @@ pub fn checked_diagnostic(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpsat::results::CheckerStatus;
 
     fn run(ending: Ending, return_code: Option<i32>, stdout: &str) -> RunOutput {
         RunOutput {
@@ -294,7 +294,7 @@ mod tests {
         escaped.escaped = 2;
         escaped.late_output_bytes = 61;
         let result = script_result(escaped, 1000);
-        assert_eq!(result.status, "optimal");
+        assert_eq!(result.status, ScriptStatus::Optimal);
         assert_eq!(result.solution.unwrap()["x"], 1);
         let diagnostic = result.diagnostic.unwrap();
         assert_eq!(diagnostic.category, Category::ChildProcessError);
@@ -313,7 +313,7 @@ mod tests {
     #[test]
     fn a_clean_envelope_is_the_result() {
         let result = script_result(run(Ending::Exited, Some(0), GOOD), 1000);
-        assert_eq!(result.status, "optimal");
+        assert_eq!(result.status, ScriptStatus::Optimal);
         assert_eq!(result.objective.unwrap().as_i64(), Some(3));
         assert!(result.diagnostic.is_none());
     }
@@ -328,7 +328,7 @@ mod tests {
             ),
             1000,
         );
-        assert_eq!(result.status, "error");
+        assert_eq!(result.status, ScriptStatus::Error);
         let diagnostic = result.diagnostic.unwrap();
         assert_eq!(diagnostic.category, Category::ChildProcessError);
         assert_eq!(diagnostic.details.unwrap()["field"], "solution");
@@ -340,7 +340,7 @@ mod tests {
         );
 
         let crashed = script_result(run(Ending::Exited, Some(1), "no json here\n"), 1000);
-        assert_eq!(crashed.status, "error");
+        assert_eq!(crashed.status, ScriptStatus::Error);
         assert!(
             crashed
                 .diagnostic
@@ -353,7 +353,7 @@ mod tests {
     #[test]
     fn an_answer_printed_before_a_failing_exit_is_kept_with_a_diagnostic() {
         let result = script_result(run(Ending::Exited, Some(1), GOOD), 1000);
-        assert_eq!(result.status, "optimal");
+        assert_eq!(result.status, ScriptStatus::Optimal);
         assert_eq!(result.solution.unwrap()["x"], 1);
         let diagnostic = result.diagnostic.unwrap();
         assert_eq!(diagnostic.category, Category::ChildProcessError);
@@ -365,7 +365,7 @@ mod tests {
     fn a_timeout_recovers_the_last_valid_incumbent() {
         let partial = format!("{GOOD}{{\"status\": \"feas");
         let result = script_result(run(Ending::TimedOut, None, &partial), 1000);
-        assert_eq!(result.status, "timeout");
+        assert_eq!(result.status, ScriptStatus::Timeout);
         assert_eq!(result.solution.unwrap()["x"], 1);
         assert_eq!(
             result.diagnostic.unwrap().category,
@@ -374,7 +374,7 @@ mod tests {
 
         let malformed = "{\"status\": \"feasible\", \"objective\": 1, \"solution\": []}\n";
         let result = script_result(run(Ending::TimedOut, None, malformed), 1000);
-        assert_eq!(result.status, "timeout");
+        assert_eq!(result.status, ScriptStatus::Timeout);
         assert!(result.solution.is_none());
         let diagnostic = result.diagnostic.unwrap();
         assert_eq!(diagnostic.category, Category::TimeoutNoIncumbent);
@@ -384,10 +384,51 @@ mod tests {
         );
     }
 
+    /// A status word outside the contract is never passed through: the
+    /// envelope is refused (status `error`, the field and the allowed
+    /// words named), and on a timeout the partial is dropped and named.
+    #[test]
+    fn a_status_word_outside_the_contract_is_refused_not_passed_through() {
+        let solved = "{\"status\": \"solved\", \"objective\": 3, \"solution\": {\"x\": 1}}\n";
+        let result = script_result(run(Ending::Exited, Some(0), solved), 1000);
+        assert_eq!(result.status, ScriptStatus::Error);
+        assert!(result.solution.is_none() && result.objective.is_none());
+        let diagnostic = result.diagnostic.unwrap();
+        assert_eq!(diagnostic.category, Category::ChildProcessError);
+        let reason = r#"must be one of "optimal", "feasible", "infeasible", "unknown", "error" (got the string "solved")"#;
+        assert_eq!(
+            diagnostic.message,
+            format!("the envelope is invalid at status: {reason}")
+        );
+        let details = diagnostic.details.unwrap();
+        assert_eq!(details["field"], "status");
+        assert_eq!(details["reason"], reason);
+
+        let timed_out = script_result(run(Ending::TimedOut, None, solved), 1000);
+        assert_eq!(timed_out.status, ScriptStatus::Timeout);
+        assert!(timed_out.solution.is_none());
+        let diagnostic = timed_out.diagnostic.unwrap();
+        assert_eq!(diagnostic.category, Category::TimeoutNoIncumbent);
+        assert_eq!(
+            diagnostic.details.unwrap()["rejected_partial_field"],
+            "status"
+        );
+
+        // CP-SAT's own MODEL_INVALID is the contract's `error`, not a word
+        // of its own.
+        let invalid = "{\"status\": \"MODEL_INVALID\", \"objective\": null, \"solution\": {}}\n";
+        let result = script_result(run(Ending::Exited, Some(0), invalid), 1000);
+        assert_eq!(result.status, ScriptStatus::Error);
+        assert_eq!(
+            result.diagnostic.unwrap().message,
+            "the script reports status error"
+        );
+    }
+
     #[test]
     fn the_cap_is_an_output_truncated_error() {
         let result = script_result(run(Ending::Capped, None, GOOD), 1000);
-        assert_eq!(result.status, "error");
+        assert_eq!(result.status, ScriptStatus::Error);
         assert_eq!(
             result.diagnostic.unwrap().category,
             Category::OutputTruncated
@@ -397,20 +438,19 @@ mod tests {
     #[test]
     fn checker_verdicts_compose() {
         let clean = script_result(run(Ending::Exited, Some(0), GOOD), 1000);
-        let report = |verdict: crate::verdict::Verdict| CheckerReport {
-            status: verdict.as_str().to_owned(),
+        let report = |status: CheckerStatus, verdict: crate::verdict::Verdict| CheckerReport {
+            status,
             verdict,
             ..super::super::checker::error_report(String::new())
         };
-        let accepted = report(crate::verdict::Verdict::Accepted);
-        let rejected = report(crate::verdict::Verdict::Rejected);
+        let accepted = report(CheckerStatus::Accepted, crate::verdict::Verdict::Accepted);
+        let rejected = report(CheckerStatus::Rejected, crate::verdict::Verdict::Rejected);
         assert!(checked_diagnostic(&clean, Some(&accepted)).is_none());
-        assert_eq!(
-            checked_diagnostic(&clean, Some(&rejected))
-                .unwrap()
-                .category,
-            Category::CheckerFailed
-        );
+        let refused = checked_diagnostic(&clean, Some(&rejected)).unwrap();
+        assert_eq!(refused.category, Category::CheckerFailed);
+        let details = refused.details.unwrap();
+        assert_eq!(details["checker_status"], "rejected");
+        assert_eq!(details["checker_verdict"], "rejected");
         let timeout = script_result(run(Ending::TimedOut, None, GOOD), 1000);
         assert_eq!(
             checked_diagnostic(&timeout, Some(&rejected))

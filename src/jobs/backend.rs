@@ -373,7 +373,9 @@ pub(crate) fn cpsat_outcome(
     token: &CancellationToken,
 ) -> Outcome<CpsatJobOutput> {
     match result {
-        Ok(output) if output.result.status == "timeout" => Outcome::TimedOut(output),
+        Ok(output) if output.result.status == crate::cpsat::ScriptStatus::Timeout => {
+            Outcome::TimedOut(output)
+        }
         Ok(output) => Outcome::Succeeded(output),
         Err(_) if token.is_cancelled() => Outcome::Cancelled,
         Err(error) => Outcome::Failed(error.to_string()),

@@ -174,7 +174,7 @@ impl CpsatJobs {
     pub fn list(&self) -> JobList {
         list_of(&self.registry, JobKind::CpsatPython, |output| {
             (
-                ResultStatus::Script(output.result.status.clone()),
+                ResultStatus::Script(output.result.status),
                 output.result.objective.clone(),
             )
         })

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Number;
 
 use super::registry::{JobRegistry, JobSnapshot, JobState, RegistryFull};
+use crate::cpsat::ScriptStatus;
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::SolveStatus;
 use crate::verdict::RaceStatus;
@@ -80,8 +81,9 @@ pub struct JobSummary {
 
 /// A finished job's result status, as its own kind spells it: serialised as
 /// the bare status (`optimal`, `winner`, `feasible`, ...), the kind is in
-/// [`JobSummary::kind`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+/// [`JobSummary::kind`]. Read back, a word two kinds share (`optimal`,
+/// `error`, ...) is the first variant's: the kind says which it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum ResultStatus {
     /// A solve's status.
@@ -89,16 +91,16 @@ pub enum ResultStatus {
     /// A portfolio's: `winner` or `no_winner`.
     Race(RaceStatus),
     /// A CP-SAT script run's status.
-    Script(String),
+    Script(ScriptStatus),
 }
 
 impl ResultStatus {
     /// The status as it reads in the JSON.
-    pub fn as_str(&self) -> &str {
+    pub fn as_str(&self) -> &'static str {
         match self {
             ResultStatus::Solve(status) => status.as_str(),
             ResultStatus::Race(status) => status.as_str(),
-            ResultStatus::Script(status) => status,
+            ResultStatus::Script(status) => status.as_str(),
         }
     }
 }
@@ -170,7 +172,8 @@ mod tests {
                 "unsat_or_unbounded",
             ),
             (ResultStatus::Race(RaceStatus::NoWinner), "no_winner"),
-            (ResultStatus::Script("feasible".to_owned()), "feasible"),
+            (ResultStatus::Script(ScriptStatus::Feasible), "feasible"),
+            (ResultStatus::Script(ScriptStatus::Infeasible), "infeasible"),
         ];
         for (status, word) in cases {
             assert_eq!(

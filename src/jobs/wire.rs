@@ -56,7 +56,8 @@ pub enum WorkerWork {
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum WorkerOutcome {
     Solve {
-        result: SolveResult,
+        /// Boxed: a solve result is twice the size of the other outcomes.
+        result: Box<SolveResult>,
     },
     Cpsat(CpsatJobOutput),
     /// The run was refused or our machinery failed, as it would have locally.
@@ -125,7 +126,7 @@ impl WorkerOutcome {
     /// The solve result, or the error the local run would have returned.
     pub fn into_solve(self) -> Result<SolveResult, ToolError> {
         match self {
-            WorkerOutcome::Solve { result } => Ok(result),
+            WorkerOutcome::Solve { result } => Ok(*result),
             WorkerOutcome::Refused { diagnostic } => Err(ToolError(diagnostic)),
             WorkerOutcome::Cpsat(_) => Err(mismatch("a solve", "a CP-SAT result")),
         }

@@ -67,7 +67,9 @@ pub async fn run(dir: &Path, cancel: &CancellationToken) -> Result<(), WorkerErr
             });
             let minizinc = MiniZinc::new(Arc::new(runtime));
             match execute_solve(&minizinc, &request, &Progress::none(), cancel).await {
-                Ok(result) => WorkerOutcome::Solve { result },
+                Ok(result) => WorkerOutcome::Solve {
+                    result: Box::new(result),
+                },
                 Err(error) => WorkerOutcome::refused(error),
             }
         }

@@ -42,7 +42,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Re-run a CP-SAT script and save it only when its gates pass, in order: reported (optimal or feasible, non-empty solution), expectation (objective meets a threshold: a quality gate, not an optimality proof), checker (accepted). reason is null exactly when every gate passed; saved says whether anything was written; verify_only writes nothing. Writes model.py, problem.txt, checker.py, solution.json, replay-config.json, experiment-log.json and a manifest; replay_artifact re-runs it.",
+        description = "Re-run a CP-SAT script and save it only when its gates pass, in order: reported (optimal or feasible, non-empty solution), expectation (objective meets a threshold: a quality gate, not an optimality proof), checker (accepted). reason is null exactly when every gate passed; saved says whether anything was written. Writes model.py, problem.txt, checker.py, solution.json, replay-config.json, experiment-log.json and a manifest; replay_artifact re-runs it.",
         input_schema = schema::<SavePythonArgs>(),
         output_schema = schema_for_output::<SaveVerifiedPythonResult>()
     )]

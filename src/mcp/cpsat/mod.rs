@@ -99,7 +99,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Run a local CP-SAT script file, then grade its answer with a local Python checker (payload file with problem, solution, objective, solver_status as argv[1]; last stdout line {\"status\": \"accepted|rejected|error\", \"errors\": [...]}). test_checker also grades four mutated solutions to show whether the checker rejects anything.",
+        description = "Run a local CP-SAT script file, then grade its answer with a local Python checker (last stdout line {\"status\": \"accepted|rejected|error\", \"errors\": [...]}).",
         input_schema = schema::<RunCpsatFileCheckedArgs>(),
         output_schema = schema_for_output::<CpsatPythonCheckedResult>()
     )]

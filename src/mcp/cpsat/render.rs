@@ -3,7 +3,9 @@
 
 use std::fmt::Write;
 
-use crate::cpsat::{CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult};
+use crate::cpsat::{
+    CheckerStatus, CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult,
+};
 use crate::jobs::{CpsatPythonJobStatus, JobList};
 use crate::mcp::render::{block, diagnostic_line, excerpt, job_list, sandbox_line};
 
@@ -66,7 +68,7 @@ pub fn cpsat_checked(result: &CpsatPythonCheckedResult) -> String {
         for row in &test.mutations {
             let verdict = row
                 .status
-                .clone()
+                .map(|status| status.to_string())
                 .or_else(|| {
                     row.skipped_reason
                         .as_ref()
@@ -130,7 +132,7 @@ pub fn experiment(result: &CpsatPythonExperimentResult) -> String {
                 .as_ref()
                 .map_or("-".to_owned(), ToString::to_string),
             attempt.accepted,
-            attempt.checker_status.as_deref().unwrap_or("-"),
+            attempt.checker_status.map_or("-", CheckerStatus::as_str),
             attempt.duration_ms,
             attempt.rejection.as_deref().unwrap_or("")
         );
