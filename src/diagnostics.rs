@@ -6,6 +6,9 @@
 //! starts `Diagnostic: <category> — <message>` so a client can parse the
 //! category out of an MCP error too.
 //!
+//! [`causes`] reads an error's `source()` chain the one way both faces
+//! show it: the CLI as `Caused by:` lines, a tool's text joined by `: `.
+//!
 //! Do not rename a category: the snake_case names are a public contract.
 
 use std::fmt;
@@ -178,6 +181,37 @@ impl ToolError {
     }
 }
 
+/// The causes under `error`, outermost first: each `source()` in turn,
+/// except one its parent's message already ends with. Some errors say their
+/// cause themselves because a tool's text shows only their message
+/// (`exec::ExecError`, whose text every service puts in a [`ToolError`]);
+/// their cause is not repeated.
+pub fn causes(error: &dyn std::error::Error) -> Vec<String> {
+    let mut causes = Vec::new();
+    let mut parent = error.to_string();
+    let mut next = error.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !parent.ends_with(&text) {
+            causes.push(text.clone());
+        }
+        parent = text;
+        next = cause.source();
+    }
+    causes
+}
+
+/// `error`'s message and its [`causes`] on one line, joined by `: `: what a
+/// tool's error text says where the CLI prints `Caused by:` lines.
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    for cause in causes(error) {
+        text.push_str(": ");
+        text.push_str(&cause);
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,5 +239,33 @@ mod tests {
             error.to_string(),
             "Diagnostic: invalid_request — timeout_ms must be strictly positive, got 0"
         );
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("could not load {0}")]
+    struct Outer(&'static str, #[source] Middle);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("could not start x: {source}")]
+    struct Middle {
+        source: std::io::Error,
+    }
+
+    #[test]
+    fn causes_skip_one_its_parent_already_ends_with() {
+        let error = Outer(
+            "the model",
+            Middle {
+                source: std::io::Error::other("no such file"),
+            },
+        );
+        assert_eq!(causes(&error), ["could not start x: no such file"]);
+        assert_eq!(
+            with_causes(&error),
+            "could not load the model: could not start x: no such file"
+        );
+        let plain = std::io::Error::other("disk full");
+        assert!(causes(&plain).is_empty());
+        assert_eq!(with_causes(&plain), "disk full");
     }
 }

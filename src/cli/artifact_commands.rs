@@ -11,9 +11,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use super::paths::absolute;
 use super::render;
 use super::setup::{ARTIFACT_JOURNAL, PLANNER_STORE};
-use super::terminal::{cancel_on_interrupt, fail, interrupted, out, refuse};
+use super::terminal::{cancel_on_interrupt, fail, interrupted, out, refuse_error};
 use crate::artifacts::{self, Artifacts};
 use crate::cpsat::Cpsat;
 use crate::diagnostics::Category;
@@ -37,9 +38,9 @@ pub async fn replay(
     dir: PathBuf,
     json: bool,
 ) -> ExitCode {
-    let dir = match std::path::absolute(&dir) {
+    let dir = match absolute(&dir) {
         Ok(dir) => dir,
-        Err(error) => return refuse(format!("{}: {error}", dir.display())),
+        Err(error) => return refuse_error(&error),
     };
     let minizinc = MiniZinc::new(minizinc);
     let planner = Planner::new(

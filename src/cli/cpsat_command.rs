@@ -19,12 +19,21 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::RunCpsatArgs;
 use super::render;
-use super::terminal::{fail, interrupt_signal, out, refuse};
+use super::terminal::{fail, interrupt_signal, out, refuse, refuse_error};
 use crate::cpsat::{CheckedRequest, Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource};
 use crate::diagnostics::ToolError;
 use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::Progress;
 use crate::runtime::cpsat::CpsatRuntime;
+
+/// A `--problem` file that could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("--problem {} cannot be read", .path.display())]
+struct ProblemUnreadable {
+    path: std::path::PathBuf,
+    #[source]
+    source: std::io::Error,
+}
 
 /// Runs `run-cpsat` as parsed: the budget is checked before the
 /// interpreter is resolved.
@@ -51,11 +60,8 @@ pub async fn run(args: RunCpsatArgs, cpsat: impl FnOnce() -> Arc<CpsatRuntime>) 
         match problem.map(|path| std::fs::read_to_string(&path).map_err(|error| (path, error))) {
             None => None,
             Some(Ok(text)) => Some(text),
-            Some(Err((path, error))) => {
-                return refuse(format!(
-                    "--problem {} cannot be read: {error}",
-                    path.display()
-                ));
+            Some(Err((path, source))) => {
+                return refuse_error(&ProblemUnreadable { path, source });
             }
         };
     let request = ScriptRequest {

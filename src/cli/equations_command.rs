@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::{EquationsArgs, EquationsCommand};
 use super::render;
-use super::terminal::{fail, interrupt_signal, out, refuse};
+use super::terminal::{fail, interrupt_signal, out, refuse_error};
 use crate::diagnostics::Category;
 use crate::equations::{
     self, CorrectRequest, EquationStatus, Equations, EvaluateRequest, EvaluationStatus,
@@ -28,10 +28,18 @@ const NO_ANSWER: u8 = 5;
 const REJECTED: u8 = 6;
 const INTERRUPTED: u8 = 130;
 
+/// A request file whose JSON is not the request's shape.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: not a valid request", .path.display())]
+struct NotARequest {
+    path: std::path::PathBuf,
+    #[source]
+    source: serde_json::Error,
+}
+
 fn read<T: DeserializeOwned>(file: &std::path::Path) -> Result<T, ExitCode> {
     let (path, text) = text_file("FILE", &file.to_string_lossy()).map_err(|e| fail(&e))?;
-    serde_json::from_str(&text)
-        .map_err(|error| refuse(format!("{}: not a valid request: {error}", path.display())))
+    serde_json::from_str(&text).map_err(|source| refuse_error(&NotARequest { path, source }))
 }
 
 fn status_code(status: EquationStatus) -> u8 {

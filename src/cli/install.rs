@@ -10,11 +10,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
 use super::args::{InstallArgs, RuntimeKind};
+use super::paths::{Unresolvable, absolute};
 use super::render;
-use super::terminal::{refuse, shutdown_signal};
+use super::terminal::{refuse, refuse_error, shutdown_signal};
 use crate::runtime::cpsat;
 use crate::runtime::install::cpsat::CpsatInstallRequest;
-use crate::runtime::install::{self, ArchiveSource, InstallEvent, InstallRequest, TargetState};
+use crate::runtime::install::{
+    self, ArchiveSource, InstallError, InstallEvent, InstallRequest, TargetState,
+};
 use crate::runtime::manifest::{self, Manifest};
 use crate::runtime::{self, UserDirs};
 use crate::settings::Settings;
@@ -54,6 +57,51 @@ pub async fn run(
     install_runtime(options, settings, dirs).await
 }
 
+/// Why one part of `install-runtime` installed nothing, or why it did not
+/// start; the installer's own [`InstallError`] is kept whole as the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallFailure {
+    #[error("could not read the manifest {}", .path.display())]
+    ReadManifest {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{} is not a valid manifest", .path.display())]
+    InvalidManifest {
+        path: PathBuf,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error("the built-in manifest is broken")]
+    BrokenManifest(#[source] toml::de::Error),
+    #[error(
+        "there is no pinned MiniZinc bundle for {platform}; install MiniZinc yourself and adopt it with `solvergate configure-runtime --runtime-dir <dir>` (the directory holding bin/minizinc)"
+    )]
+    NoBundle { platform: String },
+    #[error("the manifest pins no CP-SAT packages")]
+    NoCpsatPins,
+    #[error("{} holds a solvergate runtime ({version}); pass --yes to replace it", .path.display())]
+    ReplaceNeedsYes { path: PathBuf, version: String },
+    #[error("stdin is not a terminal, so nothing can be confirmed: pass --yes")]
+    NothingToConfirmWith,
+    #[error(
+        "stdin is not a terminal, so there is no prompt: pass --yes to install into {} or --runtime-dir PATH --yes to choose",
+        .default.display()
+    )]
+    NoPrompt { default: PathBuf },
+    #[error("no answer; nothing was changed")]
+    NoAnswer,
+    #[error("nothing was changed")]
+    Declined,
+    #[error("interrupted — nothing was changed")]
+    Interrupted,
+    #[error(transparent)]
+    Unresolvable(#[from] Unresolvable),
+    #[error(transparent)]
+    Install(#[from] InstallError),
+}
+
 /// Installs what was asked for (both runtimes by default); exit 1 when any
 /// part failed, each failure explained.
 pub async fn install_runtime(
@@ -66,7 +114,7 @@ pub async fn install_runtime(
     }
     let manifest = match load_manifest(options.manifest.as_deref()) {
         Ok(manifest) => manifest,
-        Err(message) => return refuse(message),
+        Err(failure) => return refuse_error(&failure),
     };
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();
@@ -74,43 +122,37 @@ pub async fn install_runtime(
         shutdown_signal().await;
         on_signal.cancel();
     });
-    let interactive = std::io::stdin().is_terminal();
-    let reporter = Reporter::new();
+    let installer = Installer {
+        options: &options,
+        manifest: &manifest,
+        settings,
+        dirs,
+        interactive: std::io::stdin().is_terminal(),
+        reporter: Reporter::new(),
+        cancel: &cancel,
+    };
     // What happened to each part, for the closing summary.
-    let mut summary: Vec<(&str, Result<(), String>)> = Vec::new();
-    if options.only != Some(RuntimeKind::Cpsat) {
-        let outcome = install_minizinc(
-            &options,
-            &manifest,
-            settings,
-            dirs,
-            interactive,
-            &reporter,
-            &cancel,
-        )
-        .await;
-        reporter.finish();
-        if let Err(message) = &outcome {
-            eprintln!("{}", render::problem(&format!("MiniZinc: {message}")));
+    let mut summary: Vec<(&str, Result<(), InstallFailure>)> = Vec::new();
+    for kind in [RuntimeKind::Minizinc, RuntimeKind::Cpsat] {
+        if options.only.is_some_and(|only| only != kind) {
+            continue;
         }
-        summary.push(("MiniZinc", outcome));
-    }
-    if options.only != Some(RuntimeKind::Minizinc) && !cancel.is_cancelled() {
-        let outcome = install_cpsat(
-            &options,
-            &manifest,
-            settings,
-            dirs,
-            interactive,
-            &reporter,
-            &cancel,
-        )
-        .await;
-        reporter.finish();
-        if let Err(message) = &outcome {
-            eprintln!("{}", render::problem(&format!("CP-SAT: {message}")));
+        // A part after an interrupted one is not started.
+        if !summary.is_empty() && cancel.is_cancelled() {
+            break;
         }
-        summary.push(("CP-SAT", outcome));
+        let (name, outcome) = match kind {
+            RuntimeKind::Minizinc => ("MiniZinc", installer.minizinc().await),
+            RuntimeKind::Cpsat => ("CP-SAT", installer.cpsat().await),
+        };
+        installer.reporter.finish();
+        if let Err(failure) = &outcome {
+            eprintln!(
+                "{}",
+                render::failure(&format!("{name}: {failure}"), failure)
+            );
+        }
+        summary.push((name, outcome));
     }
     let failures = summary
         .iter()
@@ -136,198 +178,183 @@ pub async fn install_runtime(
     }
 }
 
-fn load_manifest(path: Option<&Path>) -> Result<Manifest, String> {
+fn load_manifest(path: Option<&Path>) -> Result<Manifest, InstallFailure> {
     match path {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|error| {
-                format!("could not read the manifest {}: {error}", path.display())
-            })?;
-            Manifest::parse(&text)
-                .map_err(|error| format!("{} is not a valid manifest: {error}", path.display()))
+            let text =
+                std::fs::read_to_string(path).map_err(|source| InstallFailure::ReadManifest {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+            Manifest::parse(&text).map_err(|source| InstallFailure::InvalidManifest {
+                path: path.to_path_buf(),
+                source,
+            })
         }
-        None => {
-            Manifest::builtin().map_err(|error| format!("the built-in manifest is broken: {error}"))
-        }
+        None => Manifest::builtin().map_err(InstallFailure::BrokenManifest),
     }
 }
 
-/// Whether replacing what is at `target` is allowed: never for a
-/// directory that is not ours, after --yes or a "y" for ours.
-async fn confirm_replace(
-    target: &Path,
-    yes: bool,
+/// What both parts of an install share: the options, the manifest, where
+/// things go, whether anyone can be asked, the progress and the Ctrl-C.
+struct Installer<'a> {
+    options: &'a InstallOptions,
+    manifest: &'a Manifest,
+    settings: &'a Settings,
+    dirs: &'a UserDirs,
     interactive: bool,
-    cancel: &CancellationToken,
-) -> Result<bool, String> {
-    match install::target_state(target) {
-        TargetState::Unmanaged => Err(install::InstallError::Unmanaged {
-            path: target.to_path_buf(),
-        }
-        .to_string()),
-        TargetState::Managed(_) if yes => Ok(true),
-        TargetState::Managed(marker) => {
-            if !interactive {
-                return Err(format!(
-                    "{} holds a solvergate runtime ({}); pass --yes to replace it",
+    reporter: Reporter,
+    cancel: &'a CancellationToken,
+}
+
+impl Installer<'_> {
+    /// Whether replacing what is at `target` is allowed: never for a
+    /// directory that is not ours, after --yes or a "y" for ours.
+    async fn confirm_replace(&self, target: &Path) -> Result<bool, InstallFailure> {
+        match install::target_state(target) {
+            TargetState::Unmanaged => Err(InstallError::Unmanaged {
+                path: target.to_path_buf(),
+            }
+            .into()),
+            TargetState::Managed(_) if self.options.yes => Ok(true),
+            TargetState::Managed(marker) => {
+                if !self.interactive {
+                    return Err(InstallFailure::ReplaceNeedsYes {
+                        path: target.to_path_buf(),
+                        version: marker.version,
+                    });
+                }
+                let question = format!(
+                    "Replace the solvergate runtime at {} ({}, installed {})? [y/N] ",
                     target.display(),
-                    marker.version
-                ));
+                    marker.version,
+                    marker.installed_at
+                );
+                match ask(&question, self.cancel).await {
+                    Answer::Line(answer) if matches!(answer.trim(), "y" | "Y" | "yes") => Ok(true),
+                    Answer::Interrupted => Err(InstallFailure::Interrupted),
+                    _ => Err(InstallFailure::Declined),
+                }
             }
-            let question = format!(
-                "Replace the solvergate runtime at {} ({}, installed {})? [y/N] ",
-                target.display(),
-                marker.version,
-                marker.installed_at
-            );
-            match ask(&question, cancel).await {
-                Answer::Line(answer) if matches!(answer.trim(), "y" | "Y" | "yes") => Ok(true),
-                Answer::Interrupted => Err(INTERRUPTED.to_owned()),
-                _ => Err("nothing was changed".to_owned()),
-            }
+            TargetState::Missing | TargetState::Empty => Ok(false),
         }
-        TargetState::Missing | TargetState::Empty => Ok(false),
     }
-}
 
-async fn install_minizinc(
-    options: &InstallOptions,
-    manifest: &Manifest,
-    settings: &Settings,
-    dirs: &UserDirs,
-    interactive: bool,
-    reporter: &Reporter,
-    cancel: &CancellationToken,
-) -> Result<(), String> {
-    let platform = manifest::current_platform();
-    let bundle = manifest.bundle_for(&platform).cloned().ok_or_else(|| {
-        format!(
-            "there is no pinned MiniZinc bundle for {platform}; install MiniZinc yourself and adopt it with `solvergate configure-runtime --runtime-dir <dir>` (the directory holding bin/minizinc)"
+    async fn minizinc(&self) -> Result<(), InstallFailure> {
+        let platform = manifest::current_platform();
+        let bundle = self
+            .manifest
+            .bundle_for(&platform)
+            .cloned()
+            .ok_or(InstallFailure::NoBundle { platform })?;
+        let version = self.manifest.minizinc.version.clone();
+        let target = self.choose_target(&version).await?;
+        let replace_confirmed = self.confirm_replace(&target).await?;
+        let request = InstallRequest {
+            bundle,
+            version,
+            target,
+            source: match &self.options.from_archive {
+                Some(path) => ArchiveSource::Local(path.clone()),
+                None => ArchiveSource::Download,
+            },
+            replace_confirmed,
+            config_dir: self.dirs.config_dir.clone(),
+        };
+        let outcome =
+            install::install_minizinc(&request, &|event| self.reporter.event(event), self.cancel)
+                .await?;
+        println!(
+            "Installed MiniZinc {} into {} ({}; {} solver{}).",
+            outcome.marker.version,
+            outcome.target.display(),
+            outcome.minizinc_version,
+            outcome.solver_count,
+            if outcome.solver_count == 1 { "" } else { "s" }
+        );
+        println!(
+            "SHA256 {} verified; location saved in {}.",
+            outcome.marker.sha256,
+            outcome.config_path.display()
+        );
+        Ok(())
+    }
+
+    async fn cpsat(&self) -> Result<(), InstallFailure> {
+        let pins = self
+            .manifest
+            .cpsat
+            .clone()
+            .ok_or(InstallFailure::NoCpsatPins)?;
+        let target = cpsat::default_venv(self.dirs);
+        let replace_confirmed = self.confirm_replace(&target).await?;
+        if !self.options.yes && !self.interactive {
+            return Err(InstallFailure::NothingToConfirmWith);
+        }
+        let request = CpsatInstallRequest {
+            pins,
+            base_python: self.options.python.clone(),
+            target,
+            replace_confirmed,
+            config_dir: self.dirs.config_dir.clone(),
+            search_path: self.settings.search_path.clone(),
+        };
+        let outcome = install::cpsat::install_cpsat(
+            &request,
+            &|event| self.reporter.event(event),
+            self.cancel,
         )
-    })?;
-    let version = manifest.minizinc.version.clone();
-    let target = choose_target(options, settings, dirs, interactive, &version, cancel).await?;
-    let replace_confirmed = confirm_replace(&target, options.yes, interactive, cancel).await?;
-    let request = InstallRequest {
-        bundle,
-        version,
-        target,
-        source: match &options.from_archive {
-            Some(path) => ArchiveSource::Local(path.clone()),
-            None => ArchiveSource::Download,
-        },
-        replace_confirmed,
-        config_dir: dirs.config_dir.clone(),
-    };
-    let outcome = install::install_minizinc(&request, &|event| reporter.event(event), cancel)
-        .await
-        .map_err(|error| error.to_string())?;
-    println!(
-        "Installed MiniZinc {} into {} ({}; {} solver{}).",
-        outcome.marker.version,
-        outcome.target.display(),
-        outcome.minizinc_version,
-        outcome.solver_count,
-        if outcome.solver_count == 1 { "" } else { "s" }
-    );
-    println!(
-        "SHA256 {} verified; location saved in {}.",
-        outcome.marker.sha256,
-        outcome.config_path.display()
-    );
-    Ok(())
-}
-
-async fn install_cpsat(
-    options: &InstallOptions,
-    manifest: &Manifest,
-    settings: &Settings,
-    dirs: &UserDirs,
-    interactive: bool,
-    reporter: &Reporter,
-    cancel: &CancellationToken,
-) -> Result<(), String> {
-    let pins = manifest
-        .cpsat
-        .clone()
-        .ok_or("the manifest pins no CP-SAT packages")?;
-    let target = cpsat::default_venv(dirs);
-    let replace_confirmed = confirm_replace(&target, options.yes, interactive, cancel).await?;
-    if !options.yes && !interactive {
-        return Err("stdin is not a terminal, so nothing can be confirmed: pass --yes".to_owned());
+        .await?;
+        println!(
+            "Installed OR-Tools {} into {} (built with {}).",
+            outcome.ortools_version,
+            outcome.target.display(),
+            outcome.base_python.display()
+        );
+        println!(
+            "Every package was hash-checked; interpreter saved in {}.",
+            outcome.config_path.display()
+        );
+        Ok(())
     }
-    let request = CpsatInstallRequest {
-        pins,
-        base_python: options.python.clone(),
-        target,
-        replace_confirmed,
-        config_dir: dirs.config_dir.clone(),
-        search_path: settings.search_path.clone(),
-    };
-    let outcome = install::cpsat::install_cpsat(&request, &|event| reporter.event(event), cancel)
-        .await
-        .map_err(|error| error.to_string())?;
-    println!(
-        "Installed OR-Tools {} into {} (built with {}).",
-        outcome.ortools_version,
-        outcome.target.display(),
-        outcome.base_python.display()
-    );
-    println!(
-        "Every package was hash-checked; interpreter saved in {}.",
-        outcome.config_path.display()
-    );
-    Ok(())
-}
 
-/// `--runtime-dir`, or the prompt on a terminal, or (with `--yes`) the
-/// usual resolution: env, saved config, default.
-async fn choose_target(
-    options: &InstallOptions,
-    settings: &Settings,
-    dirs: &UserDirs,
-    interactive: bool,
-    version: &str,
-    cancel: &CancellationToken,
-) -> Result<PathBuf, String> {
-    if let Some(dir) = &options.runtime_dir {
-        if !options.yes && !interactive {
-            return Err(
-                "stdin is not a terminal, so nothing can be confirmed: pass --yes".to_owned(),
-            );
+    /// `--runtime-dir`, or the prompt on a terminal, or (with `--yes`) the
+    /// usual resolution: env, saved config, default.
+    async fn choose_target(&self, version: &str) -> Result<PathBuf, InstallFailure> {
+        let options = self.options;
+        if let Some(dir) = &options.runtime_dir {
+            if !options.yes && !self.interactive {
+                return Err(InstallFailure::NothingToConfirmWith);
+            }
+            return Ok(absolute(dir)?);
         }
-        return absolute(dir);
-    }
-    let (location, warning) = runtime::resolve_location(None, settings, dirs);
-    if let Some(warning) = warning {
-        eprintln!("{}", render::problem(&format!("warning: {warning}")));
-    }
-    if options.yes {
-        return Ok(location.dir);
-    }
-    if !interactive {
-        return Err(format!(
-            "stdin is not a terminal, so there is no prompt: pass --yes to install into {} or --runtime-dir PATH --yes to choose",
-            location.dir.display()
-        ));
-    }
-    let answer = match ask(
-        &format!(
+        let (location, warning) = runtime::resolve_location(None, self.settings, self.dirs);
+        if let Some(warning) = warning {
+            eprintln!("{}", render::problem(&format!("warning: {warning}")));
+        }
+        if options.yes {
+            return Ok(location.dir);
+        }
+        if !self.interactive {
+            return Err(InstallFailure::NoPrompt {
+                default: location.dir,
+            });
+        }
+        let question = format!(
             "Install MiniZinc {version} into [{}]: ",
             location.dir.display()
-        ),
-        cancel,
-    )
-    .await
-    {
-        Answer::Line(answer) => answer,
-        Answer::Nothing => return Err("no answer; nothing was changed".to_owned()),
-        Answer::Interrupted => return Err(INTERRUPTED.to_owned()),
-    };
-    let answer = answer.trim();
-    if answer.is_empty() {
-        Ok(location.dir)
-    } else {
-        absolute(&expand_home(answer))
+        );
+        let answer = match ask(&question, self.cancel).await {
+            Answer::Line(answer) => answer,
+            Answer::Nothing => return Err(InstallFailure::NoAnswer),
+            Answer::Interrupted => return Err(InstallFailure::Interrupted),
+        };
+        let answer = answer.trim();
+        if answer.is_empty() {
+            Ok(location.dir)
+        } else {
+            Ok(absolute(&expand_home(answer))?)
+        }
     }
 }
 
@@ -339,10 +366,6 @@ fn expand_home(answer: &str) -> PathBuf {
         (Some(rest), Some(home)) if rest.starts_with('/') => home.join(&rest[1..]),
         _ => PathBuf::from(answer),
     }
-}
-
-fn absolute(dir: &Path) -> Result<PathBuf, String> {
-    std::path::absolute(dir).map_err(|error| format!("cannot resolve {}: {error}", dir.display()))
 }
 
 /// What a prompt got.
@@ -377,9 +400,6 @@ async fn ask(question: &str, cancel: &CancellationToken) -> Answer {
         },
     }
 }
-
-/// The message for an interrupted prompt.
-const INTERRUPTED: &str = "interrupted — nothing was changed";
 
 /// A progress bar with bytes, rate and ETA on a terminal; a plain line per
 /// 10% otherwise.

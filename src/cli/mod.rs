@@ -13,6 +13,7 @@ mod artifact_commands;
 mod cpsat_command;
 mod equations_command;
 mod install;
+mod paths;
 mod plan_command;
 mod render;
 mod runtime_commands;
@@ -31,7 +32,7 @@ pub use args::{ArtifactsCommand, Cli, Command, JobBackendArg, RuntimeKind, Solve
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{self, Runtime, UserDirs};
 use crate::settings::Settings;
-use terminal::{cancel_on_interrupt, refuse};
+use terminal::cancel_on_interrupt;
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
@@ -140,6 +141,12 @@ async fn worker(dir: &Path) -> ExitCode {
             eprintln!("solvergate worker: cancelled; no result was written");
             ExitCode::from(130)
         }
-        Err(error) => refuse(format!("solvergate worker: {error}")),
+        Err(error) => {
+            eprintln!(
+                "{}",
+                render::failure(&format!("solvergate worker: {error}"), &error)
+            );
+            ExitCode::from(1)
+        }
     }
 }

@@ -7,9 +7,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use super::args::PlanArgs;
+use super::paths::absolute;
 use super::render;
 use super::setup::{ARTIFACT_JOURNAL, PLANNER_STORE};
-use super::terminal::{cancel_on_interrupt, fail, interrupted, out, refuse};
+use super::terminal::{cancel_on_interrupt, fail, interrupted, out, refuse, refuse_error};
 use crate::artifacts::{Artifacts, SavePlanRequest, SaveStatus};
 use crate::cpsat::Cpsat;
 use crate::minizinc::MiniZinc;
@@ -75,7 +76,7 @@ pub async fn plan(
 ) -> ExitCode {
     let text = match read_problem(file) {
         Ok(text) => text,
-        Err(message) => return refuse(message),
+        Err(error) => return refuse_error(&error),
     };
     let problem = match LoadProblem::parse(&text) {
         Ok(problem) => problem,
@@ -97,13 +98,13 @@ pub async fn plan(
     );
     let save = match save {
         None => None,
-        Some(save) => match std::path::absolute(&save.dir) {
+        Some(save) => match absolute(&save.dir) {
             Ok(dir) => Some(SavePlanRequest {
                 problem: problem.clone(),
                 target_dir: dir.to_string_lossy().into_owned(),
                 overwrite: save.overwrite,
             }),
-            Err(error) => return refuse(format!("{}: {error}", save.dir.display())),
+            Err(error) => return refuse_error(&error),
         },
     };
     // A target the save could not write is refused before any planning.
@@ -147,7 +148,7 @@ pub async fn plan(
 pub fn minizinc_data(file: Option<PathBuf>) -> ExitCode {
     let text = match read_problem(file) {
         Ok(text) => text,
-        Err(message) => return refuse(message),
+        Err(error) => return refuse_error(&error),
     };
     let data = LoadProblem::parse(&text)
         .and_then(|problem| crate::planner::model::minizinc_data(&problem));
@@ -166,33 +167,55 @@ pub fn example() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn read_problem(file: Option<PathBuf>) -> Result<String, String> {
+/// Why a cohort could not be read from its file or stdin.
+#[derive(Debug, thiserror::Error)]
+pub enum ProblemFileError {
+    #[error("could not read {name}")]
+    Read {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{name} is over the 16 MiB limit for a problem")]
+    TooLarge { name: String },
+    #[error("{name} is empty: pass a cohort as JSON (solvergate plan --example prints one)")]
+    Empty { name: String },
+    #[error("{name} is not UTF-8 text")]
+    NotUtf8 {
+        name: String,
+        #[source]
+        source: std::string::FromUtf8Error,
+    },
+}
+
+fn read_problem(file: Option<PathBuf>) -> Result<String, ProblemFileError> {
     let limit = MAX_USER_FILE_BYTES;
+    let name = file
+        .as_ref()
+        .map_or("stdin".to_owned(), |path| path.display().to_string());
+    let read = |source| ProblemFileError::Read {
+        name: name.clone(),
+        source,
+    };
     let mut bytes = Vec::new();
     match &file {
         Some(path) => {
-            let handle = std::fs::File::open(path)
-                .map_err(|error| format!("{}: {error}", path.display()))?;
-            handle
-                .take(limit + 1)
-                .read_to_end(&mut bytes)
-                .map_err(|error| format!("{}: {error}", path.display()))?;
+            std::fs::File::open(path)
+                .and_then(|handle| handle.take(limit + 1).read_to_end(&mut bytes))
+                .map_err(read)?;
         }
         None => {
             std::io::stdin()
                 .take(limit + 1)
                 .read_to_end(&mut bytes)
-                .map_err(|error| format!("stdin: {error}"))?;
+                .map_err(read)?;
         }
     }
-    let name = file.map_or("stdin".to_owned(), |path| path.display().to_string());
     if bytes.len() as u64 > limit {
-        return Err(format!("{name} is over the 16 MiB limit for a problem"));
+        return Err(ProblemFileError::TooLarge { name });
     }
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(format!(
-            "{name} is empty: pass a cohort as JSON (solvergate plan --example prints one)"
-        ));
+        return Err(ProblemFileError::Empty { name });
     }
-    String::from_utf8(bytes).map_err(|_| format!("{name} is not UTF-8 text"))
+    String::from_utf8(bytes).map_err(|source| ProblemFileError::NotUtf8 { name, source })
 }

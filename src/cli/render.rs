@@ -391,15 +391,27 @@ const MESSAGE_WIDTH: usize = 100;
 /// are spelled as this CLI's flags. On a terminal the text wraps at its
 /// width (at most 100 columns); on a pipe or in a log it does not.
 pub fn problem(message: &str) -> String {
-    use std::io::IsTerminal;
-    let width = std::io::stderr()
-        .is_terminal()
-        .then(|| textwrap::termwidth().min(MESSAGE_WIDTH));
-    problem_at(message, width)
+    problem_at(message, &[], stderr_width())
 }
 
-/// [`problem`] wrapped at `width` columns, or not at all.
-fn problem_at(message: &str, width: Option<usize>) -> String {
+/// [`problem`] for an error: `message` (the error's own, or it with a
+/// prefix), then each cause in `error`'s `source()` chain on a
+/// `  Caused by:` line, as uv prints them, before the `help:` line.
+pub fn failure(message: &str, error: &dyn std::error::Error) -> String {
+    problem_at(message, &crate::diagnostics::causes(error), stderr_width())
+}
+
+/// The width problems wrap at: the terminal's, at most 100 columns; none
+/// when stderr is not a terminal.
+fn stderr_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    std::io::stderr()
+        .is_terminal()
+        .then(|| textwrap::termwidth().min(MESSAGE_WIDTH))
+}
+
+/// [`problem`] with `causes`, wrapped at `width` columns, or not at all.
+fn problem_at(message: &str, causes: &[String], width: Option<usize>) -> String {
     let message = cli_words(message);
     let (first, rest) = match message.split_once('\n') {
         Some((first, rest)) => (first, Some(rest)),
@@ -421,6 +433,12 @@ fn problem_at(message: &str, width: Option<usize>) -> String {
         None => format!("{first_indent}{text}"),
     };
     let mut text = wrap(format!("solvergate: {headline}"), "", "  ");
+    for cause in causes {
+        // A cause of several lines (a TOML parse error) stays one block.
+        let cause = cli_words(cause.trim_end()).replace('\n', "\n    ");
+        text.push_str("\n  Caused by: ");
+        text.push_str(&cause);
+    }
     if let Some(help) = help {
         text.push('\n');
         text.push_str(&wrap(format!("help: {help}"), "  ", "        "));
@@ -510,6 +528,7 @@ mod tests {
         assert_eq!(
             problem_at(
                 "num_solutions must be at least 1, got 0; omit it for the solver's default",
+                &[],
                 None
             ),
             "solvergate: --num-solutions must be at least 1, got 0\n  help: omit it for the solver's default"
@@ -531,12 +550,12 @@ mod tests {
             "word ".repeat(30),
             "help ".repeat(30)
         );
-        let text = problem_at(&message, Some(MESSAGE_WIDTH));
+        let text = problem_at(&message, &[], Some(MESSAGE_WIDTH));
         assert!(
             text.lines().all(|line| line.len() <= MESSAGE_WIDTH),
             "{text}"
         );
-        let unwrapped = problem_at(&message, None);
+        let unwrapped = problem_at(&message, &[], None);
         assert_eq!(unwrapped.lines().count(), 3, "{unwrapped}");
         assert!(
             text.lines()
@@ -545,6 +564,20 @@ mod tests {
         );
         assert!(text.ends_with("\n  Caused by: x"), "{text}");
         assert_eq!(text.matches("help: ").count(), 1);
+    }
+
+    #[test]
+    fn causes_follow_the_headline_and_precede_the_help() {
+        let causes = ["could not read x".to_owned(), "disk full".to_owned()];
+        assert_eq!(
+            problem_at("the install failed; try again", &causes, None),
+            "solvergate: the install failed\n  Caused by: could not read x\n  Caused by: disk full\n  help: try again"
+        );
+        let parse = ["TOML parse error at line 1\n  |\n1 | x =\n".to_owned()];
+        assert_eq!(
+            problem_at("m.toml is not a valid manifest", &parse, None),
+            "solvergate: m.toml is not a valid manifest\n  Caused by: TOML parse error at line 1\n      |\n    1 | x ="
+        );
     }
 
     #[test]

@@ -6,10 +6,20 @@ use std::process::ExitCode;
 use tokio_util::sync::CancellationToken;
 
 use super::args::RuntimeKind;
+use super::paths::absolute;
 use super::render;
-use super::terminal::{fail, out, refuse};
+use super::terminal::{fail, out, refuse, refuse_error};
 use crate::runtime::cpsat::{self, CpsatRuntime};
 use crate::runtime::{self, LocationSource, Runtime, RuntimeLocation, UserDirs, config};
+
+/// The config file could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("could not write the config in {}", .dir.display())]
+struct ConfigNotSaved {
+    dir: PathBuf,
+    #[source]
+    source: std::io::Error,
+}
 
 /// Validates what the user points at, then saves it; nothing is saved
 /// unless everything named is usable.
@@ -24,14 +34,10 @@ pub async fn configure(
         );
     }
     let cancel = CancellationToken::new();
-    let absolute = |path: PathBuf| {
-        std::path::absolute(&path)
-            .map_err(|error| format!("cannot resolve {}: {error}", path.display()))
-    };
     let mut lines = Vec::new();
-    let runtime_dir = match runtime_dir.map(absolute).transpose() {
+    let runtime_dir = match runtime_dir.as_deref().map(absolute).transpose() {
         Ok(dir) => dir,
-        Err(message) => return refuse(message),
+        Err(error) => return refuse_error(&error),
     };
     if let Some(dir) = &runtime_dir {
         // A common slip: naming the bin directory itself.
@@ -56,9 +62,9 @@ pub async fn configure(
     }
     // Keep the venv's own path: its python is a symlink to the base
     // interpreter, and resolving it would lose the venv.
-    let python = match python.map(absolute).transpose() {
+    let python = match python.as_deref().map(absolute).transpose() {
         Ok(python) => python,
-        Err(message) => return refuse(message),
+        Err(error) => return refuse_error(&error),
     };
     if let Some(python) = &python {
         match cpsat::probe_python(python, &cancel).await {
@@ -66,7 +72,7 @@ pub async fn configure(
                 "CP-SAT runtime: {} (OR-Tools {version})",
                 python.display()
             )),
-            Err(problem) => return refuse(problem),
+            Err(error) => return refuse_error(&error),
         }
     }
     let saved = config::update(&dirs.config_dir, |config| {
@@ -85,10 +91,10 @@ pub async fn configure(
             out(&format!("Saved in {}\n", path.display()));
             ExitCode::SUCCESS
         }
-        Err(error) => refuse(format!(
-            "could not write the config in {}: {error}",
-            dirs.config_dir.display()
-        )),
+        Err(source) => refuse_error(&ConfigNotSaved {
+            dir: dirs.config_dir.clone(),
+            source,
+        }),
     }
 }
 

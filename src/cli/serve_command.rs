@@ -41,7 +41,7 @@ use super::args::ServeArgs;
 use super::setup::{
     ARTIFACT_JOURNAL, JOB_SHUTDOWN_DEADLINE, PLANNER_STORE, backend_choice, print_runtimes,
 };
-use super::terminal::{refuse, shutdown_signal};
+use super::terminal::{refuse_error, shutdown_signal};
 use crate::mcp::{JobPools, ServerSetup, SolvergateServer, Toolset};
 use crate::planner::ResultStore;
 use crate::runtime::cpsat::CpsatRuntime;
@@ -72,21 +72,24 @@ pub async fn serve_http(
     settings: &Settings,
     dirs: &UserDirs,
 ) -> ExitCode {
-    if let Err(problem) = check_exposure(&args, settings.http_token.is_some()) {
-        return refuse(problem);
+    if let Err(refusal) = check_exposure(&args, settings.http_token.is_some()) {
+        return refuse_error(&refusal);
     }
     if let Some(origin) = args.allow_origins.iter().find(|o| !is_origin(o)) {
-        return refuse(format!(
-            "--allow-origin {origin:?} is not an origin: give scheme://host or scheme://host:port, e.g. https://app.example.com"
-        ));
+        return refuse_error(&ServeRefusal::NotAnOrigin(origin.clone()));
     }
     let job_backend = match backend_choice(settings.job_backend, settings, &runtime, &cpsat) {
         Ok(backend) => backend,
-        Err(problem) => return refuse(problem),
+        Err(error) => return refuse_error(&error),
     };
     let listener = match tokio::net::TcpListener::bind(args.http).await {
         Ok(listener) => listener,
-        Err(error) => return refuse(format!("could not listen on {}: {error}", args.http)),
+        Err(source) => {
+            return refuse_error(&ServeRefusal::Listen {
+                address: args.http,
+                source,
+            });
+        }
     };
     let address = listener.local_addr().unwrap_or(args.http);
 
@@ -191,19 +194,37 @@ pub async fn serve_http(
     ExitCode::SUCCESS
 }
 
+/// Why `serve --http` does not start serving.
+#[derive(Debug, thiserror::Error)]
+enum ServeRefusal {
+    #[error(
+        "refusing to serve on {0}: it is not a loopback address, so other machines could reach the server; use 127.0.0.1, or pass --allow-remote and set {HTTP_TOKEN_VAR} to a secret bearer token"
+    )]
+    NotLoopback(SocketAddr),
+    #[error(
+        "--allow-remote needs a bearer token: set {HTTP_TOKEN_VAR} to a long random secret; clients then send `Authorization: Bearer <token>`"
+    )]
+    NoToken,
+    #[error(
+        "--allow-origin {0:?} is not an origin: give scheme://host or scheme://host:port, e.g. https://app.example.com"
+    )]
+    NotAnOrigin(String),
+    #[error("could not listen on {address}")]
+    Listen {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// The bind rules: loopback, or `--allow-remote` with a token.
-fn check_exposure(args: &ServeArgs, has_token: bool) -> Result<(), String> {
+fn check_exposure(args: &ServeArgs, has_token: bool) -> Result<(), ServeRefusal> {
     let loopback = args.http.ip().is_loopback();
     if !loopback && !args.allow_remote {
-        return Err(format!(
-            "refusing to serve on {}: it is not a loopback address, so other machines could reach the server; use 127.0.0.1, or pass --allow-remote and set {HTTP_TOKEN_VAR} to a secret bearer token",
-            args.http
-        ));
+        return Err(ServeRefusal::NotLoopback(args.http));
     }
     if args.allow_remote && !has_token {
-        return Err(format!(
-            "--allow-remote needs a bearer token: set {HTTP_TOKEN_VAR} to a long random secret; clients then send `Authorization: Bearer <token>`"
-        ));
+        return Err(ServeRefusal::NoToken);
     }
     Ok(())
 }
@@ -444,9 +465,14 @@ mod tests {
         assert!(check_exposure(&args("127.0.0.1:0", false), false).is_ok());
         assert!(check_exposure(&args("[::1]:0", false), false).is_ok());
         let refused = check_exposure(&args("0.0.0.0:0", false), true).unwrap_err();
-        assert!(refused.contains("--allow-remote"), "{refused}");
+        assert!(matches!(refused, ServeRefusal::NotLoopback(_)));
+        assert!(refused.to_string().contains("--allow-remote"), "{refused}");
         let tokenless = check_exposure(&args("0.0.0.0:0", true), false).unwrap_err();
-        assert!(tokenless.contains(HTTP_TOKEN_VAR), "{tokenless}");
+        assert!(matches!(tokenless, ServeRefusal::NoToken));
+        assert!(
+            tokenless.to_string().contains(HTTP_TOKEN_VAR),
+            "{tokenless}"
+        );
         assert!(check_exposure(&args("0.0.0.0:0", true), true).is_ok());
     }
 

@@ -17,6 +17,19 @@ pub(crate) const ARTIFACT_JOURNAL: &str = "saves-in-progress";
 /// How long the server waits at exit for its jobs to stop.
 pub(crate) const JOB_SHUTDOWN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Why the Slurm job backend cannot start.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BackendError {
+    #[error(
+        "the Slurm job backend needs {SLURM_WORKDIR_VAR}: an absolute path to a directory every node mounts at the same path"
+    )]
+    NoWorkdir,
+    #[error(
+        "the Slurm job backend needs this binary's path for the nodes to run, and it is unknown"
+    )]
+    NoWorkerPath(#[source] std::io::Error),
+}
+
 /// The job backend `kind` names, with what it needs resolved; a Slurm
 /// backend without a work directory is refused before the server starts.
 pub(crate) fn backend_choice(
@@ -24,18 +37,16 @@ pub(crate) fn backend_choice(
     settings: &Settings,
     runtime: &Runtime,
     cpsat: &CpsatRuntime,
-) -> Result<BackendChoice, String> {
+) -> Result<BackendChoice, BackendError> {
     match kind {
         JobBackendKind::Local => Ok(BackendChoice::Local),
         JobBackendKind::Slurm => {
-            let Some(workdir) = settings.slurm.workdir.clone() else {
-                return Err(format!(
-                    "the Slurm job backend needs {SLURM_WORKDIR_VAR}: an absolute path to a directory every node mounts at the same path"
-                ));
-            };
-            let worker = std::env::current_exe().map_err(|error| {
-                format!("the Slurm job backend needs this binary's path for the nodes to run, and it is unknown: {error}")
-            })?;
+            let workdir = settings
+                .slurm
+                .workdir
+                .clone()
+                .ok_or(BackendError::NoWorkdir)?;
+            let worker = std::env::current_exe().map_err(BackendError::NoWorkerPath)?;
             Ok(BackendChoice::Slurm(Box::new(SlurmConfig {
                 settings: settings.slurm.clone(),
                 workdir,

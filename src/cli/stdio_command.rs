@@ -11,12 +11,21 @@ use super::args::{JobBackendArg, StdioArgs};
 use super::setup::{
     ARTIFACT_JOURNAL, JOB_SHUTDOWN_DEADLINE, PLANNER_STORE, backend_choice, print_runtimes,
 };
-use super::terminal::{refuse, shutdown_signal};
+use super::terminal::{refuse_error, shutdown_signal};
 use crate::jobs::BackendChoice;
 use crate::mcp::{SolvergateServer, Toolset};
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{Runtime, UserDirs};
 use crate::settings::{JobBackendKind, Settings};
+
+/// Why the MCP session on stdio did not start or did not end cleanly.
+#[derive(Debug, thiserror::Error)]
+enum SessionError {
+    #[error("MCP session did not start")]
+    DidNotStart(#[source] Box<rmcp::service::ServerInitializeError>),
+    #[error("MCP session ended with an error")]
+    Ended(#[source] tokio::task::JoinError),
+}
 
 /// Runs the stdio server with the job backend the flag (else the settings)
 /// names; a backend that cannot start is refused first.
@@ -34,7 +43,7 @@ pub async fn run(
     };
     let backend = match backend_choice(kind, settings, &runtime, &cpsat) {
         Ok(backend) => backend,
-        Err(problem) => return refuse(problem),
+        Err(error) => return refuse_error(&error),
     };
     serve_stdio(runtime, cpsat, args.toolset, backend, settings, dirs).await
 }
@@ -93,10 +102,7 @@ async fn serve_stdio(
         .with_max_line_length(crate::mcp::stdio_gate::MAX_MESSAGE_BYTES + 1);
     let service = match server.serve(transport).await {
         Ok(service) => service,
-        Err(error) => {
-            eprintln!("solvergate: MCP session did not start: {error}");
-            return ExitCode::from(1);
-        }
+        Err(error) => return refuse_error(&SessionError::DidNotStart(Box::new(error))),
     };
     let cancel = service.cancellation_token();
     let on_signal = shutdown.clone();
@@ -117,6 +123,6 @@ async fn serve_stdio(
     }
     match ended {
         Ok(_) => ExitCode::SUCCESS,
-        Err(error) => refuse(format!("MCP session ended with an error: {error}")),
+        Err(error) => refuse_error(&SessionError::Ended(error)),
     }
 }

@@ -1,6 +1,7 @@
 //! What every command does the same way at the terminal: write to stdout
-//! (a closed pipe is a quiet exit), refuse with a problem on stderr and exit
-//! code 1, and notice Ctrl-C, SIGTERM and SIGHUP.
+//! (a closed pipe is a quiet exit), refuse with a problem (an error with
+//! its causes) on stderr and exit code 1, and notice Ctrl-C, SIGTERM and
+//! SIGHUP.
 
 use std::process::ExitCode;
 
@@ -30,6 +31,13 @@ pub(crate) fn out(text: &str) {
 /// code 1.
 pub(crate) fn refuse(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("{}", render::problem(&message.to_string()));
+    ExitCode::from(1)
+}
+
+/// Prints `error` on stderr as [`render::failure`] lays it out (its
+/// message, then a `Caused by:` line per cause) and returns exit code 1.
+pub(crate) fn refuse_error(error: &dyn std::error::Error) -> ExitCode {
+    eprintln!("{}", render::failure(&error.to_string(), error));
     ExitCode::from(1)
 }
 

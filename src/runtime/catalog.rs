@@ -87,7 +87,7 @@ impl SolverInfo {
 
 /// `--solvers-json` printed something that is not a JSON list.
 #[derive(Debug, thiserror::Error)]
-#[error("--solvers-json did not print a JSON list: {0}")]
+#[error("--solvers-json did not print a JSON list")]
 pub struct CatalogError(#[source] pub serde_json::Error);
 
 /// The runtime's solvers, in the order it lists them.

@@ -303,7 +303,11 @@ impl Runtime {
                 SolverCatalog::parse(&json).map_err(|problem| {
                     ToolError::new(
                         Category::SolverUnavailable,
-                        format!("{}: {problem}", self.binary().display()),
+                        format!(
+                            "{}: {}",
+                            self.binary().display(),
+                            crate::diagnostics::with_causes(&problem)
+                        ),
                     )
                 })
             })

@@ -45,7 +45,7 @@ const MAX_LINK_DEPTH: usize = 40;
 /// Why an archive was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
-    #[error("refusing archive entry {entry:?}: {reason}")]
+    #[error("refusing archive entry {entry:?}")]
     Unsafe {
         entry: String,
         #[source]
@@ -53,9 +53,9 @@ pub enum ArchiveError {
     },
     #[error("archive entry {entry:?} is not under the expected top-level directory {prefix:?}")]
     Layout { entry: String, prefix: String },
-    #[error("could not read the archive: {0}")]
-    Read(io::Error),
-    #[error("could not write {path}: {source}")]
+    #[error("could not read the archive")]
+    Read(#[source] io::Error),
+    #[error("could not write {path}")]
     Write { path: PathBuf, source: io::Error },
     #[error("extraction cancelled")]
     Cancelled,
@@ -78,7 +78,7 @@ pub enum Refusal {
     LeavesRoot(PathBuf),
     #[error("symlink target {} follows more than {MAX_LINK_DEPTH} links (a loop?)", .0.display())]
     TooManyLinks(PathBuf),
-    #[error("could not read the link {}: {source}", .link.display())]
+    #[error("could not read the link {}", .link.display())]
     ReadLink { link: PathBuf, source: io::Error },
     #[error(
         "symlink target {} goes through {}, a link to the absolute path {}",

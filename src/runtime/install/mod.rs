@@ -166,13 +166,13 @@ pub enum InstallError {
     #[error("the installed runtime does not work: {0}")]
     SmokeCheck(String),
     /// The smoke check's child could not be run.
-    #[error("the installed runtime does not work: {0}")]
+    #[error("the installed runtime does not work")]
     SmokeRun(#[source] crate::exec::ExecError),
-    #[error("the installed runtime does not work: {0}")]
+    #[error("the installed runtime does not work")]
     Catalog(#[from] crate::runtime::catalog::CatalogError),
-    #[error("the installed runtime does not work: {0}")]
+    #[error("the installed runtime does not work")]
     Probe(#[from] crate::runtime::cpsat::ProbeError),
-    #[error("could not {what} {path}: {source}")]
+    #[error("could not {what} {path}")]
     Io {
         what: &'static str,
         path: PathBuf,
