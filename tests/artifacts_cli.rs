@@ -3,8 +3,8 @@
 //! terminal transcript (stdout, stderr, exit code) pinned as a snapshot with
 //! paths, times and versions filtered out.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Output;
 use std::sync::Arc;
 
 use solvergate::artifacts::{Artifacts, SaveModelRequest, SavePythonRequest, SaveStatus};
@@ -17,7 +17,7 @@ use solvergate::runtime::{LocationSource, Runtime, RuntimeLocation};
 use tokio_util::sync::CancellationToken;
 
 mod common;
-use common::{test_python, test_runtime, text, transcript};
+use common::{Adopt, Home, REPLAY_VERSIONS, test_python, test_runtime, transcript};
 
 const MODEL: &str = "int: n;\nvar 1..n: x;\nsolve maximize x;\n";
 const DATA: &str = "n = 60;\n";
@@ -26,41 +26,15 @@ const SCRIPT: &str = "import json, os\nseed = int(os.environ.get('SOLVERGATE_CPS
 /// A script whose incumbent is different on every run.
 const RESTLESS: &str = "import json, random\nvalue = random.SystemRandom().randint(10**11, 10**12 - 1)\nprint(json.dumps({'status': 'feasible', 'objective': value, 'solution': {'value': value}}))\n";
 
-/// A private home with both runtimes adopted, and a service on them.
-struct Home {
-    dir: tempfile::TempDir,
+/// A home with both runtimes adopted.
+fn adopted() -> Home {
+    let home = Home::new();
+    home.adopt(Adopt::Both);
+    home
 }
 
+/// A service on the test runtimes, and saves made through it.
 impl Home {
-    fn new() -> Home {
-        let home = Home {
-            dir: tempfile::tempdir().unwrap(),
-        };
-        let runtime = test_runtime();
-        let python = test_python();
-        let output = home.run(&[
-            "configure-runtime",
-            "--runtime-dir",
-            runtime.to_str().unwrap(),
-            "--python",
-            python.to_str().unwrap(),
-        ]);
-        assert!(output.status.success(), "{}", text(&output.stderr));
-        home
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_solvergate"))
-            .args(args)
-            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
-            .env("XDG_DATA_HOME", self.dir.path().join("data"))
-            .env("HOME", self.dir.path())
-            .env_remove("SOLVERGATE_RUNTIME_DIR")
-            .env_remove("SOLVERGATE_CPSAT_PYTHON")
-            .output()
-            .unwrap()
-    }
-
     fn service(&self) -> Artifacts {
         let minizinc = Arc::new(Runtime::new(RuntimeLocation {
             dir: test_runtime(),
@@ -74,18 +48,18 @@ impl Home {
         let minizinc = MiniZinc::new(minizinc);
         let planner = Planner::new(
             minizinc.clone(),
-            ResultStore::new(self.dir.path().join("planner"), 16),
+            ResultStore::new(self.path().join("planner"), 16),
         );
         Artifacts::new(
             minizinc,
             Cpsat::new(cpsat),
             planner,
-            self.dir.path().join("journal"),
+            self.path().join("journal"),
         )
     }
 
     fn saves(&self) -> PathBuf {
-        let saves = self.dir.path().join("saves");
+        let saves = self.path().join("saves");
         std::fs::create_dir_all(&saves).unwrap();
         saves
     }
@@ -148,63 +122,43 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 }
 
 /// Snapshots `output` with the home's path, times and versions filtered.
-fn snapshot(name: &str, home: &Path, output: &Output) {
+fn snapshot(name: &str, home: &Home, output: &Output) {
     snapshot_with(name, home, output, &[]);
 }
 
 /// [`snapshot`] with more filters.
-fn snapshot_with(name: &str, home: &Path, output: &Output, extra: &[(&str, &str)]) {
-    let home = regex_escape(&home.to_string_lossy());
-    let mut filters = vec![
-        (home.as_str(), "[HOME]"),
-        (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "[TIME]"),
-        (
-            r"runtime: .* at the save, .* now",
-            "runtime: [VERSION] at the save, [VERSION] now",
-        ),
-        (r"[0-9a-f]{64}", "[SHA256]"),
-    ];
-    filters.extend_from_slice(extra);
-    insta::with_settings!({
-        filters => filters,
-    }, {
-        insta::assert_snapshot!(name, transcript(output));
-    });
-}
-
-fn regex_escape(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            if "\\.+*?()|[]{}^$".contains(c) {
-                vec!['\\', c]
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
+fn snapshot_with(name: &str, home: &Home, output: &Output, extra: &[(&str, &str)]) {
+    let mut settings = home.snapshot_settings();
+    let (versions, replacement) = REPLAY_VERSIONS;
+    settings.add_filter(versions, replacement);
+    settings.add_filter(r"[0-9a-f]{64}", "[SHA256]");
+    for (regex, replacement) in extra {
+        settings.add_filter(regex, *replacement);
+    }
+    settings.bind(|| insta::assert_snapshot!(name, transcript(output)));
 }
 
 #[test]
 fn replay_of_a_saved_model_reproduces() {
-    let home = Home::new();
+    let home = adopted();
     let target = home.save_model("n-model");
     let output = home.run(&["replay", target.to_str().unwrap()]);
-    snapshot("replay_reproduced", home.dir.path(), &output);
+    snapshot("replay_reproduced", &home, &output);
     assert_eq!(output.status.code(), Some(0));
 }
 
 #[test]
 fn replay_of_a_seeded_script_reproduces() {
-    let home = Home::new();
+    let home = adopted();
     let target = home.save_script("seeded", SCRIPT);
     let output = home.run(&["replay", target.to_str().unwrap()]);
-    snapshot("replay_script_reproduced", home.dir.path(), &output);
+    snapshot("replay_script_reproduced", &home, &output);
     assert_eq!(output.status.code(), Some(0));
 }
 
 #[test]
 fn replay_refuses_a_changed_model() {
-    let home = Home::new();
+    let home = adopted();
     let target = home.save_model("n-model");
     std::fs::write(
         target.join("model.mzn"),
@@ -212,7 +166,7 @@ fn replay_refuses_a_changed_model() {
     )
     .unwrap();
     let output = home.run(&["replay", target.to_str().unwrap()]);
-    snapshot("replay_tampered", home.dir.path(), &output);
+    snapshot("replay_tampered", &home, &output);
     assert_eq!(output.status.code(), Some(4));
 }
 
@@ -220,7 +174,7 @@ fn replay_refuses_a_changed_model() {
 /// breaks the manifest's seal: replay refuses, naming the manifest.
 #[test]
 fn replay_refuses_an_edited_manifest() {
-    let home = Home::new();
+    let home = adopted();
     let target = home.save_model("n-model");
     let path = target.join(".solvergate-artifact.json");
     let original: serde_json::Value =
@@ -229,7 +183,7 @@ fn replay_refuses_an_edited_manifest() {
     edited["minizinc"]["timeout_ms"] = 1000.into();
     std::fs::write(&path, edited.to_string()).unwrap();
     let output = home.run(&["replay", target.to_str().unwrap()]);
-    snapshot("replay_edited_manifest", home.dir.path(), &output);
+    snapshot("replay_edited_manifest", &home, &output);
     assert_eq!(output.status.code(), Some(4));
 
     let mut legacy = original;
@@ -237,18 +191,18 @@ fn replay_refuses_an_edited_manifest() {
     legacy.as_object_mut().unwrap().remove("manifest_sha256");
     std::fs::write(&path, legacy.to_string()).unwrap();
     let output = home.run(&["replay", target.to_str().unwrap()]);
-    snapshot("replay_unsealed_manifest", home.dir.path(), &output);
+    snapshot("replay_unsealed_manifest", &home, &output);
     assert_eq!(output.status.code(), Some(4));
 }
 
 #[test]
 fn replay_that_does_not_reproduce_says_why() {
-    let home = Home::new();
+    let home = adopted();
     let target = home.save_script("restless", RESTLESS);
     let output = home.run(&["replay", target.to_str().unwrap()]);
     snapshot_with(
         "replay_not_reproduced",
-        home.dir.path(),
+        &home,
         &output,
         &[
             (r"objective \d+", "objective [N]"),
@@ -264,25 +218,25 @@ fn replay_that_does_not_reproduce_says_why() {
 
 #[test]
 fn replay_of_a_directory_that_is_not_an_artifact() {
-    let home = Home::new();
+    let home = adopted();
     let output = home.run(&["replay", home.saves().to_str().unwrap()]);
-    snapshot("replay_not_an_artifact", home.dir.path(), &output);
+    snapshot("replay_not_an_artifact", &home, &output);
     assert_eq!(output.status.code(), Some(1));
 }
 
 #[test]
 fn artifacts_ls_lists_what_was_saved() {
-    let home = Home::new();
+    let home = adopted();
     home.save_model("n-model");
     home.save_script("seeded", SCRIPT);
     std::fs::create_dir_all(home.saves().join("not-an-artifact")).unwrap();
     let saves = home.saves();
     let output = home.run(&["artifacts", "ls", saves.to_str().unwrap()]);
-    snapshot("artifacts_ls", home.dir.path(), &output);
+    snapshot("artifacts_ls", &home, &output);
     assert_eq!(output.status.code(), Some(0));
 
-    let missing = home.dir.path().join("nowhere");
+    let missing = home.path().join("nowhere");
     let output = home.run(&["artifacts", "ls", missing.to_str().unwrap()]);
-    snapshot("artifacts_ls_missing", home.dir.path(), &output);
+    snapshot("artifacts_ls_missing", &home, &output);
     assert_eq!(output.status.code(), Some(1));
 }

@@ -1,60 +1,17 @@
 //! The command line as a person or a script uses it: runtime resolution and
 //! config, solver listing and terminal solves, on the real runtime.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
 mod common;
-use common::{test_python, test_runtime, text};
+use common::{Adopt, Home, test_python, test_runtime, text};
 
-/// A private home: config and data dirs nobody else uses.
-struct Home {
-    dir: tempfile::TempDir,
-}
-
-impl Home {
-    fn new() -> Home {
-        Home {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_solvergate"));
-        command
-            .args(args)
-            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
-            .env("XDG_DATA_HOME", self.dir.path().join("data"))
-            .env("HOME", self.dir.path())
-            .env_remove("SOLVERGATE_RUNTIME_DIR");
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
-    }
-
-    fn config_file(&self) -> PathBuf {
-        self.dir.path().join("config/solvergate/install.json")
-    }
-
-    fn adopted() -> Home {
-        let home = Home::new();
-        let runtime = test_runtime();
-        let output = home.run(&[
-            "configure-runtime",
-            "--runtime-dir",
-            runtime.to_str().unwrap(),
-        ]);
-        assert!(output.status.success(), "{}", text(&output.stderr));
-        home
-    }
-
-    fn write(&self, name: &str, body: &str) -> String {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, body).unwrap();
-        path.to_string_lossy().into_owned()
-    }
+/// A home whose config names the test MiniZinc runtime.
+fn adopted() -> Home {
+    let home = Home::new();
+    home.adopt(Adopt::Minizinc);
+    home
 }
 
 fn code(output: &Output) -> i32 {
@@ -114,7 +71,7 @@ fn configure_runtime_validates_then_persists() {
 
 #[test]
 fn resolution_order_flag_beats_env_beats_config() {
-    let home = Home::adopted();
+    let home = adopted();
     let empty = tempfile::tempdir().unwrap();
     let empty_dir = empty.path().to_str().unwrap();
 
@@ -173,7 +130,7 @@ fn a_corrupt_config_warns_and_falls_back() {
 
 #[test]
 fn list_solvers_prints_a_table_and_json() {
-    let home = Home::adopted();
+    let home = adopted();
     let table = home.run(&["list-solvers"]);
     assert_eq!(code(&table), 0);
     let table = text(&table.stdout);
@@ -203,7 +160,7 @@ fn list_solvers_without_a_runtime_fails_clearly() {
 
 #[test]
 fn solve_prints_status_solution_objective_and_statistics() {
-    let home = Home::adopted();
+    let home = adopted();
     let model = home.write(
         "knapsack.mzn",
         "int: cap; var 0..10: a; var 0..10: b;\n\
@@ -229,7 +186,7 @@ fn solve_prints_status_solution_objective_and_statistics() {
 
 #[test]
 fn solve_exit_codes() {
-    let home = Home::adopted();
+    let home = adopted();
     let unsat = home.write(
         "unsat.mzn",
         "var 1..3: x; constraint x > 5; solve satisfy;\n",
@@ -252,8 +209,8 @@ fn solve_exit_codes() {
 
 #[test]
 fn solve_runs_in_the_models_directory() {
-    let home = Home::adopted();
-    let dir = home.dir.path().join("project");
+    let home = adopted();
+    let dir = home.path().join("project");
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("helpers.mzn"), "int: limit = 4;\n").unwrap();
     std::fs::write(
@@ -277,8 +234,8 @@ fn solve_runs_in_the_models_directory() {
 /// not join the model as a second one.
 #[test]
 fn a_symlinked_checker_runs_as_the_checker() {
-    let home = Home::adopted();
-    let root = home.dir.path();
+    let home = adopted();
+    let root = home.path();
     for dir in ["models", "checks", "links"] {
         std::fs::create_dir(root.join(dir)).unwrap();
     }
@@ -342,7 +299,7 @@ fn a_symlinked_checker_runs_as_the_checker() {
 
 #[test]
 fn configure_runtime_adopts_a_python_with_ortools() {
-    let home = Home::adopted();
+    let home = adopted();
     let missing_cpsat = home.run(&["check-runtime"]);
     assert_eq!(
         code(&missing_cpsat),

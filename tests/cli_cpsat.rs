@@ -2,10 +2,10 @@
 //! model, a script that breaks the envelope contract — whole transcripts as
 //! snapshots, with the exit codes `run-cpsat --help` documents.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 mod common;
-use common::{test_python, transcript};
+use common::{Home, test_python, transcript};
 
 const SCRIPT: &str = r#"import json, sys
 from ortools.sat.python import cp_model
@@ -22,33 +22,20 @@ else:
     print(json.dumps({"status": "optimal", "objective": solver.ObjectiveValue(), "solution": {"x": solver.Value(x)}}))
 "#;
 
-fn run(home: &tempfile::TempDir, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_solvergate"))
-        .args(args)
-        .env("XDG_CONFIG_HOME", home.path().join("config"))
-        .env("XDG_DATA_HOME", home.path().join("data"))
-        .env("HOME", home.path())
-        .env("SOLVERGATE_CPSAT_PYTHON", test_python())
-        .output()
-        .unwrap()
+/// A home whose interpreter is the test Python, named by the variable.
+fn cpsat_home() -> Home {
+    Home::new().with_env("SOLVERGATE_CPSAT_PYTHON", test_python())
 }
 
-fn snapshot(name: &str, home: &tempfile::TempDir, output: &Output) {
+fn snapshot(name: &str, home: &Home, output: &Output) {
     let transcript = transcript(output);
-    let home = home.path().to_string_lossy().into_owned();
-    insta::with_settings!({
-        filters => vec![
-            (home.as_str(), "[HOME]"),
-            (r"elapsed:   \d+ ms", "elapsed:   [N] ms"),
-        ],
-    }, {
-        insta::assert_snapshot!(name, transcript);
-    });
+    home.snapshot_settings()
+        .bind(|| insta::assert_snapshot!(name, transcript));
 }
 
 #[test]
 fn run_cpsat_outcomes() {
-    let home = tempfile::tempdir().unwrap();
+    let home = cpsat_home();
     let script = home.path().join("cap.py");
     std::fs::write(&script, SCRIPT).unwrap();
     let broken = home.path().join("broken.py");
@@ -73,7 +60,7 @@ fn run_cpsat_outcomes() {
         ),
     ];
     for (name, args, code) in cases {
-        let output = run(&home, &args);
+        let output = home.run(&args);
         snapshot(name, &home, &output);
         assert_eq!(output.status.code(), Some(code), "{name}");
     }
@@ -107,7 +94,7 @@ const CHECKERS: &[(&str, &str, i32)] = &[
 
 #[test]
 fn run_cpsat_with_a_checker_exits_6_unless_it_accepts() {
-    let home = tempfile::tempdir().unwrap();
+    let home = cpsat_home();
     let script = home.path().join("cap.py");
     std::fs::write(&script, SCRIPT).unwrap();
     let script = script.to_str().unwrap();
@@ -124,7 +111,7 @@ fn run_cpsat_with_a_checker_exits_6_unless_it_accepts() {
             "--",
             "4",
         ];
-        let output = run(&home, &args);
+        let output = home.run(&args);
         let name = format!("run_cpsat_checker_{verdict}");
         snapshot(&name, &home, &output);
         assert_eq!(output.status.code(), Some(*code), "{name}");

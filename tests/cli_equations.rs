@@ -4,73 +4,38 @@
 //! out of time, validation, evaluation and bad files — each whole
 //! transcript (stdout, stderr, exit code) pinned as a snapshot.
 
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 mod common;
-use common::{test_runtime, transcript};
+use common::{Home, transcript};
 
-struct Home {
-    dir: tempfile::TempDir,
-}
-
+/// Requests written into the home and the `equations` command run on them.
 impl Home {
-    fn new() -> Home {
-        Home {
-            dir: tempfile::tempdir().unwrap(),
-        }
+    fn write_json(&self, name: &str, body: &serde_json::Value) -> String {
+        self.write(name, &serde_json::to_string_pretty(body).unwrap())
     }
 
-    fn write(&self, name: &str, body: &serde_json::Value) -> String {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, serde_json::to_string_pretty(body).unwrap()).unwrap();
-        path.to_string_lossy().into_owned()
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_solvergate"))
-            .arg("--runtime-dir")
-            .arg(test_runtime())
-            .arg("equations")
-            .args(args)
-            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
-            .env("XDG_DATA_HOME", self.dir.path().join("data"))
-            .env("HOME", self.dir.path())
-            .env_remove("SOLVERGATE_RUNTIME_DIR")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
+    /// `solvergate equations ARGS` on the test runtime.
+    fn equations(&self, args: &[&str]) -> Output {
+        let mut all = vec!["equations"];
+        all.extend_from_slice(args);
+        self.run(&all)
     }
 
     /// Runs a request written under `name` and pins the transcript.
     fn snapshot(&self, name: &str, command: &str, body: &serde_json::Value) -> Output {
-        let file = self.write(&format!("{name}.json"), body);
-        let output = self.run(&[command, &file]);
-        let dir = self.dir.path().to_string_lossy().into_owned();
-        insta::with_settings!({
-            filters => vec![(regex_escape(&dir).as_str(), "[DIR]")],
-        }, {
-            insta::assert_snapshot!(name, transcript(&output));
-        });
+        let file = self.write_json(&format!("{name}.json"), body);
+        let output = self.equations(&[command, &file]);
+        self.snapshot_settings_as("[DIR]")
+            .bind(|| insta::assert_snapshot!(name, transcript(&output)));
         output
     }
 
     fn json(&self, command: &str, body: &serde_json::Value) -> serde_json::Value {
-        let file = self.write("request.json", body);
-        let output = self.run(&[command, &file, "--json"]);
+        let file = self.write_json("request.json", body);
+        let output = self.equations(&[command, &file, "--json"]);
         serde_json::from_slice(&output.stdout).unwrap()
     }
-}
-
-fn regex_escape(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == '-' {
-                c.to_string()
-            } else {
-                format!("\\{c}")
-            }
-        })
-        .collect()
 }
 
 fn seed() -> serde_json::Value {
@@ -90,7 +55,7 @@ fn seed() -> serde_json::Value {
 
 #[test]
 fn correct_gives_the_reference_gross_amount() {
-    let home = Home::new();
+    let home = Home::new().on_test_runtime();
     let output = home.snapshot("correct_seed", "correct", &seed());
     assert_eq!(output.status.code(), Some(0));
     let result = home.json("correct", &seed());
@@ -120,7 +85,7 @@ fn correct_fixes_two_misread_invoice_fields() {
             {"lhs": "gross", "rhs": "net + tax"}
         ]
     });
-    let home = Home::new();
+    let home = Home::new().on_test_runtime();
     let output = home.snapshot("correct_invoice", "correct", &invoice);
     assert_eq!(output.status.code(), Some(0));
     let result = home.json("correct", &invoice);
@@ -139,7 +104,9 @@ fn correct_reports_malformed_expressions_with_positions() {
             {"lhs": "discount ** base", "rhs": "(base"}
         ]
     });
-    let output = Home::new().snapshot("correct_invalid", "correct", &bad);
+    let output = Home::new()
+        .on_test_runtime()
+        .snapshot("correct_invalid", "correct", &bad);
     assert_eq!(output.status.code(), Some(4));
 }
 
@@ -147,7 +114,9 @@ fn correct_reports_malformed_expressions_with_positions() {
 fn correct_without_time_to_answer_is_unknown() {
     let mut request = seed();
     request["timeout_seconds"] = serde_json::json!(0.001);
-    let output = Home::new().snapshot("correct_unknown", "correct", &request);
+    let output = Home::new()
+        .on_test_runtime()
+        .snapshot("correct_unknown", "correct", &request);
     assert_eq!(output.status.code(), Some(5));
 }
 
@@ -168,7 +137,7 @@ fn optimisation() -> serde_json::Value {
 
 #[test]
 fn optimize_finds_the_best_product() {
-    let home = Home::new();
+    let home = Home::new().on_test_runtime();
     let output = home.snapshot("optimize_product", "optimize", &optimisation());
     assert_eq!(output.status.code(), Some(0));
     let result = home.json("optimize", &optimisation());
@@ -189,7 +158,10 @@ fn optimize_with_contradictory_constraints_is_infeasible() {
             {"lhs": "x + y", "rhs": "20", "relation": ">="}
         ]
     });
-    let output = Home::new().snapshot("optimize_infeasible", "optimize", &request);
+    let output =
+        Home::new()
+            .on_test_runtime()
+            .snapshot("optimize_infeasible", "optimize", &request);
     assert_eq!(output.status.code(), Some(3));
 }
 
@@ -203,7 +175,7 @@ fn validate_lists_each_problem() {
             {"lhs": "prix", "rhs": "quantité * 2"}
         ]
     });
-    let home = Home::new();
+    let home = Home::new().on_test_runtime();
     let output = home.snapshot("validate_mixed", "validate", &request);
     assert_eq!(output.status.code(), Some(4));
     let valid = serde_json::json!({"equations": [{"lhs": "a", "rhs": "(b + c) % 7"}]});
@@ -213,7 +185,7 @@ fn validate_lists_each_problem() {
 
 #[test]
 fn evaluate_judges_each_equation() {
-    let home = Home::new();
+    let home = Home::new().on_test_runtime();
     let holds = serde_json::json!({
         "equations": [{"lhs": "gross_amount", "rhs": "quantity * rate_per_pc", "relation": "==", "tolerance": 0.5}],
         "values": {"gross_amount": 520, "quantity": 10, "rate_per_pc": 52}
@@ -234,13 +206,11 @@ fn evaluate_judges_each_equation() {
 
 #[test]
 fn bad_files_are_refused_before_solving() {
-    let home = Home::new();
-    let missing = home.dir.path().join("nope.json");
-    let output = home.run(&["correct", &missing.to_string_lossy()]);
-    let dir = home.dir.path().to_string_lossy().into_owned();
-    insta::with_settings!({filters => vec![(regex_escape(&dir).as_str(), "[DIR]")]}, {
-        insta::assert_snapshot!("equations_missing_file", transcript(&output));
-    });
+    let home = Home::new().on_test_runtime();
+    let missing = home.path().join("nope.json");
+    let output = home.equations(&["correct", &missing.to_string_lossy()]);
+    home.snapshot_settings_as("[DIR]")
+        .bind(|| insta::assert_snapshot!("equations_missing_file", transcript(&output)));
     assert_eq!(output.status.code(), Some(1));
 
     let mut misspelt = seed();

@@ -4,54 +4,30 @@
 //! a reader that goes away early.
 
 use std::io::Read;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{minizinc_version, test_runtime, transcript};
+use common::{Home, per_runtime, transcript};
 
-struct Home {
-    dir: tempfile::TempDir,
-    marker: String,
+/// A home on the test runtime whose every process carries its marker.
+fn marked_home() -> Home {
+    let home = Home::new().on_test_runtime();
+    let marker = marker(&home);
+    home.with_env("SGCLI_MARKER", marker)
 }
 
+/// The variable value that tells this home's processes from all others.
+fn marker(home: &Home) -> String {
+    format!(
+        "SGCLI_{}_{}",
+        std::process::id(),
+        home.path().file_name().unwrap().to_string_lossy()
+    )
+}
+
+/// A long solve, and finding the processes it left.
 impl Home {
-    fn new() -> Home {
-        let dir = tempfile::tempdir().unwrap();
-        let marker = format!(
-            "SGCLI_{}_{}",
-            std::process::id(),
-            dir.path().file_name().unwrap().to_string_lossy()
-        );
-        Home { dir, marker }
-    }
-
-    fn write(&self, name: &str, body: &str) -> String {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, body).unwrap();
-        path.to_string_lossy().into_owned()
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_solvergate"));
-        command
-            .arg("--runtime-dir")
-            .arg(test_runtime())
-            .args(args)
-            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
-            .env("XDG_DATA_HOME", self.dir.path().join("data"))
-            .env("HOME", self.dir.path())
-            .env("SGCLI_MARKER", &self.marker)
-            .env_remove("SOLVERGATE_RUNTIME_DIR")
-            .stdin(Stdio::null());
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().unwrap()
-    }
-
-    /// Live processes started with this home's marker.
     /// Starts `solve` on the hard model (a minute's budget) with stdout and
     /// stderr made by `output`, and returns once Gecode runs.
     fn start_a_long_solve(&self, output: fn() -> Stdio) -> std::process::Child {
@@ -87,8 +63,9 @@ impl Home {
         }
     }
 
+    /// Live processes started with this home's marker.
     fn processes(&self) -> Vec<String> {
-        let needle = format!("SGCLI_MARKER={}", self.marker);
+        let needle = format!("SGCLI_MARKER={}", marker(self));
         std::fs::read_dir("/proc")
             .unwrap()
             .flatten()
@@ -117,19 +94,18 @@ impl Home {
 }
 
 fn snapshot(name: &str, home: &Home, output: &Output) {
-    let home_path = home.dir.path().to_string_lossy().into_owned();
-    insta::with_settings!({
-        snapshot_suffix => format!("minizinc-{}", minizinc_version()),
-        filters => vec![
-            (home_path.as_str(), "[HOME]"),
-            (r"elapsed:   \d+ ms", "elapsed:   [N] ms"),
-            (r"(?s)\nstatistics:\n.*?(\n--- stderr)", "\nstatistics: [filtered]$1"),
-            // Debian 12's Gecode packaging warns on every compile.
-            (r#"(?m)^Warning: included file "count.mzn" overrides[^\n]*\n"#, ""),
-        ],
-    }, {
-        insta::assert_snapshot!(name, transcript(output));
-    });
+    let mut settings = home.snapshot_settings();
+    per_runtime(&mut settings);
+    settings.add_filter(
+        r"(?s)\nstatistics:\n.*?(\n--- stderr)",
+        "\nstatistics: [filtered]$1",
+    );
+    // Debian 12's Gecode packaging warns on every compile.
+    settings.add_filter(
+        r#"(?m)^Warning: included file "count.mzn" overrides[^\n]*\n"#,
+        "",
+    );
+    settings.bind(|| insta::assert_snapshot!(name, transcript(output)));
 }
 
 const KNAPSACK: &str = "int: cap; var 0..10: a; var 0..10: b;\nconstraint 3*a + 4*b <= cap;\nsolve maximize 5*a + 7*b;\noutput [\"a=\\(a) b=\\(b)\\n\"];\n";
@@ -140,7 +116,7 @@ const HARD: &str = "int: n = 50;\narray[1..n] of int: w = [ (i * 37) mod 23 + 5 
 
 #[test]
 fn every_solve_outcome_has_its_transcript_and_exit_code() {
-    let home = Home::new();
+    let home = marked_home();
     let knapsack = home.write("packing.mzn", KNAPSACK);
     let data = home.write("packing.dzn", "cap = 20;\n");
     let checker = home.write("capacity.mzc.mzn", CAPACITY_CHECKER);
@@ -295,7 +271,7 @@ fn sigterm_prints_the_incumbent_exits_130_and_leaves_nothing() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
     for signal in [Signal::SIGTERM, Signal::SIGHUP, Signal::SIGINT] {
-        let home = Home::new();
+        let home = marked_home();
         let child = home.start_a_long_solve(Stdio::piped);
         // Let the solver find a few incumbents.
         std::thread::sleep(Duration::from_millis(700));
@@ -324,7 +300,7 @@ fn sigterm_prints_the_incumbent_exits_130_and_leaves_nothing() {
 fn sigkill_leaves_no_solver_behind() {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
-    let home = Home::new();
+    let home = marked_home();
     let mut child = home.start_a_long_solve(Stdio::null);
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).unwrap();
     child.wait().unwrap();
@@ -340,7 +316,7 @@ fn sigkill_leaves_no_solver_behind() {
 
 #[test]
 fn a_reader_that_goes_away_ends_the_output_quietly() {
-    let home = Home::new();
+    let home = marked_home();
     for args in [vec!["list-solvers", "--json"], vec!["plan", "--example"]] {
         let mut child = home
             .command(&args)
@@ -366,21 +342,20 @@ fn a_reader_that_goes_away_ends_the_output_quietly() {
 
 #[test]
 fn a_long_solve_shows_its_progress_on_a_terminal_only() {
-    let home = Home::new();
+    let home = marked_home();
     let hard = home.write("hard.mzn", HARD);
-    let runtime = test_runtime();
     // With -a MiniZinc prints every improving solution as it is found
     // (without it, only the last one), so the status line has news to show.
-    let line = format!(
-        "{} --runtime-dir {} solve {hard} --solver gecode --timeout-ms 2500 -a",
-        env!("CARGO_BIN_EXE_solvergate"),
-        runtime.display()
-    );
-    let on_a_terminal = Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
-        .env("XDG_CONFIG_HOME", home.dir.path().join("config"))
-        .env("XDG_DATA_HOME", home.dir.path().join("data"))
-        .env("HOME", home.dir.path())
+    let on_a_terminal = home
+        .on_a_terminal(&[
+            "solve",
+            &hard,
+            "--solver",
+            "gecode",
+            "--timeout-ms",
+            "2500",
+            "-a",
+        ])
         .stdin(Stdio::null())
         .output()
         .expect("util-linux script must be installed");

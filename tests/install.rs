@@ -6,10 +6,13 @@
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
+
+mod common;
+use common::{Home, stderr, transcript};
 
 const PREFIX: &str = "FakeMiniZinc-bundle";
 
@@ -85,6 +88,7 @@ fn respond(stream: &mut std::net::TcpStream, mode: &Serve) -> std::io::Result<()
 }
 
 /// One archive entry; raw names so hostile paths survive the tar builder.
+#[derive(Clone, Copy)]
 enum Entry<'a> {
     Dir(&'a str),
     File(&'a str, &'a [u8], u32),
@@ -162,22 +166,8 @@ fn platform() -> String {
     format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH)
 }
 
-/// A private home with config/data dirs and a place for manifests.
-struct Home {
-    dir: tempfile::TempDir,
-}
-
+/// Manifests, installs and what they leave, in a private home.
 impl Home {
-    fn new() -> Home {
-        Home {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
     fn manifest(&self, url: &str, sha256: &str, platform: &str) -> PathBuf {
         let path = self.path().join("manifest.toml");
         std::fs::write(
@@ -188,18 +178,6 @@ impl Home {
         )
         .unwrap();
         path
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_solvergate"));
-        command
-            .args(args)
-            .env("XDG_CONFIG_HOME", self.path().join("config"))
-            .env("XDG_DATA_HOME", self.path().join("data"))
-            .env("HOME", self.path())
-            .env_remove("SOLVERGATE_RUNTIME_DIR")
-            .stdin(Stdio::null());
-        command
     }
 
     fn install(&self, manifest: &Path, target: &Path, extra: &[&str]) -> Output {
@@ -213,11 +191,7 @@ impl Home {
             target.to_str().unwrap(),
         ];
         args.extend_from_slice(extra);
-        self.command(&args).output().unwrap()
-    }
-
-    fn config(&self) -> PathBuf {
-        self.path().join("config/solvergate/install.json")
+        self.run(&args)
     }
 
     fn runtimes(&self) -> PathBuf {
@@ -235,10 +209,34 @@ impl Home {
             .filter(|name| !keep.contains(&name.as_str()))
             .collect()
     }
+
+    /// Asserts a failed install (exit 1) left nothing: no target, no
+    /// config, nothing in the runtimes dir.
+    fn assert_left_nothing(&self, name: &str, output: &Output, target: &Path) {
+        assert_eq!(output.status.code(), Some(1), "{name}: {}", stderr(output));
+        assert!(!target.exists(), "{name}: target created");
+        assert!(!self.config_file().exists(), "{name}: config written");
+        assert!(
+            self.leftovers(&[]).is_empty(),
+            "{name}: left {:?}",
+            self.leftovers(&[])
+        );
+    }
 }
 
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
+/// Installs what `mode` serves, pinned to `sha256`, in a new home: it must
+/// fail saying `expected` and leave nothing behind.
+fn refused_leaving_nothing(name: &str, mode: Serve, sha256: &str, expected: &str) {
+    let home = Home::new();
+    let manifest = home.manifest(&serve(mode), sha256, &platform());
+    let target = home.runtimes().join("minizinc");
+    let output = home.install(&manifest, &target, &["--yes"]);
+    assert!(
+        stderr(&output).contains(expected),
+        "{name}: {}",
+        stderr(&output)
+    );
+    home.assert_left_nothing(name, &output, &target);
 }
 
 #[test]
@@ -280,7 +278,7 @@ fn installs_verifies_and_remembers_the_runtime() {
     );
     assert!(marker["installed_at"].as_str().unwrap().ends_with('Z'));
     let config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(home.config()).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(home.config_file()).unwrap()).unwrap();
     assert_eq!(config["runtime_dir"], target.to_str().unwrap());
     assert!(
         home.leftovers(&["minizinc"]).is_empty(),
@@ -385,7 +383,7 @@ fn refuses_an_unmanaged_directory_whatever_the_flags() {
         std::fs::read_to_string(target.join("precious.txt")).unwrap(),
         "keep me"
     );
-    assert!(!home.config().exists());
+    assert!(!home.config_file().exists());
     assert!(home.leftovers(&["checkout"]).is_empty());
 }
 
@@ -414,7 +412,7 @@ fn a_non_terminal_without_yes_is_told_what_to_pass() {
         "{}",
         stderr(&output)
     );
-    assert!(!home.config().exists());
+    assert!(!home.config_file().exists());
 }
 
 #[test]
@@ -458,57 +456,43 @@ fn broken_downloads_leave_nothing_behind() {
         ),
     ];
     for (name, mode, hash, expected) in cases {
-        let home = Home::new();
-        let manifest = home.manifest(&serve(mode), &hash, &platform());
-        let target = home.runtimes().join("minizinc");
-        let output = home.install(&manifest, &target, &["--yes"]);
-        assert_eq!(output.status.code(), Some(1), "{name}");
-        assert!(
-            stderr(&output).contains(expected),
-            "{name}: {}",
-            stderr(&output)
-        );
-        assert!(!target.exists(), "{name}: target created");
-        assert!(!home.config().exists(), "{name}: config written");
-        assert!(
-            home.leftovers(&[]).is_empty(),
-            "{name}: left {:?}",
-            home.leftovers(&[])
-        );
+        refused_leaving_nothing(name, mode, &hash, expected);
     }
 }
 
 #[test]
 fn hostile_archives_are_refused() {
-    let bin = |extra: Entry<'static>| {
-        vec![
+    // A bundle with its minizinc, and `extra` after it.
+    let bin = |extra: &[Entry<'static>]| {
+        let mut entries = vec![
             Entry::Dir("FakeMiniZinc-bundle/"),
             Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
-            extra,
-        ]
+        ];
+        entries.extend_from_slice(extra);
+        entries
     };
     let cases: Vec<(&str, Vec<Entry>, &str)> = vec![
         (
             "absolute path",
-            bin(Entry::File("/tmp/solvergate-evil", b"x", 0o644)),
+            bin(&[Entry::File("/tmp/solvergate-evil", b"x", 0o644)]),
             "absolute path",
         ),
         (
             "dot-dot",
-            bin(Entry::File("FakeMiniZinc-bundle/../../evil", b"x", 0o644)),
+            bin(&[Entry::File("FakeMiniZinc-bundle/../../evil", b"x", 0o644)]),
             "`..`",
         ),
         (
             "absolute symlink",
-            bin(Entry::Symlink("FakeMiniZinc-bundle/etc", "/etc")),
+            bin(&[Entry::Symlink("FakeMiniZinc-bundle/etc", "/etc")]),
             "absolute",
         ),
         (
             "escaping symlink",
-            bin(Entry::Symlink(
+            bin(&[Entry::Symlink(
                 "FakeMiniZinc-bundle/lib/up",
                 "../../../outside",
-            )),
+            )]),
             "leaves the root",
         ),
         (
@@ -523,119 +507,146 @@ fn hostile_archives_are_refused() {
         ),
         (
             "hardlink out of the root",
-            bin(Entry::Hardlink("FakeMiniZinc-bundle/passwd", "/etc/passwd")),
+            bin(&[Entry::Hardlink("FakeMiniZinc-bundle/passwd", "/etc/passwd")]),
             "refusing",
         ),
         (
             "hardlink with dot-dot",
-            bin(Entry::Hardlink(
+            bin(&[Entry::Hardlink(
                 "FakeMiniZinc-bundle/x",
                 "FakeMiniZinc-bundle/../../secret",
-            )),
+            )]),
             "refusing",
         ),
         (
             "symlink chain out of the root",
-            vec![
-                Entry::Dir("FakeMiniZinc-bundle/"),
-                Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
+            bin(&[
                 Entry::Symlink("FakeMiniZinc-bundle/a", "."),
                 Entry::Symlink("FakeMiniZinc-bundle/b", "a/a/../.."),
-            ],
+            ]),
             "leaves the root",
         ),
         (
             "link through a link that climbs",
-            vec![
-                Entry::Dir("FakeMiniZinc-bundle/"),
-                Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
+            bin(&[
                 Entry::Symlink("FakeMiniZinc-bundle/bin/up", ".."),
                 Entry::Symlink("FakeMiniZinc-bundle/esc", "bin/up/.."),
-            ],
+            ]),
             "leaves the root",
         ),
         (
             "a later link turns an earlier one outwards",
-            vec![
-                Entry::Dir("FakeMiniZinc-bundle/"),
-                Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
+            bin(&[
                 Entry::Symlink("FakeMiniZinc-bundle/b", "x/x/../.."),
                 Entry::Symlink("FakeMiniZinc-bundle/x", "."),
-            ],
+            ]),
             "once the whole archive is extracted",
         ),
         (
             "dot-dot at the root",
-            bin(Entry::Symlink("FakeMiniZinc-bundle/up", "..")),
+            bin(&[Entry::Symlink("FakeMiniZinc-bundle/up", "..")]),
             "leaves the root",
         ),
         (
             "symlink loop",
-            vec![
-                Entry::Dir("FakeMiniZinc-bundle/"),
-                Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
+            bin(&[
                 Entry::Symlink("FakeMiniZinc-bundle/a", "b"),
                 Entry::Symlink("FakeMiniZinc-bundle/b", "a"),
-            ],
+            ]),
             "more than 40 links",
         ),
         (
             "write through a link made after a file",
-            vec![
-                Entry::Dir("FakeMiniZinc-bundle/"),
-                Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
+            bin(&[
                 Entry::Symlink("FakeMiniZinc-bundle/alias", "bin"),
                 Entry::File("FakeMiniZinc-bundle/alias/minizinc", b"x", 0o755),
-            ],
+            ]),
             "is a symlink",
         ),
         (
             "hardlink to a symlink",
-            vec![
-                Entry::Dir("FakeMiniZinc-bundle/"),
-                Entry::File("FakeMiniZinc-bundle/bin/minizinc", FAKE_MINIZINC, 0o755),
+            bin(&[
                 Entry::Symlink("FakeMiniZinc-bundle/l", "bin/minizinc"),
                 Entry::Hardlink("FakeMiniZinc-bundle/h", "FakeMiniZinc-bundle/l"),
-            ],
+            ]),
             "not a regular file",
         ),
-        ("fifo", bin(Entry::Fifo("FakeMiniZinc-bundle/pipe")), "FIFO"),
+        (
+            "fifo",
+            bin(&[Entry::Fifo("FakeMiniZinc-bundle/pipe")]),
+            "FIFO",
+        ),
         (
             "device",
-            bin(Entry::CharDevice("FakeMiniZinc-bundle/tty")),
+            bin(&[Entry::CharDevice("FakeMiniZinc-bundle/tty")]),
             "device",
         ),
         (
             "wrong layout",
-            bin(Entry::File("Other/bin/minizinc", b"x", 0o755)),
+            bin(&[Entry::File("Other/bin/minizinc", b"x", 0o755)]),
             "top-level directory",
         ),
     ];
     for (name, entries, expected) in cases {
-        let home = Home::new();
         let archive = tar_gz(&entries);
-        let manifest = home.manifest(
-            &serve(Serve::Ok(archive.clone())),
-            &sha256(&archive),
-            &platform(),
-        );
-        let target = home.runtimes().join("minizinc");
-        let output = home.install(&manifest, &target, &["--yes"]);
-        assert_eq!(output.status.code(), Some(1), "{name}: {}", stderr(&output));
-        assert!(
-            stderr(&output).contains(expected),
-            "{name}: {}",
-            stderr(&output)
-        );
-        assert!(!target.exists(), "{name}: target created");
-        assert!(!home.config().exists(), "{name}: config written");
-        assert!(
-            home.leftovers(&[]).is_empty(),
-            "{name}: left {:?}",
-            home.leftovers(&[])
-        );
+        let hash = sha256(&archive);
+        refused_leaving_nothing(name, Serve::Ok(archive), &hash, expected);
     }
     assert!(!Path::new("/tmp/solvergate-evil").exists());
+}
+
+/// A local bundle that fails after its hash matched says why cause by
+/// cause: an archive that is not gzip, a `minizinc` that cannot be started
+/// (the cause says its own cause, printed once), one whose solver list is
+/// not JSON (two causes deep); and an archive that is not there at all.
+#[test]
+fn a_broken_bundle_says_why_cause_by_cause() {
+    const NO_CATALOG: &[u8] = b"#!/bin/sh\n\
+case \"$1\" in\n\
+  --version) echo 'MiniZinc to FlatZinc converter, version 2.9.7 (fake)';;\n\
+  *) echo 'no solvers here';;\n\
+esac\n";
+    let bundle = |minizinc: &'static [u8]| {
+        tar_gz(&[
+            Entry::Dir("FakeMiniZinc-bundle/"),
+            Entry::Dir("FakeMiniZinc-bundle/bin/"),
+            Entry::File("FakeMiniZinc-bundle/bin/minizinc", minizinc, 0o755),
+        ])
+    };
+    let cases: [(&str, Option<Vec<u8>>); 4] = [
+        (
+            "install_archive_not_gzip",
+            Some(b"not a gzip stream".to_vec()),
+        ),
+        (
+            "install_minizinc_does_not_start",
+            Some(bundle(b"#!/nonexistent/interpreter\n")),
+        ),
+        ("install_catalog_not_json", Some(bundle(NO_CATALOG))),
+        ("install_archive_missing", None),
+    ];
+    for (name, archive) in cases {
+        let home = Home::new();
+        let path = home.path().join("bundle.tgz");
+        let hash = match &archive {
+            Some(bytes) => {
+                std::fs::write(&path, bytes).unwrap();
+                sha256(bytes)
+            }
+            None => "0".repeat(64),
+        };
+        let manifest = home.manifest("http://127.0.0.1:9/unused.tgz", &hash, &platform());
+        let target = home.runtimes().join("minizinc");
+        let output = home.install(
+            &manifest,
+            &target,
+            &["--yes", "--from-archive", path.to_str().unwrap()],
+        );
+        let transcript = transcript(&output);
+        home.snapshot_settings()
+            .bind(|| insta::assert_snapshot!(name, transcript));
+        home.assert_left_nothing(name, &output, &target);
+    }
 }
 
 #[test]
@@ -690,7 +701,7 @@ fn an_interrupted_download_leaves_nothing_behind() {
             stderr(&output)
         );
         assert!(!target.exists(), "{signal}: target created");
-        assert!(!home.config().exists(), "{signal}: config written");
+        assert!(!home.config_file().exists(), "{signal}: config written");
         assert!(
             home.leftovers(&[]).is_empty(),
             "{signal}: left {:?}",
@@ -710,18 +721,9 @@ struct Terminal {
 
 impl Terminal {
     fn start(home: &Home, args: &[&str]) -> Terminal {
-        let mut line = String::from(env!("CARGO_BIN_EXE_solvergate"));
-        for arg in args {
-            line.push(' ');
-            line.push_str(arg);
-        }
-        let mut child = Command::new("script")
-            .args(["-qec", &line, "/dev/null"])
-            .env("XDG_CONFIG_HOME", home.path().join("config"))
-            .env("XDG_DATA_HOME", home.path().join("data"))
-            .env("HOME", home.path())
+        let mut child = home
+            .on_a_terminal(args)
             .env("COLUMNS", "100")
-            .env_remove("SOLVERGATE_RUNTIME_DIR")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -802,18 +804,11 @@ fn as_drawn(raw: &str) -> String {
 /// Snapshots a terminal session with the paths and run-specific values
 /// filtered.
 fn snapshot_terminal(name: &str, home: &Home, code: Option<i32>, screen: &str) {
-    let home_path = home.path().to_string_lossy().into_owned();
     let transcript = format!("exit code: {code:?}\n--- terminal\n{screen}");
-    insta::with_settings!({
-        filters => vec![
-            (home_path.as_str(), "[HOME]"),
-            (r"127\.0\.0\.1:\d+", "127.0.0.1:[PORT]"),
-            (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", "[TIME]"),
-            (r"\b[0-9a-f]{64}\b", "[SHA256]"),
-        ],
-    }, {
-        insta::assert_snapshot!(name, transcript);
-    });
+    let mut settings = home.snapshot_settings();
+    settings.add_filter(r"127\.0\.0\.1:\d+", "127.0.0.1:[PORT]");
+    settings.add_filter(r"\b[0-9a-f]{64}\b", "[SHA256]");
+    settings.bind(|| insta::assert_snapshot!(name, transcript));
 }
 
 #[test]
@@ -940,18 +935,9 @@ fn a_failed_download_says_why_once_and_what_to_do() {
     );
     let target = home.runtimes().join("deeper/still/minizinc");
     let output = home.install(&manifest, &target, &["--yes"]);
-    let transcript = format!(
-        "exit code: {}\n--- stdout\n{}--- stderr\n{}",
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout),
-        stderr(&output)
-    );
-    let home_path = home.path().to_string_lossy().into_owned();
-    insta::with_settings!({
-        filters => vec![(home_path.as_str(), "[HOME]")],
-    }, {
-        insta::assert_snapshot!("install_download_refused", transcript);
-    });
+    let transcript = transcript(&output);
+    home.snapshot_settings()
+        .bind(|| insta::assert_snapshot!("install_download_refused", transcript));
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         stderr(&output).matches("127.0.0.1:9").count(),

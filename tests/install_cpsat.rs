@@ -3,48 +3,25 @@
 //! hash-locked pins. Needs the package registry (CI has it).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+
+mod common;
+use common::{Home, stderr};
 
 const BUILTIN: &str = include_str!("../runtime-manifest.toml");
 
-struct Home {
-    dir: tempfile::TempDir,
+/// A home whose pip shares its downloads between runs (pip still checks
+/// every hash).
+fn pip_home() -> Home {
+    Home::new().with_env(
+        "PIP_CACHE_DIR",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("pip-cache"),
+    )
 }
 
+/// The venv `install-runtime --only cpsat` builds, and what it leaves.
 impl Home {
-    fn new() -> Home {
-        Home {
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_solvergate"))
-            .args(args)
-            .env("XDG_CONFIG_HOME", self.path().join("config"))
-            .env("XDG_DATA_HOME", self.path().join("data"))
-            .env("HOME", self.path())
-            // Share downloads between runs; pip still checks every hash.
-            .env(
-                "PIP_CACHE_DIR",
-                Path::new(env!("CARGO_TARGET_TMPDIR")).join("pip-cache"),
-            )
-            .env_remove("SOLVERGATE_CPSAT_PYTHON")
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    }
-
     fn venv(&self) -> PathBuf {
         self.path().join("data/solvergate/cpsat")
-    }
-
-    fn config(&self) -> PathBuf {
-        self.path().join("config/solvergate/install.json")
     }
 
     /// What is in the data dir besides `keep`.
@@ -58,10 +35,6 @@ impl Home {
             .filter(|name| !keep.contains(&name.as_str()))
             .collect()
     }
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// The reason PyPI cannot be reached from here, if it cannot: these tests
@@ -84,7 +57,7 @@ fn builds_a_hash_locked_venv_that_imports_cp_sat() {
         eprintln!("skipped: {reason}; the CP-SAT install tests need PyPI");
         return;
     }
-    let home = Home::new();
+    let home = pip_home();
     let output = home.run(&["install-runtime", "--only", "cpsat", "--yes"]);
     assert!(output.status.success(), "{}", stderr(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -98,7 +71,7 @@ fn builds_a_hash_locked_venv_that_imports_cp_sat() {
     .unwrap();
     assert_eq!(marker["version"], "9.15.6755");
     let config: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(home.config()).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(home.config_file()).unwrap()).unwrap();
     assert_eq!(config["cpsat_python"], python.to_str().unwrap());
     assert!(
         home.leftovers(&["cpsat"]).is_empty(),
@@ -129,7 +102,7 @@ fn a_wrong_pin_is_refused_and_leaves_nothing() {
         eprintln!("skipped: {reason}; the CP-SAT install tests need PyPI");
         return;
     }
-    let home = Home::new();
+    let home = pip_home();
     // Every ortools hash in the manifest replaced by one that matches no wheel.
     let start = BUILTIN.find("name = \"ortools\"").unwrap();
     let list_start = start + BUILTIN[start..].find("sha256 = [").unwrap();
@@ -154,6 +127,6 @@ fn a_wrong_pin_is_refused_and_leaves_nothing() {
     let message = stderr(&output).to_ascii_lowercase();
     assert!(message.contains("hash"), "{message}");
     assert!(!home.venv().exists());
-    assert!(!home.config().exists());
+    assert!(!home.config_file().exists());
     assert!(home.leftovers(&[]).is_empty(), "{:?}", home.leftovers(&[]));
 }

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
 mod common;
-use common::{minizinc_version, test_runtime};
+use common::{per_runtime, snapshot_settings, test_runtime};
 
 /// The text part may hold at most this many bytes (`render::TEXT_LIMIT`).
 const TEXT_LIMIT: usize = 16 * 1024;
@@ -102,17 +102,12 @@ impl Drop for Session {
 
 fn assert_text(name: &str, text: &str) {
     assert!(text.len() <= TEXT_LIMIT, "{name}: {} bytes", text.len());
-    insta::with_settings!({
-        snapshot_suffix => format!("minizinc-{}", minizinc_version()),
-        filters => vec![
-            (r"Elapsed: \d+ ms", "Elapsed: [N] ms"),
-            (r"\((solver [^,]+), \d+ ms\)", "($1, [N] ms)"),
-            (r"(?m)^(  \w*([Tt]ime|Mem)\w*): \S+$", "$1: [filtered]"),
-            (r"/\S*/solvergate-\S*?/", "[scratch]/"),
-        ],
-    }, {
-        insta::assert_snapshot!(name, text);
-    });
+    let mut settings = snapshot_settings();
+    per_runtime(&mut settings);
+    settings.add_filter(r"Elapsed: \d+ ms", "Elapsed: [N] ms");
+    settings.add_filter(r"\((solver [^,]+), \d+ ms\)", "($1, [N] ms)");
+    settings.add_filter(r"(?m)^(  \w*([Tt]ime|Mem)\w*): \S+$", "$1: [filtered]");
+    settings.bind(|| insta::assert_snapshot!(name, text));
 }
 
 const OPTIMISING: &str = "var 1..9: x; var 1..9: y;\nconstraint x + 2 * y <= 14;\nsolve maximize 3 * x + y;\noutput [\"best: x=\\(x), y=\\(y)\\n\"];\n";

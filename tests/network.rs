@@ -11,6 +11,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+use common::Home;
+
+/// A user and network namespace with no interface up, for the binary.
+const NO_NETWORK: &[&str] = &["unshare", "--map-root-user", "--net", "--"];
+
 const NETWORK_FILE: &str = "src/runtime/install/download.rs";
 const SERVER_FILE: &str = "src/cli/serve_command.rs";
 
@@ -86,30 +92,16 @@ fn commands_work_without_a_network() {
         eprintln!("skipped: {reason}");
         return;
     }
-    let runtime = std::env::var("SOLVERGATE_TEST_RUNTIME").unwrap_or_else(|_| "/usr".into());
-    let home = tempfile::tempdir().unwrap();
-    let model = home.path().join("m.mzn");
-    std::fs::write(&model, "var 1..5: x; solve maximize x;\n").unwrap();
-    let binary = env!("CARGO_BIN_EXE_solvergate");
-    let model = model.to_str().unwrap();
+    let home = Home::new().on_test_runtime();
+    let model = home.write("m.mzn", "var 1..5: x; solve maximize x;\n");
     let commands: [&[&str]; 3] = [
         &["check-runtime", "--only", "minizinc"],
         &["list-solvers"],
-        &["solve", model, "--json"],
+        &["solve", &model, "--json"],
     ];
     for args in commands {
-        let output = Command::new("unshare")
-            .args([
-                "--map-root-user",
-                "--net",
-                "--",
-                binary,
-                "--runtime-dir",
-                &runtime,
-            ])
-            .args(args)
-            .env("XDG_CONFIG_HOME", home.path().join("config"))
-            .env("XDG_DATA_HOME", home.path().join("data"))
+        let output = home
+            .under(NO_NETWORK, args)
             .output()
             .expect("unshare (util-linux) must be installed");
         assert!(
@@ -127,20 +119,9 @@ fn an_mcp_session_solves_without_a_network() {
         eprintln!("skipped: {reason}");
         return;
     }
-    let runtime = std::env::var("SOLVERGATE_TEST_RUNTIME").unwrap_or_else(|_| "/usr".into());
-    let home = tempfile::tempdir().unwrap();
-    let mut child = Command::new("unshare")
-        .args([
-            "--map-root-user",
-            "--net",
-            "--",
-            env!("CARGO_BIN_EXE_solvergate"),
-            "--runtime-dir",
-            &runtime,
-        ])
-        .arg("stdio")
-        .env("XDG_CONFIG_HOME", home.path().join("config"))
-        .env("XDG_DATA_HOME", home.path().join("data"))
+    let home = Home::new().on_test_runtime();
+    let mut child = home
+        .under(NO_NETWORK, &["stdio"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
