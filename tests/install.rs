@@ -815,18 +815,10 @@ fn snapshot_terminal(name: &str, home: &Home, code: Option<i32>, screen: &str) {
 fn a_terminal_is_asked_where_and_whether_to_replace() {
     let home = Home::new();
     let manifest = served_manifest(&home);
-    let args = [
-        "install-runtime",
-        "--only",
-        "minizinc",
-        "--manifest",
-        &manifest,
-    ];
     let default_target = home.path().join("data/solvergate/minizinc");
 
     // Enter accepts the default location.
-    let mut terminal = Terminal::start(&home, &args);
-    terminal.wait_for("]: ");
+    let mut terminal = at_the_location_prompt(&home, &manifest);
     terminal.type_in("\n");
     let (code, screen) = terminal.finish();
     snapshot_terminal("prompt_accepts_the_default", &home, code, &screen);
@@ -835,8 +827,7 @@ fn a_terminal_is_asked_where_and_whether_to_replace() {
 
     // Over our own install, the terminal is asked to confirm; "n" keeps it.
     std::fs::write(default_target.join("keep-me"), "old install").unwrap();
-    let mut terminal = Terminal::start(&home, &args);
-    terminal.wait_for("]: ");
+    let mut terminal = at_the_location_prompt(&home, &manifest);
     terminal.type_in("\n");
     terminal.wait_for("[y/N] ");
     terminal.type_in("n\n");
@@ -849,8 +840,7 @@ fn a_terminal_is_asked_where_and_whether_to_replace() {
     );
 
     // "y" replaces it.
-    let mut terminal = Terminal::start(&home, &args);
-    terminal.wait_for("]: ");
+    let mut terminal = at_the_location_prompt(&home, &manifest);
     terminal.type_in("\n");
     terminal.wait_for("[y/N] ");
     terminal.type_in("y\n");
@@ -864,15 +854,7 @@ fn a_terminal_is_asked_where_and_whether_to_replace() {
 fn ctrl_c_at_the_prompt_aborts_at_once_and_changes_nothing() {
     let home = Home::new();
     let manifest = served_manifest(&home);
-    let args = [
-        "install-runtime",
-        "--only",
-        "minizinc",
-        "--manifest",
-        &manifest,
-    ];
-    let mut terminal = Terminal::start(&home, &args);
-    terminal.wait_for("]: ");
+    let mut terminal = at_the_location_prompt(&home, &manifest);
     terminal.type_in("\u{3}");
     let (code, screen) = terminal.finish();
     snapshot_terminal("prompt_ctrl_c", &home, code, &screen);
@@ -890,15 +872,7 @@ fn ctrl_c_at_the_prompt_aborts_at_once_and_changes_nothing() {
 fn a_tilde_in_the_prompt_answer_is_the_home_directory() {
     let home = Home::new();
     let manifest = served_manifest(&home);
-    let args = [
-        "install-runtime",
-        "--only",
-        "minizinc",
-        "--manifest",
-        &manifest,
-    ];
-    let mut terminal = Terminal::start(&home, &args);
-    terminal.wait_for("]: ");
+    let mut terminal = at_the_location_prompt(&home, &manifest);
     terminal.type_in("~/runtimes/mzn\n");
     let (code, screen) = terminal.finish();
     snapshot_terminal("prompt_tilde_answer", &home, code, &screen);
@@ -911,6 +885,21 @@ fn a_tilde_in_the_prompt_answer_is_the_home_directory() {
         !home.path().join("~").exists(),
         "a literal ~ directory was made"
     );
+}
+
+/// `install-runtime --only minizinc --manifest MANIFEST` on a terminal,
+/// once it asks where to install.
+fn at_the_location_prompt(home: &Home, manifest: &str) -> Terminal {
+    let args = [
+        "install-runtime",
+        "--only",
+        "minizinc",
+        "--manifest",
+        manifest,
+    ];
+    let terminal = Terminal::start(home, &args);
+    terminal.wait_for("]: ");
+    terminal
 }
 
 /// A manifest whose bundle a loopback server serves intact.

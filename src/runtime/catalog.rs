@@ -217,6 +217,21 @@ mod tests {
         assert!(!catalog.solvers[3].capabilities.supports_num_solutions);
     }
 
+    /// The CLI prints the serde error as the cause; a tool's text (built
+    /// with `with_causes`) still reads as one line, as it always has.
+    #[test]
+    fn a_catalog_that_is_not_json_keeps_the_parse_error_as_its_cause() {
+        let error = SolverCatalog::parse("no solvers here").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "--solvers-json did not print a JSON list"
+        );
+        assert_eq!(
+            crate::diagnostics::with_causes(&error),
+            "--solvers-json did not print a JSON list: expected ident at line 1 column 2"
+        );
+    }
+
     #[test]
     fn resolves_ids_short_names_and_tags() {
         let catalog = SolverCatalog::parse(SOLVERS).unwrap();
