@@ -131,16 +131,24 @@ impl CpsatRuntime {
 /// Why an interpreter is not a usable CP-SAT runtime.
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
+    /// Nothing executable at the interpreter's path.
     #[error("no executable Python at {}", .0.display())]
     NoPython(PathBuf),
+    /// The interpreter could not be run (its own text says why).
     #[error(transparent)]
     Run(#[from] ExecError),
+    /// The probe was cancelled.
     #[error("cancelled")]
     Cancelled,
     /// The interpreter ran but the import failed; `reason` is the last
     /// line of its stderr.
     #[error("{} cannot import ortools.sat.python.cp_model: {reason}", .python.display())]
-    NoOrtools { python: PathBuf, reason: String },
+    NoOrtools {
+        /// The interpreter probed.
+        python: PathBuf,
+        /// The last line of its stderr.
+        reason: String,
+    },
 }
 
 /// Runs `python -c PROBE`; the version on success, the reason otherwise.

@@ -45,18 +45,35 @@ const MAX_LINK_DEPTH: usize = 40;
 /// Why an archive was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ArchiveError {
+    /// An entry breaks a rule of a safe extraction.
     #[error("refusing archive entry {entry:?}")]
     Unsafe {
+        /// The entry's path as the archive names it.
         entry: String,
+        /// The rule it breaks.
         #[source]
         reason: Refusal,
     },
+    /// An entry is outside the bundle's top-level directory.
     #[error("archive entry {entry:?} is not under the expected top-level directory {prefix:?}")]
-    Layout { entry: String, prefix: String },
+    Layout {
+        /// The entry's path as the archive names it.
+        entry: String,
+        /// The top-level directory the manifest names.
+        prefix: String,
+    },
+    /// The archive itself could not be read (not gzip, not tar, cut off).
     #[error("could not read the archive")]
     Read(#[source] io::Error),
+    /// An entry could not be written.
     #[error("could not write {path}")]
-    Write { path: PathBuf, source: io::Error },
+    Write {
+        /// Where it was being written.
+        path: PathBuf,
+        /// Why it failed.
+        source: io::Error,
+    },
+    /// Ctrl-C or SIGTERM between entries.
     #[error("extraction cancelled")]
     Cancelled,
 }
@@ -68,18 +85,30 @@ pub enum Refusal {
     /// A rule the entry itself breaks (its kind, its spelling).
     #[error("{0}")]
     Rule(&'static str),
+    /// A directory above the entry is a symlink.
     #[error("its parent {} is a symlink", .0.display())]
     SymlinkParent(PathBuf),
+    /// A symlink to an absolute path.
     #[error("symlink to the absolute path {}", .0.display())]
     AbsoluteTarget(PathBuf),
+    /// A link whose own path is absolute.
     #[error("absolute link path")]
     AbsoluteLink,
+    /// A symlink whose target climbs out of the extraction root.
     #[error("symlink target {} leaves the root", .0.display())]
     LeavesRoot(PathBuf),
+    /// A symlink that resolves through too many links.
     #[error("symlink target {} follows more than {MAX_LINK_DEPTH} links (a loop?)", .0.display())]
     TooManyLinks(PathBuf),
+    /// A link already extracted could not be read back.
     #[error("could not read the link {}", .link.display())]
-    ReadLink { link: PathBuf, source: io::Error },
+    ReadLink {
+        /// The link.
+        link: PathBuf,
+        /// Why it could not be read.
+        source: io::Error,
+    },
+    /// A symlink whose target passes through a link to an absolute path.
     #[error(
         "symlink target {} goes through {}, a link to the absolute path {}",
         .target.display(),
@@ -87,8 +116,11 @@ pub enum Refusal {
         .leads_to.display()
     )]
     ThroughAbsolute {
+        /// The symlink's target.
         target: PathBuf,
+        /// The link on the way.
         via: PathBuf,
+        /// Where that link points.
         leads_to: PathBuf,
     },
     /// A link that was fine when written, refused against the whole tree.

@@ -153,51 +153,93 @@ pub enum InstallEvent {
 /// Why an install did not happen.
 #[derive(Debug, thiserror::Error)]
 pub enum InstallError {
+    /// The download did not arrive: the URL, what broke and its causes,
+    /// laid out for a person (see `download::describe`).
     #[error("download failed: {0}")]
     Network(String),
+    /// The server answered, but not with the archive.
     #[error("download failed: {url} answered HTTP {status}")]
-    HttpStatus { url: String, status: u16 },
+    HttpStatus {
+        /// The manifest's URL for the bundle.
+        url: String,
+        /// The HTTP status it answered with.
+        status: u16,
+    },
+    /// What arrived is not the archive the manifest pins.
     #[error(
         "SHA256 mismatch: the manifest pins {expected}, the archive is {actual}; nothing was installed"
     )]
-    HashMismatch { expected: String, actual: String },
+    HashMismatch {
+        /// The manifest's SHA256.
+        expected: String,
+        /// The SHA256 of what arrived.
+        actual: String,
+    },
+    /// The archive was refused or could not be unpacked.
     #[error(transparent)]
     Archive(#[from] ArchiveError),
+    /// The installed `minizinc` ran but did not answer as a runtime does.
     #[error("the installed runtime does not work: {0}")]
     SmokeCheck(String),
     /// The smoke check's child could not be run.
     #[error("the installed runtime does not work")]
     SmokeRun(#[source] crate::exec::ExecError),
+    /// The installed `minizinc` listed no solvers MiniZinc's way.
     #[error("the installed runtime does not work")]
     Catalog(#[from] crate::runtime::catalog::CatalogError),
+    /// The new venv's interpreter cannot import CP-SAT.
     #[error("the installed runtime does not work")]
     Probe(#[from] crate::runtime::cpsat::ProbeError),
+    /// A file operation of the install failed.
     #[error("could not {what} {path}")]
     Io {
+        /// The operation, as a verb (`create`, `write`, `rename`, ...).
         what: &'static str,
+        /// The file or directory it was done to.
         path: PathBuf,
+        /// Why it failed.
         source: std::io::Error,
     },
+    /// The target holds files solvergate did not install; never replaced.
     #[error(
         "{path} is not empty and was not installed by solvergate (no {MARKER_FILE}); refusing to replace it — pick an empty or new directory"
     )]
-    Unmanaged { path: PathBuf },
+    Unmanaged {
+        /// The target directory.
+        path: PathBuf,
+    },
+    /// The target holds our previous install, and nobody confirmed
+    /// replacing it.
     #[error("{path} holds a previous solvergate install; confirm replacing it (--yes)")]
-    NeedsConfirmation { path: PathBuf },
+    NeedsConfirmation {
+        /// The target directory.
+        path: PathBuf,
+    },
+    /// Neither the new runtime nor the previous one could be moved into
+    /// place; the message says where the previous one is kept and how to
+    /// restore it.
     #[error(
         "could not move the new runtime into {target}: {install}; moving the previous runtime back failed too: {restore}. The previous runtime is kept, untouched, at {previous} — restore it with `mv '{previous}' '{target}'` (move away anything now at {target} first), then delete {staging}"
     )]
     RestoreFailed {
+        /// Where the runtime was to go.
         target: PathBuf,
+        /// Where the previous runtime is kept.
         previous: PathBuf,
+        /// The staging directory left behind.
         staging: PathBuf,
+        /// Why the new runtime could not be moved in.
         install: std::io::Error,
+        /// Why the previous runtime could not be moved back.
         restore: std::io::Error,
     },
+    /// No interpreter to build the CP-SAT venv with.
     #[error("no suitable Python: {0}")]
     NoPython(String),
+    /// A step of the CP-SAT install (venv, pip) failed, in its own words.
     #[error("{0}")]
     Step(String),
+    /// Ctrl-C or SIGTERM during the install.
     #[error("install cancelled; nothing was changed")]
     Cancelled,
 }
