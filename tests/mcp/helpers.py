@@ -184,12 +184,30 @@ def solver_procs(marker: str | None = None) -> set[Proc]:
     is counted: better a false alarm than a missed leak.
     """
     found = set()
+    unread = []
     for proc in all_procs():
         if proc.comm not in SOLVER_COMMS or proc.state in ("Z", "X"):
             continue
-        if marker is not None and environ_has(proc.pid, marker) is False:
-            continue
+        if marker is not None:
+            has = environ_has(proc.pid, marker)
+            if has is False:
+                continue
+            if has is None:
+                unread.append(proc)
+                continue
         found.add(proc)
+    if unread:
+        # A process in the middle of exiting (its memory, and so its environment, already
+        # gone) reads as unreadable for a moment: another test's solver ending as this scan
+        # runs. Look again once it has had time to become a zombie or vanish; one still alive
+        # and still unreadable then is counted.
+        time.sleep(0.2)
+        for proc in unread:
+            again = _stat(proc.pid)
+            if again is None or again.starttime != proc.starttime or again.state in ("Z", "X"):
+                continue
+            if environ_has(proc.pid, marker) is not False:
+                found.add(proc)
     return found
 
 
