@@ -40,7 +40,10 @@ const SEAL_FIELD: &str = "manifest_sha256";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Backend {
+    /// A MiniZinc model (with its data, checker and includes) on the
+    /// MiniZinc runtime.
     Minizinc,
+    /// An OR-Tools CP-SAT Python script on the CP-SAT interpreter.
     CpsatPython,
     /// A load plan (`plan_load`'s result and its cohort).
     Planner,
