@@ -32,17 +32,32 @@ use crate::verdict::RaceStatus;
 /// A CP-SAT save as requested.
 #[derive(Debug, Clone)]
 pub struct SavePythonRequest {
+    /// The complete inline script, saved as `model.py`; the save re-runs it
+    /// inline in a fresh directory.
     pub source: String,
     /// Required unless `verify_only`.
     pub target_dir: Option<String>,
     pub script_timeout_ms: i64,
+    /// The instance text handed to the checker in its payload; saved as
+    /// `problem.txt` whenever given.
     pub problem: Option<String>,
+    /// The objective threshold of the expectation gate; `None` skips that
+    /// gate.
     pub expectation: Option<Expectation>,
+    /// Inline Python checker, saved as `checker.py` (with the run's
+    /// `solution.json`); `None` skips the checker gate.
     pub checker: Option<String>,
     pub checker_timeout_ms: Option<i64>,
+    /// Allows replacing a previous solvergate save in `target_dir`.
     pub overwrite: bool,
+    /// Runs every gate and writes nothing; `target_dir` and `overwrite` are
+    /// then ignored.
     pub verify_only: bool,
+    /// Replay seed, passed to the script as `SOLVERGATE_CPSAT_SEED` and
+    /// recorded in the manifest; must fit a signed 32-bit integer.
     pub seed: Option<i64>,
+    /// Replay config, handed to the script through `SOLVERGATE_CPSAT_CONFIG`
+    /// and saved as `replay-config.json`; `{}` counts as none.
     pub config: Option<Map<String, Value>>,
     /// Provenance only: the experiment an accepted attempt of this script
     /// came from.
@@ -53,13 +68,20 @@ pub struct SavePythonRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum VerificationLevel {
+    /// Not even the reported gate passed.
     None,
+    /// The script reported `optimal` or `feasible` with a non-empty
+    /// solution and exited 0.
     Reported,
+    /// The objective also met the expectation's threshold.
     Expectation,
+    /// The checker also accepted, with no errors.
     Checked,
 }
 
 impl VerificationLevel {
+    /// The level as it reads in the JSON and in the manifest's
+    /// `verification.level` (`reported`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             VerificationLevel::None => "none",
@@ -77,7 +99,10 @@ pub struct SaveVerifiedPythonResult {
     pub saved: bool,
     /// Why a gate failed; `null` when every gate passed.
     pub reason: Option<String>,
+    /// The highest gate that passed.
     pub verification_level: VerificationLevel,
+    /// The reported gate passed: status `optimal` or `feasible`, a
+    /// non-empty solution, exit code 0.
     pub reported_passed: bool,
     /// `null` when no expectation was given or an earlier gate failed.
     pub expectation_passed: Option<bool>,
@@ -89,12 +114,20 @@ pub struct SaveVerifiedPythonResult {
     pub files: Vec<SavedFile>,
     /// The re-run itself.
     pub status: ScriptStatus,
+    /// The re-run's solution; `null` when it reported none.
     pub solution: Option<Map<String, Value>>,
+    /// The re-run's objective; `null` when it reported none.
     pub objective: Option<Number>,
+    /// The re-run's raw stdout (stdout and stderr together capped at 1 MiB).
     pub stdout: String,
+    /// The re-run's raw stderr.
     pub stderr: String,
+    /// The re-run was stopped at `script_timeout_ms`.
     pub timed_out: bool,
+    /// The re-run's output went over the 1 MiB cap.
     pub truncated: bool,
+    /// Wall-clock time of the re-run alone (not the checker), in
+    /// milliseconds.
     pub duration_ms: u64,
     /// `not_verified` when a gate failed, else the run's own diagnostic.
     pub diagnostic: Option<Diagnostic>,

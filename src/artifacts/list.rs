@@ -16,28 +16,41 @@ use super::manifest::{ArtifactManifest, Backend, MANIFEST_FILE, RunStatus};
 /// One artifact found.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ArtifactRow {
+    /// The artifact's directory, as reached from the root it was found
+    /// under (not canonicalised).
     pub dir: String,
+    /// The runtime it runs on.
     pub backend: Backend,
+    /// The verifying run's status, as the manifest records it.
     pub status: RunStatus,
+    /// The verifying run's objective; `null` when it had none.
     pub objective: Option<Number>,
+    /// When it was saved: RFC 3339, UTC.
     pub saved_at: String,
     /// The highest gate that passed (`solved`, `checked`, `reported`,
     /// `expectation`).
     pub verified_by: String,
+    /// The canonical solver id of a MiniZinc artifact; `null` for the
+    /// other backends.
     pub solver: Option<String>,
 }
 
 /// A directory that has a manifest we could not read.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct UnreadableArtifact {
+    /// The directory, as reached from its root.
     pub dir: String,
+    /// Why its manifest cannot be read (missing, not JSON, not ours, too
+    /// new, ...).
     pub problem: String,
 }
 
 /// What `artifacts ls` found, sorted by directory.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 pub struct ArtifactList {
+    /// Every artifact found, once each.
     pub artifacts: Vec<ArtifactRow>,
+    /// Directories with a manifest that could not be read.
     pub unreadable: Vec<UnreadableArtifact>,
     /// Paths given that are not directories.
     pub missing: Vec<String>,

@@ -40,13 +40,17 @@ const SEAL_FIELD: &str = "manifest_sha256";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Backend {
+    /// A MiniZinc model (with its data, checker and includes) on the
+    /// MiniZinc runtime.
     Minizinc,
+    /// An OR-Tools CP-SAT Python script on the CP-SAT interpreter.
     CpsatPython,
     /// A load plan (`plan_load`'s result and its cohort).
     Planner,
 }
 
 impl Backend {
+    /// The backend as it reads in the JSON (`cpsat_python`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             Backend::Minizinc => "minizinc",
@@ -60,11 +64,9 @@ impl Backend {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SaveStatus {
-    // Plain comments, not doc comments: the published schema stays a plain
-    // string enum.
-    // Every gate passed and the artifact was written.
+    /// Every gate passed and the artifact was written.
     Saved,
-    // A gate failed; nothing was written (the diagnostic names the gate).
+    /// A gate failed; nothing was written (the diagnostic names the gate).
     NotVerified,
 }
 
@@ -93,31 +95,29 @@ impl std::fmt::Display for SaveStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
-    // Plain comments, not doc comments: the published schema stays a plain
-    // string enum.
-    // MiniZinc and CP-SAT: proven optimal.
+    /// MiniZinc and CP-SAT: proven optimal.
     Optimal,
-    // MiniZinc: a solution, not proven optimal.
+    /// MiniZinc: a solution, not proven optimal.
     Satisfied,
-    // CP-SAT: a solution, not proven optimal.
+    /// CP-SAT: a solution, not proven optimal.
     Feasible,
-    // MiniZinc and CP-SAT: a time limit stopped the run.
+    /// MiniZinc and CP-SAT: a time limit stopped the run.
     Timeout,
-    // MiniZinc and CP-SAT: the run failed.
+    /// MiniZinc and CP-SAT: the run failed.
     Error,
-    // MiniZinc: proven unsatisfiable.
+    /// MiniZinc: proven unsatisfiable.
     Unsatisfiable,
-    // MiniZinc: proven unbounded.
+    /// MiniZinc: proven unbounded.
     Unbounded,
-    // MiniZinc: unsatisfiable or unbounded.
+    /// MiniZinc: unsatisfiable or unbounded.
     UnsatOrUnbounded,
-    // CP-SAT: proven infeasible.
+    /// CP-SAT: proven infeasible.
     Infeasible,
-    // MiniZinc and CP-SAT: no solution and no proof.
+    /// MiniZinc and CP-SAT: no solution and no proof.
     Unknown,
-    // Planner: a plan was recommended.
+    /// Planner: a plan was recommended.
     Planned,
-    // Planner: no card was feasible.
+    /// Planner: no card was feasible.
     NoFeasiblePlan,
 }
 
@@ -187,7 +187,9 @@ pub struct SavedFile {
     pub role: String,
     /// The bare file name inside the saved directory.
     pub name: String,
+    /// SHA-256 of the file's bytes, lowercase hex.
     pub sha256: String,
+    /// The file's size in bytes.
     pub bytes: u64,
     /// Role `include` only: the path the file was copied from at the save
     /// (provenance; replay runs the copy, never this path).
@@ -196,6 +198,8 @@ pub struct SavedFile {
 }
 
 impl SavedFile {
+    /// The entry of `bytes` saved as `name` in `role`, hashed now; no
+    /// `source`.
     pub fn of(role: &str, name: &str, bytes: &[u8]) -> SavedFile {
         SavedFile {
             role: role.to_owned(),
@@ -212,8 +216,10 @@ impl SavedFile {
 pub struct MinizincRecord {
     /// Canonical solver id.
     pub solver: String,
+    /// The solver's version, as the runtime's catalog lists it.
     pub solver_version: String,
     pub timeout_ms: i64,
+    /// The search controls of the verifying solve; replay solves with them.
     pub solve_controls: SolveControls,
 }
 
@@ -222,7 +228,11 @@ pub struct MinizincRecord {
 pub struct Expectation {
     /// `maximize` or `minimize`.
     pub objective_sense: String,
-    pub objective_threshold: f64,
+    // What the objective must reach: at least this (maximize) or at most
+    // this (minimize); finite. A plain comment and a crate-visible field:
+    // a doc comment would add a description to the input schema of
+    // `save_verified_cpsat_python`, which embeds this type.
+    pub(crate) objective_threshold: f64,
 }
 
 /// How a CP-SAT artifact was run.
@@ -235,15 +245,19 @@ pub struct CpsatRecord {
     pub replay_seed: Option<i64>,
     /// SHA256 of `replay-config.json`, when a config was given.
     pub replay_config_sha256: Option<String>,
+    /// The objective threshold the save met; replay must meet it again.
     pub expectation: Option<Expectation>,
 }
 
 /// What the planner record of a manifest holds.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct PlannerRecord {
+    /// The saved plan's id (the SHA-256 of its `result.json`); replay plans
+    /// the cohort again and compares ids.
     pub result_id: String,
-    /// SHA-256 of the bundled model and checker that planned it.
+    /// SHA-256 of the bundled load-planner model that planned it.
     pub model_sha256: String,
+    /// SHA-256 of the bundled checker that confirmed its cards.
     pub checker_sha256: String,
 }
 
@@ -252,6 +266,8 @@ pub struct PlannerRecord {
 pub struct VerificationRecord {
     /// The run's status (`optimal`, `satisfied`, `feasible`, ...).
     pub status: RunStatus,
+    /// The run's objective (a plan's: the recommended card's total cost);
+    /// `null` when there is none.
     pub objective: Option<Number>,
     /// The checker's status, when a checker ran.
     pub checker_status: Option<String>,
@@ -265,19 +281,26 @@ pub struct VerificationRecord {
 pub struct ArtifactManifest {
     /// Always `solvergate-artifact`.
     pub format: String,
+    /// The layout version it was written in ([`FORMAT_VERSION`] for this
+    /// build's saves); readers refuse a newer one.
     pub format_version: u32,
     /// The solvergate version that saved it.
     pub tool_version: String,
     /// RFC 3339, UTC.
     pub saved_at: String,
+    /// The runtime the artifact runs on; it names which record below is
+    /// filled.
     pub backend: Backend,
     /// `minizinc --version`'s first line, or the OR-Tools version.
     pub runtime_version: Option<String>,
+    /// Present for the `minizinc` backend.
     pub minizinc: Option<MinizincRecord>,
+    /// Present for the `cpsat_python` backend.
     pub cpsat: Option<CpsatRecord>,
     /// Present for the `planner` backend.
     #[serde(default)]
     pub planner: Option<PlannerRecord>,
+    /// What the verifying run showed; replay compares its own run to it.
     pub verification: VerificationRecord,
     /// A compact summary of the race or experiment the save came from.
     pub experiment: Option<Value>,
@@ -377,6 +400,7 @@ impl ArtifactManifest {
         text.into_bytes()
     }
 
+    /// The first listed file in `role`; `None` when the save wrote none.
     pub fn file(&self, role: &str) -> Option<&SavedFile> {
         self.files.iter().find(|file| file.role == role)
     }
@@ -385,20 +409,30 @@ impl ArtifactManifest {
 /// Why the bytes in a directory are not a manifest this solvergate reads.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
+    /// The directory has no manifest file.
     #[error("there is no {MANIFEST_FILE} in it")]
     Missing(#[source] std::io::Error),
+    /// The manifest's metadata or bytes could not be read.
     #[error("{MANIFEST_FILE}: {0}")]
     Io(#[source] std::io::Error),
+    /// Over the 16 MiB a manifest may take (its size in bytes).
     #[error("{MANIFEST_FILE} is {0} bytes, too large to be ours")]
     TooLarge(u64),
+    /// Not a JSON document.
     #[error("{MANIFEST_FILE} is not JSON: {0}")]
     NotJson(#[source] serde_json::Error),
+    /// JSON whose `format` is not [`FORMAT`].
     #[error("{MANIFEST_FILE} is not a {FORMAT} manifest")]
     NotOurs,
+    /// `format_version` is missing (read as 0) or newer than
+    /// [`FORMAT_VERSION`].
     #[error("{MANIFEST_FILE} has format_version {0}; this solvergate reads up to {FORMAT_VERSION}")]
     Version(u64),
+    /// Ours and not too new, but its fields do not fit [`ArtifactManifest`].
     #[error("{MANIFEST_FILE} does not match its format: {0}")]
     Shape(#[source] serde_json::Error),
+    /// A listed file is not a bare name: a path, a hidden name or the
+    /// manifest itself.
     #[error("{MANIFEST_FILE} lists {0:?}, which is not a file name a save writes")]
     NotAFileName(String),
 }
@@ -407,27 +441,50 @@ pub enum ManifestError {
 /// named (its file name, and where it is).
 #[derive(Debug, thiserror::Error)]
 pub enum SealError {
+    /// The bytes are not JSON.
     #[error("{named} is not JSON: {source}")]
     NotJson {
+        /// How the manifest is named.
         named: String,
+        /// The parser's error.
         source: serde_json::Error,
     },
+    /// JSON, but not an object.
     #[error("{named} is not a JSON object")]
-    NotAnObject { named: String },
+    NotAnObject {
+        /// How the manifest is named.
+        named: String,
+    },
+    /// A layout older than [`SEALED_SINCE`], which carried no seal.
     #[error(
         "{named} has format_version {version}, saved by an older solvergate that did not seal its manifest, so a changed seed, budget or file hash could not be told; save the artifact again to replay it"
     )]
-    Unsealed { named: String, version: u64 },
+    Unsealed {
+        /// How the manifest is named.
+        named: String,
+        /// Its `format_version` (0 when missing).
+        version: u64,
+    },
+    /// A sealed layout without its `manifest_sha256` string.
     #[error(
         "{named} has no {SEAL_FIELD} string, which every format_version {version} manifest carries: it was changed since it was saved"
     )]
-    NoSeal { named: String, version: u64 },
+    NoSeal {
+        /// How the manifest is named.
+        named: String,
+        /// Its `format_version`.
+        version: u64,
+    },
+    /// The content does not hash to the recorded seal: it was edited.
     #[error(
         "{named} was changed since it was saved: its content hashes to {actual}, its {SEAL_FIELD} records {recorded}"
     )]
     Changed {
+        /// How the manifest is named.
         named: String,
+        /// The SHA-256 of the content as it is now.
         actual: String,
+        /// The `manifest_sha256` it records.
         recorded: String,
     },
 }

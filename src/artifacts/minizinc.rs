@@ -38,15 +38,25 @@ use crate::verdict::RaceStatus;
 /// A save as requested.
 #[derive(Debug, Clone)]
 pub struct SaveModelRequest {
+    /// The complete inline model, saved as `model.mzn`.
     pub model: String,
+    /// Inline `.dzn` data, saved as `data.dzn`.
     pub data: Option<String>,
+    /// Inline MiniZinc checker, saved as `checker.mzc.mzn`; with one, the
+    /// save passes only on its acceptance.
     pub checker: Option<String>,
     /// The user's problem statement, saved verbatim as `problem.md`.
     pub problem: Option<String>,
+    /// Solver id, short name or tag; `None` for the runtime's default. The
+    /// manifest records the canonical id it resolved to.
     pub solver: Option<String>,
     pub timeout_ms: i64,
+    /// Search controls of the verifying solve, recorded for replay.
     pub controls: SolveControls,
+    /// Absolute path of the directory to create (its parent must exist),
+    /// or of a previous save to replace with `overwrite`.
     pub target_dir: String,
+    /// Allows replacing a previous solvergate save in `target_dir`.
     pub overwrite: bool,
     /// Provenance only: the race the model won.
     pub portfolio_result: Option<PortfolioSolveResult>,
@@ -57,6 +67,8 @@ pub struct SaveModelRequest {
 pub struct SaveVerifiedModelResult {
     /// `saved` or `not_verified`.
     pub status: SaveStatus,
+    /// One sentence: what was verified and where it was saved, or which
+    /// gate failed and that nothing was written.
     pub message: String,
     /// The resolved target; on `not_verified` the directory that was not
     /// written.

@@ -50,6 +50,10 @@ pub struct Artifacts {
 }
 
 impl Artifacts {
+    /// Saves and replays on these runtimes and this planner, recording
+    /// in-progress saves in the `journal` directory (the faces pass the
+    /// data dir's, which [`target::recover_interrupted`] sweeps at
+    /// start-up); test hooks off.
     pub fn new(minizinc: MiniZinc, cpsat: Cpsat, planner: Planner, journal: PathBuf) -> Self {
         Artifacts {
             minizinc,

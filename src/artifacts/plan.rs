@@ -26,8 +26,12 @@ use crate::userfiles::off_thread;
 /// A plan to save.
 #[derive(Debug, Clone)]
 pub struct SavePlanRequest {
+    /// The cohort to plan, saved as `problem.json`.
     pub problem: LoadProblem,
+    /// Absolute path of the directory to create (its parent must exist),
+    /// or of a previous save to replace with `overwrite`.
     pub target_dir: String,
+    /// Allows replacing a previous solvergate save in `target_dir`.
     pub overwrite: bool,
 }
 
@@ -36,12 +40,20 @@ pub struct SavePlanRequest {
 pub struct SavePlanResult {
     /// `saved` or `not_verified`.
     pub status: SaveStatus,
+    /// One sentence: the recommended card and where the plan was saved, or
+    /// why nothing was written.
     pub message: String,
+    /// The resolved target; on `not_verified` the directory that was not
+    /// written.
     pub target_dir: String,
     /// The plan's id (also the SHA-256 of the saved `result.json`).
     pub result_id: String,
+    /// The name of the recommended card; `null` when no card is feasible.
     pub recommended: Option<String>,
+    /// What was written (empty unless `saved`).
     pub files: Vec<SavedFile>,
+    /// `not_verified` with why the plan failed the gate, or `null` when
+    /// saved.
     pub diagnostic: Option<Diagnostic>,
 }
 

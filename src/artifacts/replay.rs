@@ -35,8 +35,11 @@ use crate::userfiles::off_thread;
 /// Status, objective and checker verdict of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ReplayOutcome {
+    /// The run's status, in the manifest's words.
     pub status: RunStatus,
+    /// The run's objective; `null` when it had none.
     pub objective: Option<Number>,
+    /// The checker's status; `null` when no checker ran.
     pub checker_status: Option<String>,
     /// The highest gate that passed (see the manifest's `verification`).
     pub level: String,
@@ -45,25 +48,34 @@ pub struct ReplayOutcome {
 /// Recorded beside replayed.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ReplayResult {
+    /// The artifact's directory, as given.
     pub target_dir: String,
+    /// The runtime the artifact ran on again, from its manifest.
     pub backend: Backend,
     /// Same status, same objective, every gate passed again.
     pub reproduced: bool,
     /// What differed, and why it can; `null` when reproduced.
     pub reason: Option<String>,
+    /// What the save's verifying run showed, from the manifest.
     pub recorded: ReplayOutcome,
+    /// What the replay's run showed.
     pub replayed: ReplayOutcome,
+    /// When the artifact was saved: RFC 3339, UTC.
     pub saved_at: String,
-    /// The runtime version the save recorded, and the one replay ran on.
+    /// The runtime version the save recorded; `null` when it had none.
     pub recorded_runtime_version: Option<String>,
+    /// The runtime version replay ran on; `null` when it could not be read.
     pub runtime_version: Option<String>,
     /// The MiniZinc replay's full solve.
     pub solve: Option<SolveResult>,
-    /// The CP-SAT replay's full run and checker report.
+    /// The CP-SAT replay's full run.
     pub run: Option<CpsatPythonResult>,
+    /// The CP-SAT replay's checker report, when its checker ran (a
+    /// MiniZinc checker's verdict is in `solve`).
     pub checker: Option<CheckerReport>,
-    /// A plan's recorded and replayed result ids.
+    /// A plan's result id as the save recorded it.
     pub recorded_result_id: Option<String>,
+    /// A plan's result id as the replay computed it.
     pub result_id: Option<String>,
     /// `null` when reproduced.
     pub diagnostic: Option<Diagnostic>,

@@ -35,7 +35,9 @@ const STAGING_MARK: &str = ".solvergate-staging-";
 /// What is at the target path now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TargetState {
+    /// Nothing there yet: the save renames its staging dir into place.
     Absent,
+    /// An empty directory: the save exchanges its staging dir with it.
     Empty,
     /// A prior save of ours, to be replaced.
     PriorSave,
@@ -46,6 +48,8 @@ pub enum TargetState {
 pub struct Target {
     /// Absolute, with its parent's symlinks resolved.
     pub dir: PathBuf,
+    /// What was there when it was checked; [`commit`] refuses a target
+    /// whose state changed since (bar an empty directory since removed).
     pub state: TargetState,
 }
 
@@ -184,7 +188,9 @@ fn entries_of(dir: &Path) -> Result<BTreeSet<String>, ToolError> {
 
 /// One file of a save: its fixed name and bytes.
 pub struct StagedFile {
+    /// The bare file name inside the saved directory.
     pub name: String,
+    /// The content, written verbatim.
     pub bytes: Vec<u8>,
 }
 
@@ -196,6 +202,8 @@ pub struct FileSet {
 }
 
 impl FileSet {
+    /// A file the save writes: `bytes` under the bare `name`, listed in
+    /// the manifest in `role`.
     pub fn add(&mut self, role: &str, name: &str, bytes: Vec<u8>) {
         self.files.push(SavedFile::of(role, name, &bytes));
         self.staged.push(StagedFile {

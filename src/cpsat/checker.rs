@@ -273,6 +273,7 @@ impl From<LineStatus> for CheckerStatus {
 /// A checker's verdict line, read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VerdictLine {
+    /// The `status` word the checker printed.
     pub status: LineStatus,
     /// The `errors` list, verbatim (empty when absent or `null`).
     pub errors: Vec<Value>,
@@ -283,17 +284,24 @@ pub struct VerdictLine {
 /// Why a checker's last line is not a verdict.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VerdictError {
+    /// Stdout has no non-empty line.
     #[error("the checker printed nothing; its last line must be a JSON verdict")]
     Nothing,
-    /// The key's path, as the strict parser names it.
+    /// A key appears twice in the verdict (its path, as the strict parser
+    /// names it).
     #[error("the checker's verdict names the key {0} more than once; a verdict must say one thing")]
     DuplicateKey(String),
+    /// The last line is not JSON, or JSON but not an object.
     #[error("the checker's last line is not a JSON object")]
     NotAnObject,
+    /// `status` is missing or not one of the three words.
     #[error("the verdict's status must be \"accepted\", \"rejected\" or \"error\"")]
     Status,
+    /// `errors` is present and neither a list nor `null`.
     #[error("the verdict's errors must be a list")]
     ErrorsNotAList,
+    /// `accepted` with a non-empty `errors` list: a verdict that
+    /// contradicts itself.
     #[error("the checker said accepted but listed errors")]
     AcceptedWithErrors,
 }

@@ -126,6 +126,8 @@ pub struct Rejection {
     /// `status`, `objective`, `solution`, or a key path inside the solution
     /// such as `solution["tasks"][3]["start"]`.
     pub field: String,
+    /// What is wrong with it (`missing`, `must be an object (got ...)`,
+    /// `non-finite number NaN`, ...).
     pub reason: String,
 }
 

@@ -39,11 +39,18 @@ const REPRODUCIBILITY: &str = "the winner reflects one observed run: CP-SAT's ra
 /// One attempt as requested.
 #[derive(Debug, Clone)]
 pub struct AttemptRequest {
+    /// Unique within the experiment; `None` for `attempt-<index>`.
     pub name: Option<String>,
+    /// An inline script; exactly one of `source` and `script_path` is set.
     pub source: Option<String>,
+    /// A local script, run from its own directory.
     pub script_path: Option<String>,
+    /// The script's `sys.argv[1:]`; refused for an inline `source`.
     pub args: Option<Vec<String>>,
+    /// Replay seed, passed as `SOLVERGATE_CPSAT_SEED`; must fit a signed
+    /// 32-bit integer.
     pub seed: Option<i64>,
+    /// Replay config, handed over through `SOLVERGATE_CPSAT_CONFIG`.
     pub config: Option<Map<String, Value>>,
     pub script_timeout_ms: Option<i64>,
 }
@@ -51,23 +58,33 @@ pub struct AttemptRequest {
 /// An experiment as requested.
 #[derive(Debug, Clone)]
 pub struct ExperimentRequest {
+    /// The variants, at least one; ties go to the earlier.
     pub attempts: Vec<AttemptRequest>,
     /// `maximize`, `minimize`, or `None` for feasibility.
     pub objective_sense: Option<String>,
     pub default_script_timeout_ms: i64,
+    /// Inline Python checker, run on every attempt that passes the base
+    /// gate; `None` accepts on the base gate alone.
     pub checker: Option<String>,
     pub checker_timeout_ms: Option<i64>,
+    /// The instance text handed to the checker in its payload.
     pub problem: Option<String>,
+    /// How many attempts run at once: 1 to min(CPUs, 4).
     pub max_parallel_attempts: i64,
+    /// Keeps the winner's raw stdout in the result; otherwise it is emptied.
     pub include_winner_stdout: bool,
 }
 
 /// One row of the attempts table.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ExperimentAttempt {
+    /// The attempt's position in the request.
     pub index: usize,
+    /// The name given, or `attempt-<index>`.
     pub name: String,
+    /// How the run ended; `error` for an attempt that could not run.
     pub status: ScriptStatus,
+    /// The reported objective; `null` when there is none.
     pub objective: Option<Number>,
     /// Diagnostic only; never used for acceptance or ranking.
     pub best_objective_bound: Option<Number>,
@@ -75,18 +92,27 @@ pub struct ExperimentAttempt {
     pub accepted: bool,
     /// Why it was not accepted.
     pub rejection: Option<String>,
+    /// The checker's status; `null` when it did not run.
     pub checker_status: Option<CheckerStatus>,
+    /// The checker's verdict; `null` when it did not run.
     pub checker_verdict: Option<Verdict>,
+    /// Wall-clock time of the script run (not the checker), in
+    /// milliseconds; 0 for an attempt that could not run.
     pub duration_ms: u64,
     /// SHA256 of the inline text or of the file's bytes.
     pub source_sha256: String,
+    /// The config's canonical hash (keys sorted, compact); `null` for no
+    /// config or `{}`.
     pub config_sha256: Option<String>,
     /// The replay seed the attempt ran with.
     pub seed: Option<i64>,
     /// The attempt's budget.
     pub script_timeout_ms: u64,
+    /// The run was stopped at its budget.
     pub timed_out: bool,
+    /// The run's output went over the 1 MiB cap.
     pub truncated: bool,
+    /// It ran from `script_path`, which a save cannot replay.
     pub used_script_path: bool,
     /// One line about the run.
     pub message: Option<String>,
@@ -97,22 +123,34 @@ pub struct ExperimentAttempt {
 /// What an experiment decided.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CpsatPythonExperimentResult {
+    /// `winner` when an attempt passed every gate, else `no_winner`.
     pub status: RaceStatus,
+    /// The winning attempt's index; `null` when none was accepted.
     pub winner_index: Option<usize>,
+    /// The winning attempt's name; `null` when none was accepted.
     pub winner_name: Option<String>,
+    /// The winner's full run, its stdout emptied unless
+    /// `include_winner_stdout`.
     pub winner: Option<CpsatPythonResult>,
     /// The winner's checker verdict, when a checker ran.
     pub winner_checker: Option<CheckerReport>,
+    /// One row per attempt, in request order.
     pub attempts: Vec<ExperimentAttempt>,
+    /// Wall-clock time of the whole call, in milliseconds.
     pub elapsed_ms: u64,
+    /// `maximize` or `minimize` as requested; `null` for feasibility.
     pub objective_sense: Option<String>,
+    /// How the winner was chosen, in words.
     pub selection_policy: String,
     /// Aligned with `attempts`.
     pub source_sha256: Vec<String>,
+    /// SHA-256 of the checker's text; `null` without a checker.
     pub checker_sha256: Option<String>,
+    /// SHA-256 of the problem text; `null` without one.
     pub problem_sha256: Option<String>,
     /// Non-blocking advice (CPU oversubscription, reproducibility).
     pub warnings: Vec<String>,
+    /// `no_winner` when no attempt passed the gates; `null` with a winner.
     pub diagnostic: Option<Diagnostic>,
 }
 

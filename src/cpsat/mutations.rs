@@ -50,8 +50,10 @@ pub struct Mutant {
 /// `skipped_reason`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Skipped {
+    /// Rule 1: the payload carries no objective at all.
     #[error("the solution has no objective")]
     NoObjective,
+    /// Rule 1: the objective is JSON `null`.
     #[error("the objective is null")]
     NullObjective,
     /// What the objective is instead (`a string`, ...).
@@ -60,6 +62,7 @@ pub enum Skipped {
     /// The objective, as printed.
     #[error("the objective {0} is too large for adding 1 to change it")]
     ObjectiveTooLarge(Number),
+    /// Rules 2 and 3: no top-level value is a non-empty list.
     #[error("no top-level value of the solution is a non-empty list")]
     NoList,
     /// The longest list's key.
@@ -68,6 +71,8 @@ pub enum Skipped {
         json_string(.0)
     )]
     NoFieldInList(String),
+    /// Rule 4: no integer or boolean at the top level, and no list to
+    /// look into.
     #[error("no integer or boolean among the solution's top-level values, and no top-level list")]
     NoField,
 }
@@ -75,6 +80,7 @@ pub enum Skipped {
 /// A corrupted solution and objective, ready to hand to the checker.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MutatedPayload {
+    /// The corrupted solution (unchanged for the first mutation).
     pub solution: Map<String, Value>,
     /// Unchanged from the input for every mutation but the first.
     pub objective: Option<Value>,

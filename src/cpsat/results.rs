@@ -16,19 +16,17 @@ use crate::diagnostics::Diagnostic;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ScriptStatus {
-    // Plain comments, not doc comments: the published schema stays a plain
-    // string enum.
-    // The script reports a solution, proven optimal.
+    /// The script reports a solution, proven optimal.
     Optimal,
-    // The script reports a solution, not proven optimal.
+    /// The script reports a solution, not proven optimal.
     Feasible,
-    // The script reports the model infeasible.
+    /// The script reports the model infeasible.
     Infeasible,
-    // The script reports no solution and no proof.
+    /// The script reports no solution and no proof.
     Unknown,
-    // The script reports an error, or the run broke its contract.
+    /// The script reports an error, or the run broke its contract.
     Error,
-    // The time limit stopped the run (a recovered incumbent is unproven).
+    /// The time limit stopped the run (a recovered incumbent is unproven).
     Timeout,
 }
 
@@ -69,15 +67,13 @@ impl std::fmt::Display for ScriptStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckerStatus {
-    // Plain comments, not doc comments: the published schema stays a plain
-    // string enum.
-    // A well-formed `accepted` verdict line.
+    /// A well-formed `accepted` verdict line.
     Accepted,
-    // A well-formed `rejected` verdict line.
+    /// A well-formed `rejected` verdict line.
     Rejected,
-    // An `error` verdict line, or anything but a well-formed one.
+    /// An `error` verdict line, or anything but a well-formed one.
     Error,
-    // The checker ran out of time.
+    /// The checker ran out of time.
     Timeout,
 }
 
@@ -108,17 +104,26 @@ pub struct CpsatPythonResult {
     /// The envelope's `solution`; on a timeout, the last valid intermediate
     /// one (unproven); `null` when there is none.
     pub solution: Option<Map<String, Value>>,
+    /// The envelope's `objective` (from the same line as `solution`);
+    /// `null` when it printed `null` or there is no envelope.
     pub objective: Option<Number>,
     /// Diagnostic only; never used for acceptance.
     pub best_objective_bound: Option<Number>,
-    /// The child's raw stdout and stderr (together capped at 1 MiB).
+    /// The child's raw stdout (stdout and stderr together capped at 1 MiB).
     pub stdout: String,
+    /// The child's raw stderr.
     pub stderr: String,
     /// `null` when solvergate stopped the child (timeout, output cap).
     pub return_code: Option<i32>,
+    /// The run was stopped at its budget.
     pub timed_out: bool,
+    /// The output went over the 1 MiB cap.
     pub truncated: bool,
+    /// Wall-clock time from spawn to the end of the run, in milliseconds.
     pub duration_ms: u64,
+    /// What the caller should know beyond the status (no envelope, a
+    /// timeout, `infeasible`, processes that outlived the script, ...);
+    /// `null` for a clean `optimal` or `feasible`.
     pub diagnostic: Option<Diagnostic>,
     /// Only with the sandbox on: what it enforced for this run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -158,11 +163,19 @@ pub struct CheckerReport {
     pub details: Map<String, Value>,
     /// Why the verdict was normalised to `error`, when it was.
     pub message: Option<String>,
+    /// The checker's raw stdout (stdout and stderr together capped at 1 MiB).
     pub stdout: String,
+    /// The checker's raw stderr.
     pub stderr: String,
+    /// The checker's exit code; `null` when solvergate stopped it or it
+    /// never ran.
     pub return_code: Option<i32>,
+    /// The checker was stopped at its budget.
     pub timed_out: bool,
+    /// The checker's output went over the 1 MiB cap.
     pub truncated: bool,
+    /// Wall-clock time of the checker, in milliseconds (0 when it never
+    /// ran).
     pub duration_ms: u64,
 }
 
@@ -209,6 +222,8 @@ pub struct MutationRow {
     /// about 8 KiB; a last string says how many were left out.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub errors: Option<Vec<Value>>,
+    /// Wall-clock time of the checker on the mutant, in milliseconds;
+    /// absent when it was skipped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
 }
@@ -216,6 +231,7 @@ pub struct MutationRow {
 /// The mutation probe: does the checker reject corrupted solutions?
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CheckerTest {
+    /// One row per mutation, always four, in the fixed order.
     pub mutations: Vec<MutationRow>,
     /// Mutants the checker refused: evidence it is not vacuous.
     pub rejected_count: usize,
@@ -226,6 +242,8 @@ pub struct CheckerTest {
 /// A run plus its checker.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CpsatPythonCheckedResult {
+    /// The script's run, its fields inline; its diagnostic is the checked
+    /// one (a run timeout's, else a checker refusal's, else the run's own).
     #[serde(flatten)]
     pub run: CpsatPythonResult,
     /// The checker's report; absent when the checker was skipped.

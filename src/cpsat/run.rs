@@ -23,11 +23,17 @@ use crate::runtime::cpsat::CpsatRuntime;
 /// A run graded by a checker.
 #[derive(Debug, Clone)]
 pub struct CheckedRequest {
+    /// The run to grade.
     pub script: ScriptRequest,
+    /// The checker, validated before the script runs.
     pub checker: ScriptSource,
     /// The instance the checker validates against, as text.
     pub problem: Option<String>,
     pub checker_timeout_ms: Option<i64>,
+    /// After an accepted verdict, also grade the four mutated solutions
+    /// (the result's `checker_test`); the script and all five checker runs
+    /// must then fit the probe's ceiling, which sets an omitted checker
+    /// budget.
     pub test_checker: bool,
 }
 
@@ -68,6 +74,8 @@ pub struct Cpsat {
 }
 
 impl Cpsat {
+    /// The service on `runtime`; every run starts cold until
+    /// [`Cpsat::enable_warm_pool`].
     pub fn new(runtime: Arc<CpsatRuntime>) -> Self {
         Cpsat {
             runtime,

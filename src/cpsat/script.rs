@@ -32,7 +32,9 @@ pub const MAX_ARGS_BYTES: usize = 32 * 1024;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScriptSource {
+    /// The Python text itself, written to a private temp dir and run there.
     Inline(String),
+    /// The path of a local file, run from its own directory.
     File(String),
 }
 
@@ -40,9 +42,13 @@ pub enum ScriptSource {
 /// as a Slurm task file carries it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScriptRequest {
+    /// The script to run.
     #[serde(rename = "script")]
     pub source: ScriptSource,
+    /// The script's `sys.argv[1:]`: no NUL, 32 KiB in all.
     pub args: Vec<String>,
+    /// Replay seed, set as `SOLVERGATE_CPSAT_SEED` (cleared when `None`);
+    /// must fit a signed 32-bit integer.
     pub seed: Option<i64>,
     /// `{}` counts as none.
     pub config: Option<Map<String, Value>>,
@@ -164,7 +170,6 @@ impl PreparedScript {
     }
 }
 
-/// `args` is a flag/path list: no NUL, at most 32 KiB in all.
 /// A replay seed must fit CP-SAT's signed 32-bit `random_seed`.
 pub fn validate_seed(seed: Option<i64>) -> Result<(), ToolError> {
     match seed {
@@ -175,6 +180,8 @@ pub fn validate_seed(seed: Option<i64>) -> Result<(), ToolError> {
     }
 }
 
+/// `args` is a flag/path list: no NUL, at most 32 KiB in all (counting one
+/// separator byte per entry).
 pub fn validate_args(args: &[String]) -> Result<(), ToolError> {
     if let Some(index) = args.iter().position(|arg| arg.contains('\0')) {
         return Err(ToolError::invalid(format!(

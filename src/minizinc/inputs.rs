@@ -34,14 +34,23 @@ use crate::userfiles::{check_utf8, existing_file, off_thread, utf8_text};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Sources {
+    /// Text a client sent, written to a private temp dir for the run.
     Inline {
+        /// The complete model; must not be blank.
         model: String,
+        /// `.dzn` data.
         data: Option<String>,
+        /// A MiniZinc checker; must not be blank when given.
         checker: Option<String>,
     },
+    /// Files a user named, checked before any process starts; the run's
+    /// working directory is the model's own.
     Files {
+        /// The model file; must not be empty.
         model_path: String,
+        /// A data file ending in `.dzn` or `.json`.
         data_path: Option<String>,
+        /// A checker ending in `.mzc` or `.mzc.mzn`.
         checker_path: Option<String>,
     },
     /// Files the server already wrote from inline text (see
@@ -57,9 +66,15 @@ pub struct Prepared {
     /// Keeps inline files alive for the run; removed when the last clone
     /// is dropped.
     _scratch: Option<Arc<TempDir>>,
+    /// The model file to pass MiniZinc, absolute.
     pub model: PathBuf,
+    /// The data file, when there is one.
     pub data: Option<PathBuf>,
+    /// The checker file, under a name MiniZinc takes for a checker (a
+    /// symlink to a file without one is passed by its own name).
     pub checker: Option<PathBuf>,
+    /// The run's working directory: the temp dir for inline text, the
+    /// model's directory for a path.
     pub cwd: PathBuf,
     /// Passed as `-I`: where a relative `include` of a model that was
     /// copied out of its directory still finds its neighbours.
