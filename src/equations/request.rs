@@ -6,6 +6,11 @@
 //! `weight`, `tolerance`; `timeout_seconds`, `num_workers`). A value out of
 //! range is a [`ToolError`] naming the field, found before anything runs;
 //! expressions are not parsed here (a bad one is a result, not an error).
+//!
+//! A field's `///` is the description a client reads in the input schema.
+//! Fields whose name says all a client needs (`lhs`, `rhs`, `equations`,
+//! `variables`, `objective`) carry none, to keep tools/list small, and are
+//! `pub(crate)`: only this crate builds or reads them.
 
 use std::collections::BTreeMap;
 
@@ -88,8 +93,8 @@ pub struct Equation {
 /// An equation to check the syntax of (`validate_equations`).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct ExpressionPair {
-    pub lhs: String,
-    pub rhs: String,
+    pub(crate) lhs: String,
+    pub(crate) rhs: String,
     /// Accepted and ignored, so the equations of the other tools can be
     /// passed as they are.
     #[serde(default)]
@@ -100,8 +105,8 @@ pub struct ExpressionPair {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EvaluatedEquation {
-    pub lhs: String,
-    pub rhs: String,
+    pub(crate) lhs: String,
+    pub(crate) rhs: String,
     /// `==` (default), `<=` or `>=`.
     #[serde(default)]
     pub relation: Relation,
@@ -212,14 +217,14 @@ pub struct CorrectRequest {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ValidateRequest {
-    pub equations: Vec<ExpressionPair>,
+    pub(crate) equations: Vec<ExpressionPair>,
 }
 
 /// Arguments of `evaluate_equations`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EvaluateRequest {
-    pub equations: Vec<EvaluatedEquation>,
+    pub(crate) equations: Vec<EvaluatedEquation>,
     /// Variable values in real units.
     pub values: BTreeMap<String, f64>,
     /// The mult_factors given to correct_values (unlisted: 1); with them a
@@ -232,8 +237,8 @@ pub struct EvaluateRequest {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OptimizeRequest {
-    pub variables: BTreeMap<String, DecisionVariable>,
-    pub objective: Objective,
+    pub(crate) variables: BTreeMap<String, DecisionVariable>,
+    pub(crate) objective: Objective,
     /// Must hold; contradictory ones give INFEASIBLE.
     #[serde(default)]
     pub hard_constraints: Vec<Equation>,

@@ -5,6 +5,11 @@
 //! Validation is the whole contract: everything downstream (packer, risk,
 //! the MiniZinc data) may assume positive dimensions, known modes,
 //! distributions that sum to 1 and amounts that fit the model's integers.
+//!
+//! These types are `plan_load`'s input schema: a field's `///` is the
+//! description a client reads. Fields whose name says all a client needs
+//! (`length_cm`, `per_kg`, `orders`) carry none, to keep tools/list small,
+//! and are `pub(crate)`: only this crate builds or reads them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,12 +22,12 @@ use crate::diagnostics::ToolError;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Pallet {
-    pub length_cm: f64,
-    pub width_cm: f64,
-    pub height_cm: f64,
-    pub weight_kg: f64,
+    pub(crate) length_cm: f64,
+    pub(crate) width_cm: f64,
+    pub(crate) height_cm: f64,
+    pub(crate) weight_kg: f64,
     #[serde(default = "one")]
-    pub count: u32,
+    pub(crate) count: u32,
     /// Another pallet may stand on it, and it may stand on another.
     #[serde(default)]
     pub stackable: bool,
@@ -36,8 +41,8 @@ fn one() -> u32 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Order {
-    pub id: String,
-    pub pallets: Vec<Pallet>,
+    pub(crate) id: String,
+    pub(crate) pallets: Vec<Pallet>,
     /// Days from now by which the order must arrive.
     pub deadline_days: u32,
 }
@@ -46,20 +51,20 @@ pub struct Order {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AirRate {
-    pub per_kg: f64,
-    pub min_charge: f64,
+    pub(crate) per_kg: f64,
+    pub(crate) min_charge: f64,
     /// Chargeable weight is max(kg, cm³ / volumetric_divisor); 6000 is usual.
     pub volumetric_divisor: f64,
-    pub transit_days: u32,
+    pub(crate) transit_days: u32,
 }
 
 /// Sea consolidation: priced per cubic metre.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LclRate {
-    pub per_cbm: f64,
-    pub min_cbm: f64,
-    pub transit_days: u32,
+    pub(crate) per_cbm: f64,
+    pub(crate) min_cbm: f64,
+    pub(crate) transit_days: u32,
 }
 
 /// One container type's inside and price.
@@ -67,29 +72,29 @@ pub struct LclRate {
 #[serde(deny_unknown_fields)]
 pub struct ContainerType {
     #[serde(rename = "type")]
-    pub name: String,
-    pub length_cm: f64,
-    pub width_cm: f64,
-    pub height_cm: f64,
-    pub max_payload_kg: f64,
-    pub price: f64,
+    pub(crate) name: String,
+    pub(crate) length_cm: f64,
+    pub(crate) width_cm: f64,
+    pub(crate) height_cm: f64,
+    pub(crate) max_payload_kg: f64,
+    pub(crate) price: f64,
 }
 
 /// Full containers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FclRate {
-    pub containers: Vec<ContainerType>,
-    pub transit_days: u32,
+    pub(crate) containers: Vec<ContainerType>,
+    pub(crate) transit_days: u32,
 }
 
 /// The price list of the three modes, all in one currency.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Rates {
-    pub air: AirRate,
-    pub lcl: LclRate,
-    pub fcl: FclRate,
+    pub(crate) air: AirRate,
+    pub(crate) lcl: LclRate,
+    pub(crate) fcl: FclRate,
 }
 
 /// Extra days of delay beyond transit, as day → probability (must sum to 1).
@@ -100,11 +105,11 @@ pub type DelayTable = BTreeMap<String, f64>;
 #[serde(deny_unknown_fields)]
 pub struct Delays {
     #[serde(default)]
-    pub air: Option<DelayTable>,
+    pub(crate) air: Option<DelayTable>,
     #[serde(default)]
-    pub lcl: Option<DelayTable>,
+    pub(crate) lcl: Option<DelayTable>,
     #[serde(default)]
-    pub fcl: Option<DelayTable>,
+    pub(crate) fcl: Option<DelayTable>,
 }
 
 /// How much risk a recommended plan may carry.
@@ -133,13 +138,13 @@ impl Default for Policy {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadProblem {
-    pub orders: Vec<Order>,
-    pub rates: Rates,
+    pub(crate) orders: Vec<Order>,
+    pub(crate) rates: Rates,
     /// Optional delay distributions per mode; seeds are used where absent.
     #[serde(default)]
     pub delays: Delays,
     #[serde(default)]
-    pub policy: Policy,
+    pub(crate) policy: Policy,
 }
 
 /// Most orders and pallets a cohort may hold (the packer places one unit
