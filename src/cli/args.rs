@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::mcp::Toolset;
 use crate::minizinc::DEFAULT_TIMEOUT_MS;
 
+/// The whole command line: the global options and one subcommand.
 #[derive(Debug, Parser)]
 #[command(
     name = "solvergate",
@@ -30,11 +31,11 @@ pub struct Cli {
     pub sandbox: bool,
 
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run the MCP server on stdin/stdout (what an MCP client launches).
     Stdio(StdioArgs),
     /// Runs one background job's task on a cluster node (the Slurm
@@ -227,7 +228,7 @@ pub enum RuntimeKind {
 
 #[derive(Debug, Args)]
 #[command(after_long_help = SOLVE_EXIT_CODES)]
-pub struct SolveArgs {
+pub(crate) struct SolveArgs {
     /// The MiniZinc model (.mzn).
     pub model: PathBuf,
     /// Optional data file (.dzn or .json).

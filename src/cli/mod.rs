@@ -27,7 +27,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-pub use args::{ArtifactsCommand, Cli, Command, JobBackendArg, RuntimeKind, SolveArgs};
+pub use args::{ArtifactsCommand, Cli, JobBackendArg, RuntimeKind};
+pub(crate) use args::Command;
 
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{self, Runtime, UserDirs};
