@@ -235,3 +235,105 @@ fn status(snapshot: JobSnapshot<CpsatJobOutput, CpsatJobMeta>) -> CpsatPythonJob
         slurm,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::jobs::SlurmState;
+
+    fn at(ms: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
+    }
+
+    fn snapshot(
+        state: JobState,
+        message: Option<&str>,
+        result: Option<CpsatJobOutput>,
+    ) -> JobSnapshot<CpsatJobOutput, CpsatJobMeta> {
+        let started = state != JobState::Queued;
+        JobSnapshot {
+            id: "c1".to_owned(),
+            meta: Arc::new(CpsatJobMeta {
+                script_timeout_ms: 3000,
+                checker_timeout_ms: Some(1500),
+                placement: PlacementSlot::default(),
+            }),
+            state,
+            submitted_at: at(2_000),
+            started_at: started.then(|| at(2_100)),
+            finished_at: state.is_terminal().then(|| at(2_400)),
+            elapsed_ms: if started { 300 } else { 0 },
+            result: result.map(Arc::new),
+            message: message.map(str::to_owned),
+        }
+    }
+
+    /// What a client reads: the status as structured content (keys sorted).
+    fn wire(status: &CpsatPythonJobStatus) -> String {
+        serde_json::to_value(status).unwrap().to_string()
+    }
+
+    /// A status's JSON, pinned for each way a job can stand: a change to
+    /// the fields or to how a snapshot becomes a status is a reviewed diff.
+    #[test]
+    fn statuses_keep_their_json() {
+        let pending = snapshot(JobState::Running, None, None);
+        *pending.meta.placement.lock().unwrap() = Some(SlurmPlacement {
+            job_id: "42".to_owned(),
+            node: Some("c1".to_owned()),
+            state: SlurmState::Pending,
+            reason: None,
+        });
+        let mut dropped = snapshot(
+            JobState::Cancelled,
+            Some("cancelled before it started"),
+            None,
+        );
+        (dropped.started_at, dropped.elapsed_ms) = (None, 0);
+        let run: Arc<CpsatPythonResult> = serde_json::from_str(
+            r#"{"status":"feasible","solution":{"x":1},"objective":1,"best_objective_bound":2,"stdout":"","stderr":"","return_code":0,"timed_out":false,"truncated":false,"duration_ms":80,"diagnostic":{"category":"checker_failed","message":"refused"}}"#,
+        )
+        .unwrap();
+        let checker: CheckerReport = serde_json::from_str(
+            r#"{"status":"rejected","verdict":"rejected","errors":["x too small"],"details":{},"message":null,"stdout":"","stderr":"","return_code":0,"timed_out":false,"truncated":false,"duration_ms":20}"#,
+        )
+        .unwrap();
+        let checked = CpsatJobOutput {
+            result: run.clone(),
+            checker: Some(checker),
+            checker_skipped_reason: None,
+        };
+        let skipped = CpsatJobOutput {
+            result: run,
+            checker: None,
+            checker_skipped_reason: Some("no solution to check".to_owned()),
+        };
+        let cases = [
+            (
+                snapshot(JobState::Queued, None, None),
+                r#"{"checker":null,"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":null,"elapsed_ms":0,"finished_at":null,"job_id":"c1","message":null,"result":null,"script_timeout_ms":3000,"slurm":null,"started_at":null,"state":"queued","submitted_at":"1970-01-01T00:00:02.000Z"}"#,
+            ),
+            (
+                pending,
+                r#"{"checker":null,"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":null,"elapsed_ms":0,"finished_at":null,"job_id":"c1","message":null,"result":null,"script_timeout_ms":3000,"slurm":{"job_id":"42","node":"c1","reason":null,"state":"PENDING"},"started_at":null,"state":"queued","submitted_at":"1970-01-01T00:00:02.000Z"}"#,
+            ),
+            (
+                dropped,
+                r#"{"checker":null,"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":{"category":"cancelled","message":"cancelled before it started"},"elapsed_ms":0,"finished_at":"1970-01-01T00:00:02.400Z","job_id":"c1","message":"cancelled before it started","result":null,"script_timeout_ms":3000,"slurm":null,"started_at":null,"state":"cancelled","submitted_at":"1970-01-01T00:00:02.000Z"}"#,
+            ),
+            (
+                snapshot(JobState::Succeeded, None, Some(checked)),
+                r#"{"checker":{"details":{},"duration_ms":20,"errors":["x too small"],"message":null,"return_code":0,"status":"rejected","stderr":"","stdout":"","timed_out":false,"truncated":false,"verdict":"rejected"},"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":{"category":"checker_failed","message":"refused"},"elapsed_ms":300,"finished_at":"1970-01-01T00:00:02.400Z","job_id":"c1","message":null,"result":{"best_objective_bound":2,"diagnostic":{"category":"checker_failed","message":"refused"},"duration_ms":80,"objective":1,"return_code":0,"solution":{"x":1},"status":"feasible","stderr":"","stdout":"","timed_out":false,"truncated":false},"script_timeout_ms":3000,"slurm":null,"started_at":"1970-01-01T00:00:02.100Z","state":"succeeded","submitted_at":"1970-01-01T00:00:02.000Z"}"#,
+            ),
+            (
+                snapshot(JobState::Timeout, None, Some(skipped)),
+                r#"{"checker":null,"checker_skipped_reason":"no solution to check","checker_timeout_ms":1500,"diagnostic":{"category":"checker_failed","message":"refused"},"elapsed_ms":300,"finished_at":"1970-01-01T00:00:02.400Z","job_id":"c1","message":null,"result":{"best_objective_bound":2,"diagnostic":{"category":"checker_failed","message":"refused"},"duration_ms":80,"objective":1,"return_code":0,"solution":{"x":1},"status":"feasible","stderr":"","stdout":"","timed_out":false,"truncated":false},"script_timeout_ms":3000,"slurm":null,"started_at":"1970-01-01T00:00:02.100Z","state":"timeout","submitted_at":"1970-01-01T00:00:02.000Z"}"#,
+            ),
+        ];
+        for (snapshot, pinned) in cases {
+            assert_eq!(wire(&status(snapshot)), pinned);
+        }
+    }
+}

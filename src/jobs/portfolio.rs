@@ -691,6 +691,8 @@ fn portfolio_status(
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, SystemTime};
+
     use super::*;
 
     fn request(models: usize, solvers: usize, seed_count: i64) -> PortfolioRequest {
@@ -727,5 +729,96 @@ mod tests {
         let mut listed = request(1, 1, 1);
         listed.seeds = Some(vec![0; MAX_SEEDS + 1]);
         assert!(Seeds::of(&listed).is_err());
+    }
+
+    fn at(ms: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
+    }
+
+    fn snapshot(
+        state: JobState,
+        message: Option<&str>,
+        result: Option<PortfolioSolveResult>,
+    ) -> JobSnapshot<PortfolioSolveResult, PortfolioMeta> {
+        JobSnapshot {
+            id: "p1".to_owned(),
+            meta: Arc::new(PortfolioMeta {
+                per_attempt_timeout_ms: 4000,
+                attempt_jobs: vec!["a0".to_owned(), "a1".to_owned()],
+            }),
+            state,
+            submitted_at: at(3_000),
+            started_at: Some(at(3_000)),
+            finished_at: state.is_terminal().then(|| at(3_700)),
+            elapsed_ms: 700,
+            result: result.map(Arc::new),
+            message: message.map(str::to_owned),
+        }
+    }
+
+    fn race(winner: Option<SolveResult>, refused_attempts: Vec<usize>) -> PortfolioSolveResult {
+        PortfolioSolveResult {
+            status: RaceStatus::of(&winner.clone().map(Arc::new)),
+            winner_index: winner.as_ref().map(|_| 1),
+            winner: winner.map(Arc::new),
+            refused_attempts,
+            attempts: Vec::new(),
+            models_sha256: vec!["m".to_owned()],
+            data_sha256: None,
+            checker_sha256: None,
+            solve_controls: SharedControls {
+                free_search: false,
+                parallel: None,
+                all_solutions: false,
+                num_solutions: None,
+            },
+            winner_policy: WinnerPolicy::BestObjective,
+            selection_policy: "best_objective".to_owned(),
+            elapsed_ms: 650,
+        }
+    }
+
+    /// What a client reads: the status as structured content (keys sorted).
+    fn wire(status: &PortfolioJobStatus) -> String {
+        serde_json::to_value(status).unwrap().to_string()
+    }
+
+    /// A status's JSON, pinned for each way a race can stand: a change to
+    /// the fields or to how a snapshot becomes a status is a reviewed diff.
+    #[test]
+    fn statuses_keep_their_json() {
+        let winner: SolveResult = serde_json::from_str(
+            r#"{"status":"satisfied","solver":"org.gecode.gecode","return_code":0,"timed_out":false,"truncated":false,"stdout":"","stderr":"","elapsed_ms":9,"solution":{},"solutions":[{}],"objective":null,"statistics":{},"checker":null,"diagnostic":{"category":"unknown","message":"not proven"}}"#,
+        )
+        .unwrap();
+        let cases = [
+            (
+                snapshot(JobState::Running, None, None),
+                r#"{"attempt_job_ids":["a0","a1"],"diagnostic":null,"elapsed_ms":700,"finished_at":null,"job_id":"p1","message":null,"per_attempt_timeout_ms":4000,"result":null,"state":"running","submitted_at":"1970-01-01T00:00:03.000Z"}"#,
+            ),
+            (
+                snapshot(
+                    JobState::Cancelled,
+                    Some("cancelled; its processes were stopped"),
+                    None,
+                ),
+                r#"{"attempt_job_ids":["a0","a1"],"diagnostic":{"category":"cancelled","message":"cancelled; its processes were stopped"},"elapsed_ms":700,"finished_at":"1970-01-01T00:00:03.700Z","job_id":"p1","message":"cancelled; its processes were stopped","per_attempt_timeout_ms":4000,"result":null,"state":"cancelled","submitted_at":"1970-01-01T00:00:03.000Z"}"#,
+            ),
+            (
+                snapshot(JobState::Succeeded, None, Some(race(None, vec![]))),
+                r#"{"attempt_job_ids":["a0","a1"],"diagnostic":{"category":"no_winner","message":"no attempt produced a result (all failed or were cancelled)"},"elapsed_ms":700,"finished_at":"1970-01-01T00:00:03.700Z","job_id":"p1","message":null,"per_attempt_timeout_ms":4000,"result":{"attempts":[],"checker_sha256":null,"data_sha256":null,"elapsed_ms":650,"models_sha256":["m"],"refused_attempts":[],"selection_policy":"best_objective","solve_controls":{"all_solutions":false,"free_search":false,"num_solutions":null,"parallel":null},"status":"no_winner","winner":null,"winner_index":null,"winner_policy":"best_objective"},"state":"succeeded","submitted_at":"1970-01-01T00:00:03.000Z"}"#,
+            ),
+            (
+                snapshot(JobState::Succeeded, None, Some(race(None, vec![0, 1]))),
+                r#"{"attempt_job_ids":["a0","a1"],"diagnostic":{"category":"no_winner","details":{"refused_attempts":[0,1]},"message":"no attempt produced a solution the checker accepted: 2 solution(s) refused (see each attempt's refused)"},"elapsed_ms":700,"finished_at":"1970-01-01T00:00:03.700Z","job_id":"p1","message":null,"per_attempt_timeout_ms":4000,"result":{"attempts":[],"checker_sha256":null,"data_sha256":null,"elapsed_ms":650,"models_sha256":["m"],"refused_attempts":[0,1],"selection_policy":"best_objective","solve_controls":{"all_solutions":false,"free_search":false,"num_solutions":null,"parallel":null},"status":"no_winner","winner":null,"winner_index":null,"winner_policy":"best_objective"},"state":"succeeded","submitted_at":"1970-01-01T00:00:03.000Z"}"#,
+            ),
+            (
+                snapshot(JobState::Succeeded, None, Some(race(Some(winner), vec![0]))),
+                r#"{"attempt_job_ids":["a0","a1"],"diagnostic":{"category":"unknown","message":"not proven"},"elapsed_ms":700,"finished_at":"1970-01-01T00:00:03.700Z","job_id":"p1","message":null,"per_attempt_timeout_ms":4000,"result":{"attempts":[],"checker_sha256":null,"data_sha256":null,"elapsed_ms":650,"models_sha256":["m"],"refused_attempts":[0],"selection_policy":"best_objective","solve_controls":{"all_solutions":false,"free_search":false,"num_solutions":null,"parallel":null},"status":"winner","winner":{"checker":null,"diagnostic":{"category":"unknown","message":"not proven"},"elapsed_ms":9,"objective":null,"return_code":0,"solution":{},"solutions":[{}],"solver":"org.gecode.gecode","statistics":{},"status":"satisfied","stderr":"","stdout":"","timed_out":false,"truncated":false},"winner_index":1,"winner_policy":"best_objective"},"state":"succeeded","submitted_at":"1970-01-01T00:00:03.000Z"}"#,
+            ),
+        ];
+        for (snapshot, pinned) in cases {
+            assert_eq!(wire(&portfolio_status(snapshot)), pinned);
+        }
     }
 }

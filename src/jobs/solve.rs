@@ -207,3 +207,94 @@ fn status(snapshot: JobSnapshot<SolveResult, SolveJobMeta>) -> SolveJobStatus {
         slurm,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+    use crate::jobs::SlurmState;
+
+    fn at(ms: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
+    }
+
+    fn snapshot(
+        state: JobState,
+        message: Option<&str>,
+        result: Option<SolveResult>,
+    ) -> JobSnapshot<SolveResult, SolveJobMeta> {
+        let ended = state.is_terminal();
+        JobSnapshot {
+            id: "j1".to_owned(),
+            meta: Arc::new(SolveJobMeta::new(2000)),
+            state,
+            submitted_at: at(1_000),
+            started_at: (state != JobState::Queued).then(|| at(1_250)),
+            finished_at: ended.then(|| at(1_500)),
+            elapsed_ms: if state == JobState::Queued { 0 } else { 250 },
+            result: result.map(Arc::new),
+            message: message.map(str::to_owned),
+        }
+    }
+
+    /// What a client reads: the status as structured content (keys sorted).
+    fn wire(status: &SolveJobStatus) -> String {
+        serde_json::to_value(status).unwrap().to_string()
+    }
+
+    /// A status's JSON, pinned for each way a job can stand: a change to
+    /// the fields or to how a snapshot becomes a status is a reviewed diff.
+    #[test]
+    fn statuses_keep_their_json() {
+        let running = snapshot(JobState::Running, None, None);
+        *running.meta.live.lock().unwrap() = Some(LiveFigures {
+            solutions: 2,
+            objective: Some(7.into()),
+        });
+        let pending = snapshot(JobState::Running, None, None);
+        *pending.meta.placement.lock().unwrap() = Some(SlurmPlacement {
+            job_id: "41".to_owned(),
+            node: None,
+            state: SlurmState::Pending,
+            reason: Some("Resources".to_owned()),
+        });
+        let solved: SolveResult = serde_json::from_str(
+            r#"{"status":"unknown","solver":"org.gecode.gecode","return_code":0,"timed_out":false,"truncated":false,"stdout":"","stderr":"","elapsed_ms":9,"solution":null,"solutions":[],"objective":null,"statistics":{},"checker":null,"diagnostic":{"category":"unknown","message":"none found"}}"#,
+        )
+        .unwrap();
+        let cases = [
+            (
+                snapshot(JobState::Queued, None, None),
+                r#"{"diagnostic":null,"elapsed_ms":0,"finished_at":null,"job_id":"j1","live":null,"message":null,"result":null,"slurm":null,"started_at":null,"state":"queued","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
+            ),
+            (
+                running,
+                r#"{"diagnostic":null,"elapsed_ms":250,"finished_at":null,"job_id":"j1","live":{"objective":7,"solutions":2},"message":null,"result":null,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"running","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
+            ),
+            (
+                pending,
+                r#"{"diagnostic":null,"elapsed_ms":0,"finished_at":null,"job_id":"j1","live":null,"message":null,"result":null,"slurm":{"job_id":"41","node":null,"reason":"Resources","state":"PENDING"},"started_at":null,"state":"queued","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
+            ),
+            (
+                snapshot(
+                    JobState::Cancelled,
+                    Some("cancelled; its processes were stopped"),
+                    None,
+                ),
+                r#"{"diagnostic":{"category":"cancelled","message":"cancelled; its processes were stopped"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","live":null,"message":"cancelled; its processes were stopped","result":null,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"cancelled","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
+            ),
+            (
+                snapshot(JobState::Failed, None, None),
+                r#"{"diagnostic":{"category":"job_failed","message":"the job failed"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","live":null,"message":null,"result":null,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"failed","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
+            ),
+            (
+                snapshot(JobState::Succeeded, None, Some(solved)),
+                r#"{"diagnostic":{"category":"unknown","message":"none found"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","live":null,"message":null,"result":{"checker":null,"diagnostic":{"category":"unknown","message":"none found"},"elapsed_ms":9,"objective":null,"return_code":0,"solution":null,"solutions":[],"solver":"org.gecode.gecode","statistics":{},"status":"unknown","stderr":"","stdout":"","timed_out":false,"truncated":false},"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"succeeded","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
+            ),
+        ];
+        for (snapshot, pinned) in cases {
+            assert_eq!(wire(&status(snapshot)), pinned);
+        }
+    }
+}
