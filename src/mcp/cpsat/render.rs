@@ -84,17 +84,17 @@ pub fn cpsat_checked(result: &CpsatPythonCheckedResult) -> String {
 pub fn cpsat_job(status: &CpsatPythonJobStatus) -> String {
     let mut text = format!(
         "CP-SAT job {}: {} ({} ms of a {} ms budget)\n",
-        status.job_id,
-        status.state.as_str(),
-        status.elapsed_ms,
+        status.job.job_id,
+        status.job.state.as_str(),
+        status.job.elapsed_ms,
         status.script_timeout_ms
     );
-    if let Some(message) = &status.message {
+    if let Some(message) = &status.job.message {
         let _ = writeln!(text, "Message: {message}");
     }
     match &status.result {
         Some(result) => text.push_str(&cpsat_run(result)),
-        None => diagnostic_line(&mut text, status.diagnostic.as_ref()),
+        None => diagnostic_line(&mut text, status.job.diagnostic.as_ref()),
     }
     if let Some(checker) = &status.checker {
         let _ = writeln!(
