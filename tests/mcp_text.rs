@@ -195,3 +195,28 @@ fn the_full_tools_list_is_pinned() {
     let text = serde_json::to_string_pretty(tools).unwrap();
     insta::assert_snapshot!("tools_list_full", text);
 }
+
+/// An id no registry has is refused in its kind's words, by get and
+/// cancel alike; the wording is shared, only the kind differs.
+#[test]
+fn unknown_job_ids_are_refused_in_each_kinds_words() {
+    let mut session = Session::start();
+    let cases = [
+        ("get_solve_job", "solve job"),
+        ("cancel_solve_job", "solve job"),
+        ("get_portfolio_job", "portfolio job"),
+        ("cancel_portfolio_job", "portfolio job"),
+        ("get_cpsat_python_job", "CP-SAT job"),
+        ("cancel_cpsat_python_job", "CP-SAT job"),
+    ];
+    for (tool, kind) in cases {
+        let text = session.text(tool, serde_json::json!({"job_id": "no-such-job"}));
+        assert_eq!(
+            text,
+            format!(
+                "Diagnostic: invalid_request — no {kind} with id \"no-such-job\"; ids come from submit, and only the last 64 finished jobs are kept"
+            ),
+            "{tool}"
+        );
+    }
+}

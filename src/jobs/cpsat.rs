@@ -8,21 +8,20 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::Number;
 use tokio_util::sync::CancellationToken;
 
 use std::sync::Arc;
 
 use super::backend::{
     CpsatJob, CpsatJobOutput, CpsatJobRequest, JobBackend, PlacementSlot, RunContext,
-    SlurmPlacement, placement_of, visible_state,
+    SlurmPlacement, placement_of,
 };
-use super::registry::{JobRegistry, JobSnapshot, JobState, Start};
-use super::status::{
-    JobKind, JobList, ResultStatus, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
-};
+use super::registry::{JobRegistry, JobSnapshot, Start};
+use super::status::{BackgroundJobs, JobKind, JobLife, ResultStatus, full};
 use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::cpsat::{CheckerReport, Cpsat, CpsatPythonResult, ScriptSource, positive_ms};
-use crate::diagnostics::{Diagnostic, ToolError};
+use crate::diagnostics::ToolError;
 use crate::settings::JobBounds;
 
 /// The budgets a job echoes.
@@ -37,24 +36,21 @@ pub struct CpsatJobMeta {
 /// One CP-SAT job as `get_cpsat_python_job` reports it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CpsatPythonJobStatus {
-    pub job_id: String,
-    /// `queued`, `running`, `succeeded`, `failed`, `timeout` or `cancelled`.
-    pub state: JobState,
+    /// Id, state, times, message and diagnostic (the result's own once
+    /// there is one).
+    #[serde(flatten)]
+    pub job: JobLife,
     pub script_timeout_ms: i64,
     /// The checker's budget, when the job has a checker.
     pub checker_timeout_ms: Option<u64>,
-    pub submitted_at: String,
+    /// RFC 3339, once the job has started.
     pub started_at: Option<String>,
-    pub finished_at: Option<String>,
-    pub elapsed_ms: u64,
     /// Present exactly when `state` is `succeeded` or `timeout`.
     pub result: Option<Arc<CpsatPythonResult>>,
     /// The checker's verdict (diagnostic only, not a save gate).
     pub checker: Option<CheckerReport>,
     /// Why the checker did not run.
     pub checker_skipped_reason: Option<String>,
-    pub message: Option<String>,
-    pub diagnostic: Option<Diagnostic>,
     /// Slurm backend only.
     pub slurm: Option<SlurmPlacement>,
 }
@@ -80,9 +76,21 @@ impl CpsatJobs {
             registry: JobRegistry::new("CP-SAT job", bounds, shutdown),
         }
     }
+}
+
+impl BackgroundJobs for CpsatJobs {
+    type Request = CpsatJobRequest;
+    type Result = CpsatJobOutput;
+    type Meta = CpsatJobMeta;
+    type Status = CpsatPythonJobStatus;
+    const KIND: JobKind = JobKind::CpsatPython;
+
+    fn registry(&self) -> &JobRegistry<CpsatJobOutput, CpsatJobMeta> {
+        &self.registry
+    }
 
     /// Validates everything, resolves paths, then admits the job.
-    pub async fn submit(
+    async fn submit(
         &self,
         request: CpsatJobRequest,
         cancel: &CancellationToken,
@@ -105,9 +113,36 @@ impl CpsatJobs {
             )
         });
         let admitted = self.registry.submit(meta, work).map_err(full)?;
-        Ok(status(admitted))
+        Ok(Self::status(admitted))
     }
 
+    fn status(snapshot: JobSnapshot<CpsatJobOutput, CpsatJobMeta>) -> CpsatPythonJobStatus {
+        let slurm = placement_of(&snapshot.meta.placement);
+        let job = JobLife::of(&snapshot, slurm.as_ref(), |output| {
+            output.result.diagnostic.clone()
+        });
+        let output = snapshot.result.as_deref();
+        CpsatPythonJobStatus {
+            script_timeout_ms: snapshot.meta.script_timeout_ms,
+            checker_timeout_ms: snapshot.meta.checker_timeout_ms,
+            started_at: job.started_at(&snapshot),
+            result: output.map(|output| output.result.clone()),
+            checker: output.and_then(|output| output.checker.clone()),
+            checker_skipped_reason: output.and_then(|output| output.checker_skipped_reason.clone()),
+            slurm,
+            job,
+        }
+    }
+
+    fn headline(output: &CpsatJobOutput) -> (ResultStatus, Option<Number>) {
+        (
+            ResultStatus::Script(output.result.status),
+            output.result.objective.clone(),
+        )
+    }
+}
+
+impl CpsatJobs {
     /// The job `request` asks for, checked whole before it is admitted:
     /// budgets, both files (paths made absolute, so the job runs what was
     /// named on submit wherever it runs), the interpreter, the backend.
@@ -154,84 +189,80 @@ impl CpsatJobs {
             checker_timeout_ms,
         })
     }
-
-    pub fn get(&self, id: &str) -> Result<CpsatPythonJobStatus, ToolError> {
-        self.registry
-            .get(id)
-            .map(status)
-            .ok_or_else(|| self.unknown(id))
-    }
-
-    pub async fn cancel(&self, id: &str) -> Result<CpsatPythonJobStatus, ToolError> {
-        self.registry
-            .cancel(id)
-            .await
-            .map(status)
-            .ok_or_else(|| self.unknown(id))
-    }
-
-    /// Every retained job, summarised (`get` has the full result).
-    pub fn list(&self) -> JobList {
-        list_of(&self.registry, JobKind::CpsatPython, |output| {
-            (
-                ResultStatus::Script(output.result.status),
-                output.result.objective.clone(),
-            )
-        })
-    }
-
-    /// Cancels every job; waits for them until `deadline`.
-    pub async fn shutdown(&self, deadline: std::time::Duration) -> usize {
-        self.registry.shutdown(deadline).await
-    }
-
-    fn unknown(&self, id: &str) -> ToolError {
-        unknown_job(
-            "CP-SAT job",
-            id,
-            self.registry.bounds().max_retained_terminal,
-        )
-    }
 }
 
-fn status(snapshot: JobSnapshot<CpsatJobOutput, CpsatJobMeta>) -> CpsatPythonJobStatus {
-    let diagnostic =
-        lifecycle_diagnostic(snapshot.state, snapshot.message.as_deref()).or_else(|| {
-            snapshot
-                .result
-                .as_ref()
-                .and_then(|output| output.result.diagnostic.clone())
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::status::fixtures::{assert_pinned, snapshot};
+    use crate::jobs::{JobState, SlurmState};
+
+    fn meta() -> CpsatJobMeta {
+        CpsatJobMeta {
+            script_timeout_ms: 3000,
+            checker_timeout_ms: Some(1500),
+            placement: PlacementSlot::default(),
+        }
+    }
+
+    /// A status's JSON, pinned for each way a job can stand: a change to
+    /// the fields or to how a snapshot becomes a status is a reviewed diff.
+    #[test]
+    fn statuses_keep_their_json() {
+        let pending = snapshot(meta(), JobState::Running, None, None);
+        *pending.meta.placement.lock().unwrap() = Some(SlurmPlacement {
+            job_id: "42".to_owned(),
+            node: Some("c1".to_owned()),
+            state: SlurmState::Pending,
+            reason: None,
         });
-    let (result, checker, checker_skipped_reason) = match snapshot.result.as_deref() {
-        Some(output) => (
-            Some(output.result.clone()),
-            output.checker.clone(),
-            output.checker_skipped_reason.clone(),
-        ),
-        None => (None, None, None),
-    };
-    let slurm = placement_of(&snapshot.meta.placement);
-    // A job Slurm still holds pending has not started, whatever slot the
-    // registry gave it.
-    let state = visible_state(snapshot.state, slurm.as_ref());
-    let (started_at, elapsed_ms) = match state {
-        JobState::Queued => (None, 0),
-        _ => (snapshot.started_at, snapshot.elapsed_ms),
-    };
-    CpsatPythonJobStatus {
-        job_id: snapshot.id,
-        state,
-        script_timeout_ms: snapshot.meta.script_timeout_ms,
-        checker_timeout_ms: snapshot.meta.checker_timeout_ms,
-        submitted_at: timestamp(snapshot.submitted_at),
-        started_at: started_at.map(timestamp),
-        finished_at: snapshot.finished_at.map(timestamp),
-        elapsed_ms,
-        result,
-        checker,
-        checker_skipped_reason,
-        message: snapshot.message,
-        diagnostic,
-        slurm,
+        let mut dropped = snapshot(
+            meta(),
+            JobState::Cancelled,
+            Some("cancelled before it started"),
+            None,
+        );
+        (dropped.started_at, dropped.elapsed_ms) = (None, 0);
+        let run: Arc<CpsatPythonResult> = serde_json::from_str(
+            r#"{"status":"feasible","solution":{"x":1},"objective":1,"best_objective_bound":2,"stdout":"","stderr":"","return_code":0,"timed_out":false,"truncated":false,"duration_ms":80,"diagnostic":{"category":"checker_failed","message":"refused"}}"#,
+        )
+        .unwrap();
+        let checker: CheckerReport = serde_json::from_str(
+            r#"{"status":"rejected","verdict":"rejected","errors":["x too small"],"details":{},"message":null,"stdout":"","stderr":"","return_code":0,"timed_out":false,"truncated":false,"duration_ms":20}"#,
+        )
+        .unwrap();
+        let checked = CpsatJobOutput {
+            result: run.clone(),
+            checker: Some(checker),
+            checker_skipped_reason: None,
+        };
+        let skipped = CpsatJobOutput {
+            result: run,
+            checker: None,
+            checker_skipped_reason: Some("no solution to check".to_owned()),
+        };
+        let cases = [
+            (
+                snapshot(meta(), JobState::Queued, None, None),
+                r#"{"checker":null,"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":null,"elapsed_ms":0,"finished_at":null,"job_id":"j1","message":null,"result":null,"script_timeout_ms":3000,"slurm":null,"started_at":null,"state":"queued","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+            ),
+            (
+                pending,
+                r#"{"checker":null,"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":null,"elapsed_ms":0,"finished_at":null,"job_id":"j1","message":null,"result":null,"script_timeout_ms":3000,"slurm":{"job_id":"42","node":"c1","reason":null,"state":"PENDING"},"started_at":null,"state":"queued","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+            ),
+            (
+                dropped,
+                r#"{"checker":null,"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":{"category":"cancelled","message":"cancelled before it started"},"elapsed_ms":0,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","message":"cancelled before it started","result":null,"script_timeout_ms":3000,"slurm":null,"started_at":null,"state":"cancelled","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+            ),
+            (
+                snapshot(meta(), JobState::Succeeded, None, Some(checked)),
+                r#"{"checker":{"details":{},"duration_ms":20,"errors":["x too small"],"message":null,"return_code":0,"status":"rejected","stderr":"","stdout":"","timed_out":false,"truncated":false,"verdict":"rejected"},"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":{"category":"checker_failed","message":"refused"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","message":null,"result":{"best_objective_bound":2,"diagnostic":{"category":"checker_failed","message":"refused"},"duration_ms":80,"objective":1,"return_code":0,"solution":{"x":1},"status":"feasible","stderr":"","stdout":"","timed_out":false,"truncated":false},"script_timeout_ms":3000,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"succeeded","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+            ),
+            (
+                snapshot(meta(), JobState::Timeout, None, Some(skipped)),
+                r#"{"checker":null,"checker_skipped_reason":"no solution to check","checker_timeout_ms":1500,"diagnostic":{"category":"checker_failed","message":"refused"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","message":null,"result":{"best_objective_bound":2,"diagnostic":{"category":"checker_failed","message":"refused"},"duration_ms":80,"objective":1,"return_code":0,"solution":{"x":1},"status":"feasible","stderr":"","stdout":"","timed_out":false,"truncated":false},"script_timeout_ms":3000,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"timeout","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+            ),
+        ];
+        assert_pinned::<CpsatJobs>(cases);
     }
 }

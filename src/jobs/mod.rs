@@ -2,7 +2,8 @@
 //! ([`registry`]), MiniZinc solves as jobs ([`solve`]), and portfolio races
 //! whose losers the server kills the moment a winner is known
 //! ([`portfolio`]), CP-SAT scripts as jobs ([`cpsat`]), and what every
-//! kind shares in what a client reads ([`status`]). Where admitted work
+//! kind shares ([`status`]: the [`BackgroundJobs`] trait callers reach each
+//! kind by, and what every status says). Where admitted work
 //! runs is the backend's business ([`backend`]): in this process, or on a
 //! Slurm cluster ([`slurm`], whose nodes run [`worker`], talking through
 //! the files of [`wire`]).
@@ -28,4 +29,4 @@ pub use portfolio::{
 pub use registry::{Completion, JobRegistry, JobSnapshot, JobState, Outcome, RegistryFull, Start};
 pub use slurm::SlurmConfig;
 pub use solve::{SolveJobStatus, SolveJobs};
-pub use status::{JobKind, JobList, JobSummary, ResultStatus};
+pub use status::{BackgroundJobs, JobKind, JobLife, JobList, JobSummary, ResultStatus};

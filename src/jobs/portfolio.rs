@@ -35,9 +35,7 @@ use tokio_util::sync::CancellationToken;
 use super::backend::{SlurmPlacement, placement_of};
 use super::registry::{Completion, JobRegistry, JobSnapshot, JobState, Outcome, Start};
 use super::solve::{SolveJobMeta, SolveJobs};
-use super::status::{
-    JobKind, JobList, ResultStatus, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
-};
+use super::status::{BackgroundJobs, JobKind, JobLife, ResultStatus, full};
 pub use super::winner::WinnerPolicy;
 use super::winner::{pick_winner, refusal};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
@@ -142,19 +140,15 @@ pub struct PortfolioMeta {
 /// One portfolio job as `get_portfolio_job` reports it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct PortfolioJobStatus {
-    pub job_id: String,
-    /// `running`, `succeeded`, `failed` or `cancelled`.
-    pub state: JobState,
+    /// Id, state (`running`, `succeeded`, `failed` or `cancelled`), times,
+    /// message and diagnostic (`no_winner`, or the winner's own).
+    #[serde(flatten)]
+    pub job: JobLife,
     pub per_attempt_timeout_ms: i64,
     /// Solve job ids of the attempts, in plan order.
     pub attempt_job_ids: Vec<String>,
-    pub submitted_at: String,
-    pub finished_at: Option<String>,
-    pub elapsed_ms: u64,
     /// Present exactly when `state` is `succeeded`.
     pub result: Option<Arc<PortfolioSolveResult>>,
-    pub message: Option<String>,
-    pub diagnostic: Option<Diagnostic>,
 }
 
 /// One planned attempt.
@@ -190,10 +184,22 @@ impl Portfolios {
             registry: JobRegistry::new("portfolio job", coordinator_bounds, shutdown),
         }
     }
+}
+
+impl BackgroundJobs for Portfolios {
+    type Request = PortfolioRequest;
+    type Result = PortfolioSolveResult;
+    type Meta = PortfolioMeta;
+    type Status = PortfolioJobStatus;
+    const KIND: JobKind = JobKind::Portfolio;
+
+    fn registry(&self) -> &JobRegistry<PortfolioSolveResult, PortfolioMeta> {
+        &self.registry
+    }
 
     /// Validates the whole plan, admits every attempt or none, then starts
     /// the coordinator.
-    pub async fn submit(
+    async fn submit(
         &self,
         request: PortfolioRequest,
         cancel: &CancellationToken,
@@ -278,7 +284,7 @@ impl Portfolios {
             Box::new(move |token: CancellationToken| Box::pin(race.run(completions, token))),
         );
         match started {
-            Ok(snapshot) => Ok(portfolio_status(snapshot)),
+            Ok(snapshot) => Ok(Self::status(snapshot)),
             Err(error) => {
                 for id in &attempt_jobs {
                     self.solve_jobs.registry().request_cancel(id);
@@ -288,6 +294,25 @@ impl Portfolios {
         }
     }
 
+    fn status(snapshot: JobSnapshot<PortfolioSolveResult, PortfolioMeta>) -> PortfolioJobStatus {
+        PortfolioJobStatus {
+            job: JobLife::of(&snapshot, None, race_diagnostic),
+            per_attempt_timeout_ms: snapshot.meta.per_attempt_timeout_ms,
+            attempt_job_ids: snapshot.meta.attempt_jobs.clone(),
+            result: snapshot.result,
+        }
+    }
+
+    /// A race's status and the winner's objective.
+    fn headline(result: &PortfolioSolveResult) -> (ResultStatus, Option<Number>) {
+        (
+            ResultStatus::Race(result.status),
+            result.winner.as_ref().and_then(|w| w.objective.clone()),
+        )
+    }
+}
+
+impl Portfolios {
     /// Wraps an attempt so that a decisive result cancels every sibling
     /// before the registry records it and frees the slot: queued siblings
     /// are dropped instead of started, running ones are killed.
@@ -411,46 +436,6 @@ impl Portfolios {
             }
         }
         Ok(plan)
-    }
-
-    pub fn get(&self, id: &str) -> Result<PortfolioJobStatus, ToolError> {
-        self.registry
-            .get(id)
-            .map(portfolio_status)
-            .ok_or_else(|| self.unknown(id))
-    }
-
-    /// Stops the race and every attempt; waits until they are gone.
-    pub async fn cancel(&self, id: &str) -> Result<PortfolioJobStatus, ToolError> {
-        self.registry
-            .cancel(id)
-            .await
-            .map(portfolio_status)
-            .ok_or_else(|| self.unknown(id))
-    }
-
-    /// Every retained race, summarised: its status and the winner's
-    /// objective (`get` has the full result).
-    pub fn list(&self) -> JobList {
-        list_of(&self.registry, JobKind::Portfolio, |result| {
-            (
-                ResultStatus::Race(result.status),
-                result.winner.as_ref().and_then(|w| w.objective.clone()),
-            )
-        })
-    }
-
-    /// Cancels every race; waits for them until `deadline`.
-    pub async fn shutdown(&self, deadline: std::time::Duration) -> usize {
-        self.registry.shutdown(deadline).await
-    }
-
-    fn unknown(&self, id: &str) -> ToolError {
-        unknown_job(
-            "portfolio job",
-            id,
-            self.registry.bounds().max_retained_terminal,
-        )
     }
 }
 
@@ -649,49 +634,32 @@ impl Race {
     }
 }
 
-fn portfolio_status(
-    snapshot: JobSnapshot<PortfolioSolveResult, PortfolioMeta>,
-) -> PortfolioJobStatus {
-    let diagnostic =
-        lifecycle_diagnostic(snapshot.state, snapshot.message.as_deref()).or_else(|| {
-            snapshot
-                .result
-                .as_ref()
-                .and_then(|result| match &result.winner {
-                    None if result.refused_attempts.is_empty() => Some(Diagnostic::new(
-                        Category::NoWinner,
-                        "no attempt produced a result (all failed or were cancelled)",
-                    )),
-                    None => Some(
-                        Diagnostic::new(
-                            Category::NoWinner,
-                            format!(
-                                "no attempt produced a solution the checker accepted: {} solution(s) refused (see each attempt's refused)",
-                                result.refused_attempts.len()
-                            ),
-                        )
-                        .with_detail("refused_attempts", result.refused_attempts.clone()),
-                    ),
-                    Some(winner) => winner.diagnostic.clone(),
-                })
-        });
-    PortfolioJobStatus {
-        job_id: snapshot.id,
-        state: snapshot.state,
-        per_attempt_timeout_ms: snapshot.meta.per_attempt_timeout_ms,
-        attempt_job_ids: snapshot.meta.attempt_jobs.clone(),
-        submitted_at: timestamp(snapshot.submitted_at),
-        finished_at: snapshot.finished_at.map(timestamp),
-        elapsed_ms: snapshot.elapsed_ms,
-        result: snapshot.result,
-        message: snapshot.message,
-        diagnostic,
+/// What a finished race has to say: that no attempt won (and why), or
+/// its winner's own diagnostic.
+fn race_diagnostic(result: &PortfolioSolveResult) -> Option<Diagnostic> {
+    match &result.winner {
+        None if result.refused_attempts.is_empty() => Some(Diagnostic::new(
+            Category::NoWinner,
+            "no attempt produced a result (all failed or were cancelled)",
+        )),
+        None => Some(
+            Diagnostic::new(
+                Category::NoWinner,
+                format!(
+                    "no attempt produced a solution the checker accepted: {} solution(s) refused (see each attempt's refused)",
+                    result.refused_attempts.len()
+                ),
+            )
+            .with_detail("refused_attempts", result.refused_attempts.clone()),
+        ),
+        Some(winner) => winner.diagnostic.clone(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jobs::status::fixtures::{assert_pinned, snapshot};
 
     fn request(models: usize, solvers: usize, seed_count: i64) -> PortfolioRequest {
         PortfolioRequest {
@@ -727,5 +695,82 @@ mod tests {
         let mut listed = request(1, 1, 1);
         listed.seeds = Some(vec![0; MAX_SEEDS + 1]);
         assert!(Seeds::of(&listed).is_err());
+    }
+
+    fn meta() -> PortfolioMeta {
+        PortfolioMeta {
+            per_attempt_timeout_ms: 4000,
+            attempt_jobs: vec!["a0".to_owned(), "a1".to_owned()],
+        }
+    }
+
+    fn race(winner: Option<SolveResult>, refused_attempts: Vec<usize>) -> PortfolioSolveResult {
+        PortfolioSolveResult {
+            status: RaceStatus::of(&winner.clone().map(Arc::new)),
+            winner_index: winner.as_ref().map(|_| 1),
+            winner: winner.map(Arc::new),
+            refused_attempts,
+            attempts: Vec::new(),
+            models_sha256: vec!["m".to_owned()],
+            data_sha256: None,
+            checker_sha256: None,
+            solve_controls: SharedControls {
+                free_search: false,
+                parallel: None,
+                all_solutions: false,
+                num_solutions: None,
+            },
+            winner_policy: WinnerPolicy::BestObjective,
+            selection_policy: "best_objective".to_owned(),
+            elapsed_ms: 650,
+        }
+    }
+
+    /// A status's JSON, pinned for each way a race can stand: a change to
+    /// the fields or to how a snapshot becomes a status is a reviewed diff.
+    #[test]
+    fn statuses_keep_their_json() {
+        let winner: SolveResult = serde_json::from_str(
+            r#"{"status":"satisfied","solver":"org.gecode.gecode","return_code":0,"timed_out":false,"truncated":false,"stdout":"","stderr":"","elapsed_ms":9,"solution":{},"solutions":[{}],"objective":null,"statistics":{},"checker":null,"diagnostic":{"category":"unknown","message":"not proven"}}"#,
+        )
+        .unwrap();
+        let cases = [
+            (
+                snapshot(meta(), JobState::Running, None, None),
+                r#"{"attempt_job_ids":["a0","a1"],"diagnostic":null,"elapsed_ms":250,"finished_at":null,"job_id":"j1","message":null,"per_attempt_timeout_ms":4000,"result":null,"state":"running","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+            ),
+            (
+                snapshot(
+                    meta(),
+                    JobState::Cancelled,
+                    Some("cancelled; its processes were stopped"),
+                    None,
+                ),
+                r#"{"attempt_job_ids":["a0","a1"],"diagnostic":{"category":"cancelled","message":"cancelled; its processes were stopped"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","message":"cancelled; its processes were stopped","per_attempt_timeout_ms":4000,"result":null,"state":"cancelled","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+            ),
+            (
+                snapshot(meta(), JobState::Succeeded, None, Some(race(None, vec![]))),
+                r#"{"attempt_job_ids":["a0","a1"],"diagnostic":{"category":"no_winner","message":"no attempt produced a result (all failed or were cancelled)"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","message":null,"per_attempt_timeout_ms":4000,"result":{"attempts":[],"checker_sha256":null,"data_sha256":null,"elapsed_ms":650,"models_sha256":["m"],"refused_attempts":[],"selection_policy":"best_objective","solve_controls":{"all_solutions":false,"free_search":false,"num_solutions":null,"parallel":null},"status":"no_winner","winner":null,"winner_index":null,"winner_policy":"best_objective"},"state":"succeeded","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+            ),
+            (
+                snapshot(
+                    meta(),
+                    JobState::Succeeded,
+                    None,
+                    Some(race(None, vec![0, 1])),
+                ),
+                r#"{"attempt_job_ids":["a0","a1"],"diagnostic":{"category":"no_winner","details":{"refused_attempts":[0,1]},"message":"no attempt produced a solution the checker accepted: 2 solution(s) refused (see each attempt's refused)"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","message":null,"per_attempt_timeout_ms":4000,"result":{"attempts":[],"checker_sha256":null,"data_sha256":null,"elapsed_ms":650,"models_sha256":["m"],"refused_attempts":[0,1],"selection_policy":"best_objective","solve_controls":{"all_solutions":false,"free_search":false,"num_solutions":null,"parallel":null},"status":"no_winner","winner":null,"winner_index":null,"winner_policy":"best_objective"},"state":"succeeded","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+            ),
+            (
+                snapshot(
+                    meta(),
+                    JobState::Succeeded,
+                    None,
+                    Some(race(Some(winner), vec![0])),
+                ),
+                r#"{"attempt_job_ids":["a0","a1"],"diagnostic":{"category":"unknown","message":"not proven"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","message":null,"per_attempt_timeout_ms":4000,"result":{"attempts":[],"checker_sha256":null,"data_sha256":null,"elapsed_ms":650,"models_sha256":["m"],"refused_attempts":[0],"selection_policy":"best_objective","solve_controls":{"all_solutions":false,"free_search":false,"num_solutions":null,"parallel":null},"status":"winner","winner":{"checker":null,"diagnostic":{"category":"unknown","message":"not proven"},"elapsed_ms":9,"objective":null,"return_code":0,"solution":{},"solutions":[{}],"solver":"org.gecode.gecode","statistics":{},"status":"satisfied","stderr":"","stdout":"","timed_out":false,"truncated":false},"winner_index":1,"winner_policy":"best_objective"},"state":"succeeded","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+            ),
+        ];
+        assert_pinned::<Portfolios>(cases);
     }
 }

@@ -218,6 +218,11 @@ impl<R: Send + Sync + 'static, M: Send + Sync + 'static> JobRegistry<R, M> {
         self.shared.bounds
     }
 
+    /// What the registry holds, as messages name it ("solve job").
+    pub fn what(&self) -> &'static str {
+        self.shared.what
+    }
+
     /// Admits one job.
     pub fn submit(&self, meta: M, start: Start<R>) -> Result<JobSnapshot<R, M>, RegistryFull> {
         let mut admitted = self.submit_all(vec![(meta, start)])?;

@@ -11,14 +11,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::backend::{
-    JobBackend, PlacementSlot, RunContext, SlurmPlacement, placement_of, visible_state,
-};
+use serde_json::Number;
+
+use super::backend::{JobBackend, PlacementSlot, RunContext, SlurmPlacement, placement_of};
 use super::registry::{JobRegistry, JobSnapshot, JobState, Start};
-use super::status::{
-    JobKind, JobList, ResultStatus, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
-};
-use crate::diagnostics::{Diagnostic, ToolError};
+use super::status::{BackgroundJobs, JobKind, JobLife, ResultStatus, full};
+use crate::diagnostics::ToolError;
 use crate::minizinc::{MiniZinc, SolveRequest, SolveResult};
 use crate::progress::{LiveFigures, LiveSlot};
 use crate::settings::JobBounds;
@@ -46,27 +44,20 @@ impl SolveJobMeta {
 /// One solve job as `get_solve_job` reports it.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct SolveJobStatus {
-    /// Opaque id for get / cancel.
-    pub job_id: String,
-    /// `queued`, `running`, `succeeded`, `failed`, `timeout` or `cancelled`.
-    pub state: JobState,
+    /// Id, state, times, message and diagnostic (the result's own once
+    /// there is one).
+    #[serde(flatten)]
+    pub job: JobLife,
     /// The requested solve budget, echoed.
     pub timeout_ms: i64,
-    /// RFC 3339 times; `started_at` and `finished_at` once they happen.
-    pub submitted_at: String,
+    /// RFC 3339, once the job has started.
     pub started_at: Option<String>,
-    pub finished_at: Option<String>,
-    /// Running time so far, or in all once finished; 0 while queued.
-    pub elapsed_ms: u64,
     /// While `running`: solutions the solver has printed so far and the
     /// latest objective, read from its output as it arrives; `null` before
     /// the first solution and once the job has ended (see `result`).
     pub live: Option<LiveFigures>,
     /// The full result: present exactly when `state` is `succeeded` or `timeout`.
     pub result: Option<Arc<SolveResult>>,
-    pub message: Option<String>,
-    /// `cancelled`, `job_failed`, or the result's own diagnostic.
-    pub diagnostic: Option<Diagnostic>,
     /// Slurm backend only.
     pub slurm: Option<SlurmPlacement>,
 }
@@ -101,24 +92,6 @@ impl SolveJobs {
         &self.backend
     }
 
-    pub(crate) fn registry(&self) -> &JobRegistry<SolveResult, SolveJobMeta> {
-        &self.registry
-    }
-
-    /// Validates the request completely, then admits it.
-    pub async fn submit(
-        &self,
-        request: SolveRequest,
-        cancel: &CancellationToken,
-    ) -> Result<SolveJobStatus, ToolError> {
-        self.minizinc.admit(&request, cancel).await?;
-        self.backend.preflight(cancel).await?;
-        let meta = SolveJobMeta::new(request.timeout_ms);
-        let work = self.start(request, &meta);
-        let admitted = self.registry.submit(meta, work).map_err(full)?;
-        Ok(status(admitted))
-    }
-
     /// The work of one solve job (also a portfolio attempt), run by the
     /// backend; its figures so far and its placement go to `meta`'s slots.
     pub(crate) fn start(&self, request: SolveRequest, meta: &SolveJobMeta) -> Start<SolveResult> {
@@ -135,75 +108,117 @@ impl SolveJobs {
             )
         })
     }
+}
 
-    pub fn get(&self, id: &str) -> Result<SolveJobStatus, ToolError> {
-        self.registry
-            .get(id)
-            .map(status)
-            .ok_or_else(|| self.unknown(id))
+impl BackgroundJobs for SolveJobs {
+    type Request = SolveRequest;
+    type Result = SolveResult;
+    type Meta = SolveJobMeta;
+    type Status = SolveJobStatus;
+    const KIND: JobKind = JobKind::Solve;
+
+    fn registry(&self) -> &JobRegistry<SolveResult, SolveJobMeta> {
+        &self.registry
     }
 
-    /// Cancels and waits until the job's processes are gone.
-    pub async fn cancel(&self, id: &str) -> Result<SolveJobStatus, ToolError> {
-        self.registry
-            .cancel(id)
-            .await
-            .map(status)
-            .ok_or_else(|| self.unknown(id))
+    async fn submit(
+        &self,
+        request: SolveRequest,
+        cancel: &CancellationToken,
+    ) -> Result<SolveJobStatus, ToolError> {
+        self.minizinc.admit(&request, cancel).await?;
+        self.backend.preflight(cancel).await?;
+        let meta = SolveJobMeta::new(request.timeout_ms);
+        let work = self.start(request, &meta);
+        let admitted = self.registry.submit(meta, work).map_err(full)?;
+        Ok(Self::status(admitted))
     }
 
-    /// Every retained job, summarised (`get` has the full result).
-    pub fn list(&self) -> JobList {
-        list_of(&self.registry, JobKind::Solve, |result| {
-            (ResultStatus::Solve(result.status), result.objective.clone())
-        })
+    fn status(snapshot: JobSnapshot<SolveResult, SolveJobMeta>) -> SolveJobStatus {
+        let slurm = placement_of(&snapshot.meta.placement);
+        let job = JobLife::of(&snapshot, slurm.as_ref(), |result| {
+            result.diagnostic.clone()
+        });
+        SolveJobStatus {
+            timeout_ms: snapshot.meta.timeout_ms,
+            started_at: job.started_at(&snapshot),
+            live: match snapshot.state {
+                JobState::Running => snapshot.meta.live.lock().ok().and_then(|live| live.clone()),
+                _ => None,
+            },
+            result: snapshot.result,
+            slurm,
+            job,
+        }
     }
 
-    /// Cancels every job; waits for them until `deadline`.
-    pub async fn shutdown(&self, deadline: std::time::Duration) -> usize {
-        self.registry.shutdown(deadline).await
-    }
-
-    fn unknown(&self, id: &str) -> ToolError {
-        unknown_job(
-            "solve job",
-            id,
-            self.registry.bounds().max_retained_terminal,
-        )
+    fn headline(result: &SolveResult) -> (ResultStatus, Option<Number>) {
+        (ResultStatus::Solve(result.status), result.objective.clone())
     }
 }
 
-fn status(snapshot: JobSnapshot<SolveResult, SolveJobMeta>) -> SolveJobStatus {
-    let diagnostic =
-        lifecycle_diagnostic(snapshot.state, snapshot.message.as_deref()).or_else(|| {
-            snapshot
-                .result
-                .as_ref()
-                .and_then(|result| result.diagnostic.clone())
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::SlurmState;
+    use crate::jobs::status::fixtures::{assert_pinned, snapshot};
+
+    /// A status's JSON, pinned for each way a job can stand: a change to
+    /// the fields or to how a snapshot becomes a status is a reviewed diff.
+    #[test]
+    fn statuses_keep_their_json() {
+        let running = snapshot(SolveJobMeta::new(2000), JobState::Running, None, None);
+        *running.meta.live.lock().unwrap() = Some(LiveFigures {
+            solutions: 2,
+            objective: Some(7.into()),
         });
-    let slurm = placement_of(&snapshot.meta.placement);
-    // A job Slurm still holds pending has not started, whatever slot the
-    // registry gave it.
-    let state = visible_state(snapshot.state, slurm.as_ref());
-    let (started_at, elapsed_ms) = match state {
-        JobState::Queued => (None, 0),
-        _ => (snapshot.started_at, snapshot.elapsed_ms),
-    };
-    SolveJobStatus {
-        job_id: snapshot.id,
-        state,
-        timeout_ms: snapshot.meta.timeout_ms,
-        submitted_at: timestamp(snapshot.submitted_at),
-        started_at: started_at.map(timestamp),
-        finished_at: snapshot.finished_at.map(timestamp),
-        elapsed_ms,
-        live: match snapshot.state {
-            JobState::Running => snapshot.meta.live.lock().ok().and_then(|live| live.clone()),
-            _ => None,
-        },
-        result: snapshot.result,
-        message: snapshot.message,
-        diagnostic,
-        slurm,
+        let pending = snapshot(SolveJobMeta::new(2000), JobState::Running, None, None);
+        *pending.meta.placement.lock().unwrap() = Some(SlurmPlacement {
+            job_id: "41".to_owned(),
+            node: None,
+            state: SlurmState::Pending,
+            reason: Some("Resources".to_owned()),
+        });
+        let solved: SolveResult = serde_json::from_str(
+            r#"{"status":"unknown","solver":"org.gecode.gecode","return_code":0,"timed_out":false,"truncated":false,"stdout":"","stderr":"","elapsed_ms":9,"solution":null,"solutions":[],"objective":null,"statistics":{},"checker":null,"diagnostic":{"category":"unknown","message":"none found"}}"#,
+        )
+        .unwrap();
+        let cases = [
+            (
+                snapshot(SolveJobMeta::new(2000), JobState::Queued, None, None),
+                r#"{"diagnostic":null,"elapsed_ms":0,"finished_at":null,"job_id":"j1","live":null,"message":null,"result":null,"slurm":null,"started_at":null,"state":"queued","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
+            ),
+            (
+                running,
+                r#"{"diagnostic":null,"elapsed_ms":250,"finished_at":null,"job_id":"j1","live":{"objective":7,"solutions":2},"message":null,"result":null,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"running","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
+            ),
+            (
+                pending,
+                r#"{"diagnostic":null,"elapsed_ms":0,"finished_at":null,"job_id":"j1","live":null,"message":null,"result":null,"slurm":{"job_id":"41","node":null,"reason":"Resources","state":"PENDING"},"started_at":null,"state":"queued","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
+            ),
+            (
+                snapshot(
+                    SolveJobMeta::new(2000),
+                    JobState::Cancelled,
+                    Some("cancelled; its processes were stopped"),
+                    None,
+                ),
+                r#"{"diagnostic":{"category":"cancelled","message":"cancelled; its processes were stopped"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","live":null,"message":"cancelled; its processes were stopped","result":null,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"cancelled","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
+            ),
+            (
+                snapshot(SolveJobMeta::new(2000), JobState::Failed, None, None),
+                r#"{"diagnostic":{"category":"job_failed","message":"the job failed"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","live":null,"message":null,"result":null,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"failed","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
+            ),
+            (
+                snapshot(
+                    SolveJobMeta::new(2000),
+                    JobState::Succeeded,
+                    None,
+                    Some(solved),
+                ),
+                r#"{"diagnostic":{"category":"unknown","message":"none found"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","live":null,"message":null,"result":{"checker":null,"diagnostic":{"category":"unknown","message":"none found"},"elapsed_ms":9,"objective":null,"return_code":0,"solution":null,"solutions":[],"solver":"org.gecode.gecode","statistics":{},"status":"unknown","stderr":"","stdout":"","timed_out":false,"truncated":false},"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"succeeded","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
+            ),
+        ];
+        assert_pinned::<SolveJobs>(cases);
     }
 }

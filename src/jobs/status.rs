@@ -1,38 +1,183 @@
-//! What every kind of job shares in what a client reads: timestamps, the
-//! lifecycle diagnostic, the unknown-id and registry-full errors, and the
-//! one-line summary the list tools return.
+//! What every kind of background job shares: the [`BackgroundJobs`] trait
+//! each kind implements (solve jobs, portfolio races, CP-SAT jobs), which
+//! gives them one get, cancel, list and shutdown and one unknown-id error;
+//! the [`JobLife`] every status flattens in; the one-line summary the list
+//! tools return.
 //!
-//! Lists are summaries on purpose: a finished solve can carry a megabyte of
-//! output, and a list of 64 of them would be tens of megabytes. `get_*`
-//! returns the full result of one job.
+//! A kind states only what is its own: how a request is admitted, its
+//! status type and how a snapshot becomes one, and what a list shows of
+//! its result. Lists are summaries on purpose: a finished solve can carry
+//! a megabyte of output, and a list of 64 of them would be tens of
+//! megabytes. `get` returns the full result of one job.
 
-use std::time::SystemTime;
+use std::future::Future;
+use std::time::{Duration, SystemTime};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
+use tokio_util::sync::CancellationToken;
 
+use super::backend::{SlurmPlacement, visible_state};
 use super::registry::{JobRegistry, JobSnapshot, JobState, RegistryFull};
 use crate::cpsat::ScriptStatus;
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::SolveStatus;
 use crate::verdict::RaceStatus;
 
+/// One kind of background job as its callers reach it. A kind says how a
+/// request is admitted ([`submit`](Self::submit)), how a snapshot of its
+/// registry becomes its status ([`status`](Self::status)) and what a list
+/// shows of a result ([`headline`](Self::headline)); get, cancel, list
+/// and shutdown are the same for every kind, and so is the error for an id
+/// the registry does not have.
+pub trait BackgroundJobs: Send + Sync {
+    /// What a submit takes.
+    type Request: Send;
+    /// What a job of this kind produces.
+    type Result: Send + Sync + 'static;
+    /// What the submitter attaches to a job (its budgets, its slots).
+    type Meta: Send + Sync + 'static;
+    /// What submit, get and cancel return.
+    type Status: Serialize + Send;
+    /// The kind a list names.
+    const KIND: JobKind;
+
+    /// This kind's registry.
+    fn registry(&self) -> &JobRegistry<Self::Result, Self::Meta>;
+
+    /// Validates the request completely, then admits it.
+    fn submit(
+        &self,
+        request: Self::Request,
+        cancel: &CancellationToken,
+    ) -> impl Future<Output = Result<Self::Status, ToolError>> + Send;
+
+    /// The job a snapshot shows, as a client reads it.
+    fn status(snapshot: JobSnapshot<Self::Result, Self::Meta>) -> Self::Status;
+
+    /// A result's status and objective, as a list shows them.
+    fn headline(result: &Self::Result) -> (ResultStatus, Option<Number>);
+
+    /// The job's status, or the unknown-id error.
+    fn get(&self, id: &str) -> Result<Self::Status, ToolError> {
+        let registry = self.registry();
+        registry
+            .get(id)
+            .map(Self::status)
+            .ok_or_else(|| unknown_job(registry, id))
+    }
+
+    /// Cancels the job and waits until its processes are gone (a race's:
+    /// every attempt's); idempotent.
+    fn cancel(&self, id: &str) -> impl Future<Output = Result<Self::Status, ToolError>> + Send {
+        async move {
+            let registry = self.registry();
+            registry
+                .cancel(id)
+                .await
+                .map(Self::status)
+                .ok_or_else(|| unknown_job(registry, id))
+        }
+    }
+
+    /// Every retained job, oldest first, summarised (`get` has the full
+    /// result).
+    fn list(&self) -> JobList {
+        JobList {
+            jobs: self
+                .registry()
+                .list()
+                .iter()
+                .map(|snapshot| summary(Self::KIND, snapshot, Self::headline))
+                .collect(),
+        }
+    }
+
+    /// Cancels every job; waits for them until `deadline`. Returns how
+    /// many had not ended by then.
+    fn shutdown(&self, deadline: Duration) -> impl Future<Output = usize> + Send {
+        self.registry().shutdown(deadline)
+    }
+}
+
+/// What every job status says of its job's life, whatever the kind; each
+/// kind's status flattens it in beside what is its own.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct JobLife {
+    /// Opaque id for get / cancel.
+    pub job_id: String,
+    /// `queued`, `running`, `succeeded`, `failed`, `timeout` or
+    /// `cancelled` (a race is never `queued` nor `timeout`).
+    pub state: JobState,
+    /// RFC 3339 times; `finished_at` once the job has ended.
+    pub submitted_at: String,
+    pub finished_at: Option<String>,
+    /// Running time so far, or in all once finished; 0 while queued.
+    pub elapsed_ms: u64,
+    /// Why a job failed or was cancelled.
+    pub message: Option<String>,
+    /// `cancelled`, `job_failed`, or the result's own diagnostic.
+    pub diagnostic: Option<Diagnostic>,
+}
+
+impl JobLife {
+    /// The life `snapshot` shows. A job Slurm still holds pending
+    /// (`slurm`) has not started, whatever slot the registry gave it: it
+    /// reads `queued`, with nothing elapsed. A cancelled or failed job's
+    /// diagnostic says so; otherwise `own` reads the result's.
+    pub(crate) fn of<R, M>(
+        snapshot: &JobSnapshot<R, M>,
+        slurm: Option<&SlurmPlacement>,
+        own: impl FnOnce(&R) -> Option<Diagnostic>,
+    ) -> JobLife {
+        let state = visible_state(snapshot.state, slurm);
+        JobLife {
+            job_id: snapshot.id.clone(),
+            state,
+            submitted_at: timestamp(snapshot.submitted_at),
+            finished_at: snapshot.finished_at.map(timestamp),
+            elapsed_ms: match state {
+                JobState::Queued => 0,
+                _ => snapshot.elapsed_ms,
+            },
+            message: snapshot.message.clone(),
+            diagnostic: lifecycle_diagnostic(snapshot.state, snapshot.message.as_deref())
+                .or_else(|| snapshot.result.as_deref().and_then(own)),
+        }
+    }
+
+    /// When the job started, as a client reads it: never while `queued`.
+    pub(crate) fn started_at<R, M>(&self, snapshot: &JobSnapshot<R, M>) -> Option<String> {
+        match self.state {
+            JobState::Queued => None,
+            _ => snapshot.started_at.map(timestamp),
+        }
+    }
+}
+
 /// RFC 3339 with milliseconds, UTC.
-pub(crate) fn timestamp(time: SystemTime) -> String {
+fn timestamp(time: SystemTime) -> String {
     humantime::format_rfc3339_millis(time).to_string()
 }
 
-/// The error for a job id we do not have.
-pub(crate) fn unknown_job(kind: &str, id: &str, retained: usize) -> ToolError {
+/// The error for a job id `registry` does not have: never had, or no
+/// longer keeps.
+fn unknown_job<R, M>(registry: &JobRegistry<R, M>, id: &str) -> ToolError
+where
+    R: Send + Sync + 'static,
+    M: Send + Sync + 'static,
+{
     ToolError::invalid(format!(
-        "no {kind} with id {id:?}; ids come from submit, and only the last {retained} finished jobs are kept"
+        "no {} with id {id:?}; ids come from submit, and only the last {} finished jobs are kept",
+        registry.what(),
+        registry.bounds().max_retained_terminal
     ))
 }
 
 /// The diagnostic a cancelled or failed job carries; `None` otherwise,
 /// when the result's own diagnostic speaks.
-pub(crate) fn lifecycle_diagnostic(state: JobState, message: Option<&str>) -> Option<Diagnostic> {
+fn lifecycle_diagnostic(state: JobState, message: Option<&str>) -> Option<Diagnostic> {
     match state {
         JobState::Cancelled => Some(Diagnostic::new(
             Category::Cancelled,
@@ -122,7 +267,7 @@ pub struct JobList {
 fn summary<R, M>(
     kind: JobKind,
     snapshot: &JobSnapshot<R, M>,
-    headline: &impl Fn(&R) -> (ResultStatus, Option<Number>),
+    headline: impl FnOnce(&R) -> (ResultStatus, Option<Number>),
 ) -> JobSummary {
     let (status, objective) = snapshot
         .result
@@ -145,18 +290,49 @@ fn summary<R, M>(
     }
 }
 
-/// Every retained job of `registry`, oldest first, as summaries.
-pub(crate) fn list_of<R: Send + Sync + 'static, M: Send + Sync + 'static>(
-    registry: &JobRegistry<R, M>,
-    kind: JobKind,
-    headline: impl Fn(&R) -> (ResultStatus, Option<Number>),
-) -> JobList {
-    JobList {
-        jobs: registry
-            .list()
-            .iter()
-            .map(|snapshot| summary(kind, snapshot, &headline))
-            .collect(),
+/// What the kinds' tests build their statuses from.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use std::sync::Arc;
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+
+    fn at(ms: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_millis(ms)
+    }
+
+    /// Job `j1` in `state`: submitted 1 s after the epoch, started 250 ms
+    /// later unless `queued`, finished 250 ms after that once it has ended.
+    pub(crate) fn snapshot<R, M>(
+        meta: M,
+        state: JobState,
+        message: Option<&str>,
+        result: Option<R>,
+    ) -> JobSnapshot<R, M> {
+        let started = state != JobState::Queued;
+        JobSnapshot {
+            id: "j1".to_owned(),
+            meta: Arc::new(meta),
+            state,
+            submitted_at: at(1_000),
+            started_at: started.then(|| at(1_250)),
+            finished_at: state.is_terminal().then(|| at(1_500)),
+            elapsed_ms: if started { 250 } else { 0 },
+            result: result.map(Arc::new),
+            message: message.map(str::to_owned),
+        }
+    }
+
+    /// Each case's status as a client reads it (structured content, keys
+    /// sorted) is its pinned JSON.
+    pub(crate) fn assert_pinned<K: BackgroundJobs>(
+        cases: impl IntoIterator<Item = (JobSnapshot<K::Result, K::Meta>, &'static str)>,
+    ) {
+        for (snapshot, pinned) in cases {
+            let status = serde_json::to_value(K::status(snapshot)).unwrap();
+            assert_eq!(status.to_string(), pinned);
+        }
     }
 }
 

@@ -49,7 +49,9 @@ use crate::artifacts::Artifacts;
 use crate::cpsat::Cpsat;
 use crate::diagnostics::{Category, ToolError};
 use crate::equations::Equations;
-use crate::jobs::{BackendChoice, CpsatJobs, JobBackend, JobList, Portfolios, SolveJobs};
+use crate::jobs::{
+    BackendChoice, BackgroundJobs, CpsatJobs, JobBackend, JobList, Portfolios, SolveJobs,
+};
 use crate::minizinc::MiniZinc;
 use crate::planner::{Planner, ResultStore};
 use crate::progress::Progress;
@@ -244,17 +246,14 @@ impl JobPools {
     }
 }
 
-/// One kind of background job as its tools reach it: its registry among
-/// the [`JobPools`], its get tool and its text parts. Solve jobs, portfolio
-/// races and CP-SAT jobs each say these once (`jobs/mod.rs`,
-/// `cpsat/mod.rs`), so the submit, get, cancel and list tools of every kind
-/// share one implementation ([`SolvergateServer::submit_job`],
-/// [`SolvergateServer::job_by_id`], [`SolvergateServer::list_jobs`]), and an unknown id is refused the same way everywhere.
-trait JobTools {
-    /// What a submit takes.
-    type Request;
-    /// What a submit, get or cancel returns: the job's status.
-    type Status: Serialize;
+/// What the face adds to one kind of background job: where its registry
+/// sits among the [`JobPools`], its get tool's name and its text parts.
+/// Solve jobs, portfolio races and CP-SAT jobs each say these once
+/// (`jobs/mod.rs`, `cpsat/mod.rs`); submit, get, cancel and list, and the
+/// unknown-id error, are the service's ([`BackgroundJobs`]), so the tools
+/// of every kind share one implementation ([`SolvergateServer::submit_job`],
+/// [`SolvergateServer::job_by_id`], [`SolvergateServer::list_jobs`]).
+trait JobTools: BackgroundJobs {
     /// The get tool of this kind, named when a list is refused.
     const GET_TOOL: &'static str;
     /// The text part of a status.
@@ -263,18 +262,6 @@ trait JobTools {
     const RENDER_LIST: fn(&JobList) -> String;
     /// This kind's registry among `pools`.
     fn of(pools: &JobPools) -> &Self;
-    /// Validates the request completely, then admits it.
-    async fn submit(
-        &self,
-        request: Self::Request,
-        cancel: &CancellationToken,
-    ) -> Result<Self::Status, ToolError>;
-    /// The job's status, or the unknown-id error.
-    fn get(&self, id: &str) -> Result<Self::Status, ToolError>;
-    /// Cancels the job and waits until its processes are gone.
-    async fn cancel(&self, id: &str) -> Result<Self::Status, ToolError>;
-    /// Every retained job of this kind, summarised.
-    fn list(&self) -> JobList;
 }
 
 /// What a tool that takes a job id does with the job.

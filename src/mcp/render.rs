@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 use crate::artifacts::SavedFile;
 use crate::diagnostics::Diagnostic;
-use crate::jobs::{JobList, ResultStatus};
+use crate::jobs::{JobLife, JobList, ResultStatus};
 
 /// `Sandbox: landlock enforced, network enforced`, when it was on.
 pub fn sandbox_line(text: &mut String, sandbox: Option<&crate::exec::SandboxReport>) {
@@ -89,6 +89,26 @@ pub fn block(text: &mut String, title: &str, body: &str, field: &str) {
         return;
     }
     let _ = writeln!(text, "{title}:\n{}", excerpt(body, field));
+}
+
+/// A job run under one budget: `<Kind> job <id>: <state> (<elapsed> ms of
+/// a <budget> ms budget)`, its message, then its result's text or,
+/// without a result, its diagnostic.
+pub fn budgeted_job(kind: &str, job: &JobLife, budget_ms: i64, result: Option<String>) -> String {
+    let mut text = format!(
+        "{kind} job {}: {} ({} ms of a {budget_ms} ms budget)\n",
+        job.job_id,
+        job.state.as_str(),
+        job.elapsed_ms,
+    );
+    if let Some(message) = &job.message {
+        let _ = writeln!(text, "Message: {message}");
+    }
+    match result {
+        Some(result) => text.push_str(&result),
+        None => diagnostic_line(&mut text, job.diagnostic.as_ref()),
+    }
+    text
 }
 
 /// A list tool's table: one row per job, oldest first.

@@ -8,7 +8,6 @@ use rmcp::handler::server::common::schema_for_output;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
-use tokio_util::sync::CancellationToken;
 
 use self::args::{
     ExperimentArgs, RunCpsatArgs, RunCpsatFileArgs, RunCpsatFileCheckedArgs, SubmitCpsatArgs,
@@ -17,38 +16,15 @@ use self::args::{
 use super::args::{JobIdArgs, NoArgs, schema};
 use super::{JobAction, JobPools, JobTools, SolvergateServer};
 use crate::cpsat::{CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult};
-use crate::diagnostics::ToolError;
-use crate::jobs::{CpsatJobRequest, CpsatJobs, CpsatPythonJobStatus, JobList};
+use crate::jobs::{CpsatJobs, CpsatPythonJobStatus, JobList};
 
 impl JobTools for CpsatJobs {
-    type Request = CpsatJobRequest;
-    type Status = CpsatPythonJobStatus;
     const GET_TOOL: &'static str = "get_cpsat_python_job";
     const RENDER: fn(&CpsatPythonJobStatus) -> String = render::cpsat_job;
     const RENDER_LIST: fn(&JobList) -> String = render::cpsat_jobs;
 
     fn of(pools: &JobPools) -> &Self {
         &pools.cpsat_jobs
-    }
-
-    async fn submit(
-        &self,
-        request: CpsatJobRequest,
-        cancel: &CancellationToken,
-    ) -> Result<CpsatPythonJobStatus, ToolError> {
-        CpsatJobs::submit(self, request, cancel).await
-    }
-
-    fn get(&self, id: &str) -> Result<CpsatPythonJobStatus, ToolError> {
-        CpsatJobs::get(self, id)
-    }
-
-    async fn cancel(&self, id: &str) -> Result<CpsatPythonJobStatus, ToolError> {
-        CpsatJobs::cancel(self, id).await
-    }
-
-    fn list(&self) -> JobList {
-        CpsatJobs::list(self)
     }
 }
 

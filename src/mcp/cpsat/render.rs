@@ -7,7 +7,7 @@ use crate::cpsat::{
     CheckerStatus, CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult,
 };
 use crate::jobs::{CpsatPythonJobStatus, JobList};
-use crate::mcp::render::{block, diagnostic_line, excerpt, job_list, sandbox_line};
+use crate::mcp::render::{block, budgeted_job, diagnostic_line, excerpt, job_list, sandbox_line};
 
 pub fn cpsat_jobs(list: &JobList) -> String {
     job_list("CP-SAT", list)
@@ -82,20 +82,8 @@ pub fn cpsat_checked(result: &CpsatPythonCheckedResult) -> String {
 }
 
 pub fn cpsat_job(status: &CpsatPythonJobStatus) -> String {
-    let mut text = format!(
-        "CP-SAT job {}: {} ({} ms of a {} ms budget)\n",
-        status.job_id,
-        status.state.as_str(),
-        status.elapsed_ms,
-        status.script_timeout_ms
-    );
-    if let Some(message) = &status.message {
-        let _ = writeln!(text, "Message: {message}");
-    }
-    match &status.result {
-        Some(result) => text.push_str(&cpsat_run(result)),
-        None => diagnostic_line(&mut text, status.diagnostic.as_ref()),
-    }
+    let result = status.result.as_deref().map(cpsat_run);
+    let mut text = budgeted_job("CP-SAT", &status.job, status.script_timeout_ms, result);
     if let Some(checker) = &status.checker {
         let _ = writeln!(
             text,

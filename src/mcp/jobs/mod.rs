@@ -8,21 +8,14 @@ use rmcp::handler::server::common::schema_for_output;
 use rmcp::model::{CallToolResult, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
-use tokio_util::sync::CancellationToken;
 
 use self::args::PortfolioArgs;
 use super::args::{JobIdArgs, NoArgs, schema};
 use super::minizinc::args::SolveModelArgs;
 use super::{JobAction, JobPools, JobTools, SolvergateServer};
-use crate::diagnostics::ToolError;
-use crate::jobs::{
-    JobList, PortfolioJobStatus, PortfolioRequest, Portfolios, SolveJobStatus, SolveJobs,
-};
-use crate::minizinc::SolveRequest;
+use crate::jobs::{JobList, PortfolioJobStatus, Portfolios, SolveJobStatus, SolveJobs};
 
 impl JobTools for SolveJobs {
-    type Request = SolveRequest;
-    type Status = SolveJobStatus;
     const GET_TOOL: &'static str = "get_solve_job";
     const RENDER: fn(&SolveJobStatus) -> String = render::solve_job;
     const RENDER_LIST: fn(&JobList) -> String = render::solve_jobs;
@@ -30,57 +23,15 @@ impl JobTools for SolveJobs {
     fn of(pools: &JobPools) -> &Self {
         &pools.solve_jobs
     }
-
-    async fn submit(
-        &self,
-        request: SolveRequest,
-        cancel: &CancellationToken,
-    ) -> Result<SolveJobStatus, ToolError> {
-        SolveJobs::submit(self, request, cancel).await
-    }
-
-    fn get(&self, id: &str) -> Result<SolveJobStatus, ToolError> {
-        SolveJobs::get(self, id)
-    }
-
-    async fn cancel(&self, id: &str) -> Result<SolveJobStatus, ToolError> {
-        SolveJobs::cancel(self, id).await
-    }
-
-    fn list(&self) -> JobList {
-        SolveJobs::list(self)
-    }
 }
 
 impl JobTools for Portfolios {
-    type Request = PortfolioRequest;
-    type Status = PortfolioJobStatus;
     const GET_TOOL: &'static str = "get_portfolio_job";
     const RENDER: fn(&PortfolioJobStatus) -> String = render::portfolio_job;
     const RENDER_LIST: fn(&JobList) -> String = render::portfolio_jobs;
 
     fn of(pools: &JobPools) -> &Self {
         &pools.portfolios
-    }
-
-    async fn submit(
-        &self,
-        request: PortfolioRequest,
-        cancel: &CancellationToken,
-    ) -> Result<PortfolioJobStatus, ToolError> {
-        Portfolios::submit(self, request, cancel).await
-    }
-
-    fn get(&self, id: &str) -> Result<PortfolioJobStatus, ToolError> {
-        Portfolios::get(self, id)
-    }
-
-    async fn cancel(&self, id: &str) -> Result<PortfolioJobStatus, ToolError> {
-        Portfolios::cancel(self, id).await
-    }
-
-    fn list(&self) -> JobList {
-        Portfolios::list(self)
     }
 }
 

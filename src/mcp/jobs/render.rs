@@ -5,25 +5,12 @@ use std::fmt::Write;
 
 use crate::jobs::{JobList, PortfolioJobStatus, SolveJobStatus, WinnerPolicy};
 use crate::mcp::minizinc::render::solve;
-use crate::mcp::render::{diagnostic_line, job_list};
+use crate::mcp::render::{budgeted_job, diagnostic_line, job_list};
 use crate::minizinc::SolveStatus;
 
 pub fn solve_job(status: &SolveJobStatus) -> String {
-    let mut text = format!(
-        "Solve job {}: {} ({} ms of a {} ms budget)\n",
-        status.job_id,
-        status.state.as_str(),
-        status.elapsed_ms,
-        status.timeout_ms
-    );
-    if let Some(message) = &status.message {
-        let _ = writeln!(text, "Message: {message}");
-    }
-    match &status.result {
-        Some(result) => text.push_str(&solve(result)),
-        None => diagnostic_line(&mut text, status.diagnostic.as_ref()),
-    }
-    text
+    let result = status.result.as_deref().map(solve);
+    budgeted_job("Solve", &status.job, status.timeout_ms, result)
 }
 
 pub fn solve_jobs(list: &JobList) -> String {
@@ -37,12 +24,12 @@ pub fn portfolio_jobs(list: &JobList) -> String {
 pub fn portfolio_job(status: &PortfolioJobStatus) -> String {
     let mut text = format!(
         "Portfolio job {}: {} ({} attempts, {} ms)\n",
-        status.job_id,
-        status.state.as_str(),
+        status.job.job_id,
+        status.job.state.as_str(),
         status.attempt_job_ids.len(),
-        status.elapsed_ms
+        status.job.elapsed_ms
     );
-    diagnostic_line(&mut text, status.diagnostic.as_ref());
+    diagnostic_line(&mut text, status.job.diagnostic.as_ref());
     let Some(result) = &status.result else {
         return text;
     };
