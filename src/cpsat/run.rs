@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -14,7 +13,7 @@ use super::results::{CheckerReport, CpsatPythonCheckedResult, CpsatPythonResult}
 use super::script::{ScriptRequest, ScriptSource};
 use super::verdict;
 use super::warm::WarmPool;
-use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
+use crate::budget::Budget;
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, Ending, Limits};
 use crate::progress::{Progress, Stage};
@@ -29,7 +28,9 @@ pub struct CheckedRequest {
     pub checker: ScriptSource,
     /// The instance the checker validates against, as text.
     pub problem: Option<String>,
-    pub checker_timeout_ms: Option<i64>,
+    /// The checker's budget, checked where the request was made; `None`:
+    /// the script's (with `test_checker`, the largest that fits the probe).
+    pub checker_timeout_ms: Option<Budget>,
     /// After an accepted verdict, also grade the four mutated solutions
     /// (the result's `checker_test`); the script and all five checker runs
     /// must then fit the probe's ceiling, which sets an omitted checker
@@ -56,13 +57,6 @@ pub(crate) struct CheckedRun {
     pub checker: Option<CheckerReport>,
     /// Why the checker did not run on an answer.
     pub checker_skipped_reason: Option<String>,
-}
-
-/// Checks the millisecond budget `name` whose default, when omitted, is not
-/// a fixed number (`checker_timeout_ms` follows the script's budget). For
-/// an argument with a fixed default use [`validate_budget`] and name it.
-pub fn positive_ms(name: &str, value: i64) -> Result<u64, ToolError> {
-    validate_budget(name, value, None)
 }
 
 /// Runs scripts and checkers on one CP-SAT runtime.
@@ -124,11 +118,7 @@ impl Cpsat {
         cancel: &CancellationToken,
     ) -> Result<CpsatPythonResult, ToolError> {
         progress.report(Stage::Validating, "validating the script and arguments");
-        let timeout_ms = validate_budget(
-            "script_timeout_ms",
-            request.timeout_ms,
-            Some(DEFAULT_TIMEOUT_MS),
-        )?;
+        let timeout_ms = request.timeout_ms;
         request.validate()?;
         let python = self.python(cancel).await?;
         let prepared = request.prepare_async().await?;
@@ -142,7 +132,7 @@ impl Cpsat {
         progress.report(Stage::Running, "running the CP-SAT script");
         // A chatty script is not stopped for its output: the head and the
         // tail are kept, and its answer is the tail's last line.
-        let limits = Limits::new(Duration::from_millis(timeout_ms)).keep_head_and_tail();
+        let limits = Limits::new(timeout_ms.duration()).keep_head_and_tail();
         self.warm
             .start_once(&python, self.runtime.inherited_pythonpath.as_deref());
         let run = match self.warm.run(&command, limits, cancel).await {
@@ -158,7 +148,7 @@ impl Cpsat {
             ));
         }
         progress.report(Stage::Parsing, "reading the envelope");
-        let result = verdict::script_result(run, timeout_ms);
+        let result = verdict::script_result(run, timeout_ms.as_millis());
         progress.report(Stage::Complete, format!("run finished: {}", result.status));
         Ok(result)
     }
@@ -261,16 +251,11 @@ impl Cpsat {
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<CpsatPythonCheckedResult, ToolError> {
-        let script_ms = validate_budget(
-            "script_timeout_ms",
-            request.script.timeout_ms,
-            Some(DEFAULT_TIMEOUT_MS),
+        let checker_timeout_ms = probe::checker_budget(
+            request.script.timeout_ms.as_millis(),
+            request.checker_timeout_ms.map(Budget::as_millis),
+            request.test_checker,
         )?;
-        let explicit = request
-            .checker_timeout_ms
-            .map(|ms| positive_ms("checker_timeout_ms", ms))
-            .transpose()?;
-        let checker_timeout_ms = probe::checker_budget(script_ms, explicit, request.test_checker)?;
         request.script.validate()?;
         // Both files are validated before anything runs.
         let checker = request.checker.prepare_checker_async().await?;

@@ -20,16 +20,18 @@ use super::registry::{JobRegistry, JobSnapshot, JobState, Start};
 use super::status::{
     JobKind, JobList, ResultStatus, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
 };
-use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
-use crate::cpsat::{CheckerReport, Cpsat, CpsatPythonResult, ScriptSource, positive_ms};
+use crate::budget::Budget;
+use crate::cpsat::{CheckerReport, Cpsat, CpsatPythonResult, ScriptSource};
 use crate::diagnostics::{Diagnostic, ToolError};
 use crate::settings::JobBounds;
 
 /// The budgets a job echoes.
 #[derive(Debug, Clone)]
 pub struct CpsatJobMeta {
-    pub script_timeout_ms: i64,
-    pub checker_timeout_ms: Option<u64>,
+    /// The script's budget, echoed by the job's status.
+    pub script_timeout_ms: Budget,
+    /// The checker's, when the job has a checker.
+    pub checker_timeout_ms: Option<Budget>,
     /// Where the job runs, when a cluster runs it.
     pub placement: PlacementSlot,
 }
@@ -116,11 +118,6 @@ impl CpsatJobs {
         mut request: CpsatJobRequest,
         cancel: &CancellationToken,
     ) -> Result<CpsatJob, ToolError> {
-        let script_ms = validate_budget(
-            "script_timeout_ms",
-            request.script.timeout_ms,
-            Some(DEFAULT_TIMEOUT_MS),
-        )?;
         let checker_timeout_ms = match (&request.checker, request.checker_timeout_ms) {
             (None, Some(_)) => {
                 return Err(ToolError::invalid(
@@ -128,8 +125,8 @@ impl CpsatJobs {
                 ));
             }
             (None, None) => None,
-            (Some(_), Some(ms)) => Some(positive_ms("checker_timeout_ms", ms)?),
-            (Some(_), None) => Some(script_ms),
+            (Some(_), Some(budget)) => Some(budget),
+            (Some(_), None) => Some(request.script.timeout_ms),
         };
         request.script.validate()?;
         let prepared = request.script.prepare_async().await?;
@@ -221,8 +218,8 @@ fn status(snapshot: JobSnapshot<CpsatJobOutput, CpsatJobMeta>) -> CpsatPythonJob
     CpsatPythonJobStatus {
         job_id: snapshot.id,
         state,
-        script_timeout_ms: snapshot.meta.script_timeout_ms,
-        checker_timeout_ms: snapshot.meta.checker_timeout_ms,
+        script_timeout_ms: snapshot.meta.script_timeout_ms.as_i64(),
+        checker_timeout_ms: snapshot.meta.checker_timeout_ms.map(Budget::as_millis),
         submitted_at: timestamp(snapshot.submitted_at),
         started_at: started_at.map(timestamp),
         finished_at: snapshot.finished_at.map(timestamp),

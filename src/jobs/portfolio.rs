@@ -40,10 +40,11 @@ use super::status::{
 };
 pub use super::winner::WinnerPolicy;
 use super::winner::{pick_winner, refusal};
+use crate::budget::Budget;
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{
-    CheckerStatus, DEFAULT_TIMEOUT_MS, SolveControls, SolveRequest, SolveResult, SolveStatus,
-    Sources, prepare_inline_models, validate_budget,
+    CheckerStatus, SolveControls, SolveRequest, SolveResult, SolveStatus, Sources,
+    prepare_inline_models,
 };
 use crate::settings::JobBounds;
 use crate::verdict::RaceStatus;
@@ -62,7 +63,8 @@ pub struct PortfolioRequest {
     pub checker: Option<String>,
     pub seed_count: i64,
     pub seeds: Option<Vec<i64>>,
-    pub per_attempt_timeout_ms: i64,
+    /// Each attempt's budget, checked where the request was made.
+    pub per_attempt_timeout_ms: Budget,
     pub free_search: bool,
     pub parallel: Option<i64>,
     pub all_solutions: bool,
@@ -135,7 +137,8 @@ pub struct PortfolioSolveResult {
 /// What a portfolio job carries besides its result.
 #[derive(Debug, Clone)]
 pub struct PortfolioMeta {
-    pub per_attempt_timeout_ms: i64,
+    /// Each attempt's budget, echoed by the race's status.
+    pub per_attempt_timeout_ms: Budget,
     pub attempt_jobs: Vec<String>,
 }
 
@@ -349,11 +352,6 @@ impl Portfolios {
                 "checker must not be empty; omit it for no checker",
             ));
         }
-        validate_budget(
-            "per_attempt_timeout_ms",
-            request.per_attempt_timeout_ms,
-            Some(DEFAULT_TIMEOUT_MS),
-        )?;
         let seeds = Seeds::of(request)?;
         let attempts = request
             .models
@@ -678,7 +676,7 @@ fn portfolio_status(
     PortfolioJobStatus {
         job_id: snapshot.id,
         state: snapshot.state,
-        per_attempt_timeout_ms: snapshot.meta.per_attempt_timeout_ms,
+        per_attempt_timeout_ms: snapshot.meta.per_attempt_timeout_ms.as_i64(),
         attempt_job_ids: snapshot.meta.attempt_jobs.clone(),
         submitted_at: timestamp(snapshot.submitted_at),
         finished_at: snapshot.finished_at.map(timestamp),
@@ -701,7 +699,7 @@ mod tests {
             checker: None,
             seed_count,
             seeds: None,
-            per_attempt_timeout_ms: 1000,
+            per_attempt_timeout_ms: Budget::from_millis(1000).unwrap(),
             free_search: false,
             parallel: None,
             all_solutions: false,

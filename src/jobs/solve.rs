@@ -18,6 +18,7 @@ use super::registry::{JobRegistry, JobSnapshot, JobState, Start};
 use super::status::{
     JobKind, JobList, ResultStatus, full, lifecycle_diagnostic, list_of, timestamp, unknown_job,
 };
+use crate::budget::Budget;
 use crate::diagnostics::{Diagnostic, ToolError};
 use crate::minizinc::{MiniZinc, SolveRequest, SolveResult};
 use crate::progress::{LiveFigures, LiveSlot};
@@ -26,7 +27,8 @@ use crate::settings::JobBounds;
 /// What a solve job carries besides its result.
 #[derive(Debug, Clone)]
 pub struct SolveJobMeta {
-    pub timeout_ms: i64,
+    /// The solve's budget, echoed by its status.
+    pub timeout_ms: Budget,
     /// What the running solve has found so far.
     pub live: LiveSlot,
     /// Where the job runs, when a cluster runs it.
@@ -34,7 +36,7 @@ pub struct SolveJobMeta {
 }
 
 impl SolveJobMeta {
-    pub fn new(timeout_ms: i64) -> Self {
+    pub fn new(timeout_ms: Budget) -> Self {
         SolveJobMeta {
             timeout_ms,
             live: LiveSlot::default(),
@@ -192,7 +194,7 @@ fn status(snapshot: JobSnapshot<SolveResult, SolveJobMeta>) -> SolveJobStatus {
     SolveJobStatus {
         job_id: snapshot.id,
         state,
-        timeout_ms: snapshot.meta.timeout_ms,
+        timeout_ms: snapshot.meta.timeout_ms.as_i64(),
         submitted_at: timestamp(snapshot.submitted_at),
         started_at: started_at.map(timestamp),
         finished_at: snapshot.finished_at.map(timestamp),
