@@ -154,12 +154,12 @@ impl Artifacts {
         cancel: &CancellationToken,
     ) -> Result<SaveVerifiedPythonResult, ToolError> {
         progress.report(Stage::Validating, "checking the arguments and the target");
-        let checker_ms = match (request.checker_timeout_ms, &request.checker) {
+        let checker_budget = match (request.checker_timeout_ms, &request.checker) {
             (Some(_), None) => {
                 return Err(ToolError::invalid("checker_timeout_ms needs a checker"));
             }
-            (Some(budget), Some(_)) => budget.as_millis(),
-            (None, _) => request.script_timeout_ms.as_millis(),
+            (Some(budget), Some(_)) => budget,
+            (None, _) => request.script_timeout_ms,
         };
         if let Some(expectation) = &request.expectation {
             check_expectation(expectation)?;
@@ -203,7 +203,7 @@ impl Artifacts {
                 request.expectation.as_ref(),
                 checker.as_ref(),
                 request.problem.as_deref(),
-                checker_ms,
+                checker_budget,
                 progress,
                 cancel,
             )
@@ -231,7 +231,7 @@ impl Artifacts {
         expectation: Option<&Expectation>,
         checker: Option<&ScriptSource>,
         problem: Option<&str>,
-        checker_ms: u64,
+        checker_budget: Budget,
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<Gates, ToolError> {
@@ -280,7 +280,7 @@ impl Artifacts {
             progress.report(Stage::Parsing, "running the checker");
             let report = self
                 .cpsat
-                .check(checker, problem, solution, run, checker_ms, cancel)
+                .check(checker, problem, solution, run, checker_budget, cancel)
                 .await?;
             match report.refusal_with_error_count() {
                 Some(refusal) => gates.reason = Some(format!("checker gate: {refusal}")),

@@ -300,19 +300,16 @@ impl Artifacts {
         };
         let run = self.cpsat.run(&script, &Progress::none(), cancel).await?;
         // A recorded checker budget out of bounds is brought inside them.
-        let checker_ms = record
-            .checker_timeout_ms
-            .map_or(script_budget, |ms| {
-                Budget::saturating(u64::try_from(ms).unwrap_or(0))
-            })
-            .as_millis();
+        let checker_budget = record.checker_timeout_ms.map_or(script_budget, |ms| {
+            Budget::saturating(u64::try_from(ms).unwrap_or(0))
+        });
         let gates = self
             .gates(
                 &run,
                 record.expectation.as_ref(),
                 checker.as_ref(),
                 problem.as_deref(),
-                checker_ms,
+                checker_budget,
                 &Progress::none(),
                 cancel,
             )

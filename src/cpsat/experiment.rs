@@ -225,14 +225,19 @@ impl Cpsat {
             )),
             None => None,
         };
-        let checker_ms = match (request.checker_timeout_ms, &checker) {
+        let checker_budget = match (request.checker_timeout_ms, &checker) {
             (Some(_), None) => {
                 return Err(ToolError::invalid("checker_timeout_ms needs a checker"));
             }
-            (Some(budget), Some(_)) => Some(budget.as_millis()),
+            (Some(budget), Some(_)) => Some(budget),
             (None, _) => None,
         };
-        check_budget(&plan, parallel, checker.is_some(), checker_ms)?;
+        check_budget(
+            &plan,
+            parallel,
+            checker.is_some(),
+            checker_budget.map(Budget::as_millis),
+        )?;
         let python = self.python(cancel).await?;
 
         progress.report(
@@ -248,8 +253,7 @@ impl Cpsat {
             let checker = checker.clone();
             let python = python.clone();
             let problem = request.problem.clone();
-            let timeout_ms = attempt.timeout_ms;
-            let checker_ms = checker_ms.unwrap_or(timeout_ms);
+            let checker_budget = checker_budget.unwrap_or(attempt.request.timeout_ms);
             let token = cancel.clone();
             running.spawn(async move {
                 let _slot = pool.acquire_owned().await;
@@ -259,7 +263,7 @@ impl Cpsat {
                     checker.as_deref(),
                     &python,
                     problem.as_deref(),
-                    checker_ms,
+                    checker_budget,
                     optimising,
                     &token,
                 )
@@ -468,7 +472,7 @@ async fn run_attempt(
     checker: Option<&PreparedChecker>,
     python: &std::path::Path,
     problem: Option<&str>,
-    checker_ms: u64,
+    checker_budget: Budget,
     optimising: bool,
     cancel: &CancellationToken,
 ) -> Result<Ran, ToolError> {
@@ -481,7 +485,7 @@ async fn run_attempt(
                 objective: result.objective.as_ref(),
                 solver_status: result.status,
             };
-            Some(run_checker(python, checker, graded, checker_ms, cancel).await?)
+            Some(run_checker(python, checker, graded, checker_budget, cancel).await?)
         }
         _ => None,
     };

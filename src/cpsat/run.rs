@@ -162,14 +162,14 @@ impl Cpsat {
         problem: Option<&str>,
         solution: &serde_json::Map<String, serde_json::Value>,
         result: &CpsatPythonResult,
-        timeout_ms: u64,
+        timeout: Budget,
         cancel: &CancellationToken,
     ) -> Result<CheckerReport, ToolError> {
         let prepared = match checker.prepare_checker_async().await {
             Ok(prepared) => prepared,
             Err(error) => return Ok(checker::error_report(error.0.message)),
         };
-        self.grade(&prepared, problem, solution, result, timeout_ms, cancel)
+        self.grade(&prepared, problem, solution, result, timeout, cancel)
             .await
     }
 
@@ -180,7 +180,7 @@ impl Cpsat {
         problem: Option<&str>,
         solution: &serde_json::Map<String, serde_json::Value>,
         result: &CpsatPythonResult,
-        timeout_ms: u64,
+        timeout: Budget,
         cancel: &CancellationToken,
     ) -> Result<CheckerReport, ToolError> {
         let python = self.python(cancel).await?;
@@ -190,7 +190,7 @@ impl Cpsat {
             objective: result.objective.as_ref(),
             solver_status: result.status,
         };
-        checker::run_checker(&python, checker, graded, timeout_ms, cancel).await
+        checker::run_checker(&python, checker, graded, timeout, cancel).await
     }
 
     /// Runs the script, then — with a checker, when the script answered
@@ -200,13 +200,13 @@ impl Cpsat {
     pub(crate) async fn run_then_check(
         &self,
         script: &ScriptRequest,
-        checker: Option<(RunChecker<'_>, u64)>,
+        checker: Option<(RunChecker<'_>, Budget)>,
         problem: Option<&str>,
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<CheckedRun, ToolError> {
         let mut run = self.run(script, progress, cancel).await?;
-        let Some((checker, timeout_ms)) = checker else {
+        let Some((checker, timeout)) = checker else {
             return Ok(CheckedRun {
                 run,
                 checker: None,
@@ -218,11 +218,11 @@ impl Cpsat {
                 progress.report(Stage::Parsing, "running the checker");
                 match checker {
                     RunChecker::Prepared(prepared) => {
-                        self.grade(prepared, problem, solution, &run, timeout_ms, cancel)
+                        self.grade(prepared, problem, solution, &run, timeout, cancel)
                             .await?
                     }
                     RunChecker::Source(source) => {
-                        self.check(source, problem, solution, &run, timeout_ms, cancel)
+                        self.check(source, problem, solution, &run, timeout, cancel)
                             .await?
                     }
                 }
@@ -251,9 +251,9 @@ impl Cpsat {
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<CpsatPythonCheckedResult, ToolError> {
-        let checker_timeout_ms = probe::checker_budget(
-            request.script.timeout_ms.as_millis(),
-            request.checker_timeout_ms.map(Budget::as_millis),
+        let checker_timeout = probe::checker_budget(
+            request.script.timeout_ms,
+            request.checker_timeout_ms,
             request.test_checker,
         )?;
         request.script.validate()?;
@@ -263,7 +263,7 @@ impl Cpsat {
         let checked = self
             .run_then_check(
                 &request.script,
-                Some((RunChecker::Prepared(&checker), checker_timeout_ms)),
+                Some((RunChecker::Prepared(&checker), checker_timeout)),
                 request.problem.as_deref(),
                 progress,
                 cancel,
@@ -283,7 +283,7 @@ impl Cpsat {
                         solution,
                         run.objective.as_ref(),
                         run.status,
-                        checker_timeout_ms,
+                        checker_timeout,
                         cancel,
                     )
                     .await?,
@@ -295,7 +295,7 @@ impl Cpsat {
             run,
             checker: report,
             checker_skipped_reason: checked.checker_skipped_reason,
-            checker_timeout_ms,
+            checker_timeout_ms: checker_timeout.as_millis(),
             checker_test,
         })
     }

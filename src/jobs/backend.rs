@@ -328,7 +328,7 @@ pub(crate) async fn run_job(
     token: &CancellationToken,
 ) -> Result<CpsatJobOutput, ToolError> {
     let checker = match (&job.checker, job.checker_timeout_ms) {
-        (Some(checker), Some(budget)) => Some((RunChecker::Source(checker), budget.as_millis())),
+        (Some(checker), Some(budget)) => Some((RunChecker::Source(checker), budget)),
         _ => None,
     };
     let checked = cpsat
