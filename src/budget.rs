@@ -7,9 +7,16 @@
 //! error; every service below takes the checked type and never re-checks
 //! it. Shared by the MiniZinc and CP-SAT services (and the jobs, saves and
 //! faces above them), so neither service imports the other for it.
+//!
+//! A `Budget` is serialised as its plain number of milliseconds (a Slurm
+//! task file carries it so) and refused on the way back in unless it is
+//! inside its bounds. Results that echo a budget keep their own published
+//! integer type, through [`Budget::as_i64`] or [`Budget::as_millis`].
 
 use std::num::NonZeroU64;
 use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::ToolError;
 
@@ -28,9 +35,18 @@ pub const WALL_CLOCK_GRACE: Duration = Duration::from_secs(3);
 
 /// A checked run budget: strictly positive and at most [`MAX_TIMEOUT_MS`]
 /// milliseconds. Only [`Budget::parse`] and [`Budget::from_millis`] make
-/// one, so a service holding a `Budget` never checks it again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// one (reading one back from its serialised number, or
+/// [`Budget::saturating`], goes through the latter), so a service holding a
+/// `Budget` never checks it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "u64", into = "u64")]
 pub struct Budget(NonZeroU64);
+
+/// A number of milliseconds outside a budget's bounds (0, or more than
+/// [`MAX_TIMEOUT_MS`]), refused when a serialised budget is read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a budget must be from 1 to {MAX_TIMEOUT_MS} ms, got {0}")]
+pub struct OutOfBounds(pub u64);
 
 impl Budget {
     /// [`DEFAULT_TIMEOUT_MS`] as a budget.
@@ -66,11 +82,21 @@ impl Budget {
     }
 
     /// A budget of `ms` milliseconds, or `None` outside 1..=[`MAX_TIMEOUT_MS`].
-    pub fn from_millis(ms: u64) -> Option<Budget> {
+    pub const fn from_millis(ms: u64) -> Option<Budget> {
         if ms > MAX_TIMEOUT_MS.unsigned_abs() {
             return None;
         }
-        NonZeroU64::new(ms).map(Budget)
+        match NonZeroU64::new(ms) {
+            Some(ms) => Some(Budget(ms)),
+            None => None,
+        }
+    }
+
+    /// The budget nearest to `ms` milliseconds: 1 ms for 0, one day for
+    /// more. For a budget derived from one already checked (what is left of
+    /// it), never for a user's number, which [`Budget::parse`] refuses.
+    pub fn saturating(ms: u64) -> Budget {
+        Budget::from_millis(ms.clamp(1, MAX_TIMEOUT_MS.unsigned_abs())).unwrap_or(Budget::DEFAULT)
     }
 
     /// The budget in milliseconds.
@@ -96,21 +122,24 @@ impl Budget {
     }
 }
 
+impl TryFrom<u64> for Budget {
+    type Error = OutOfBounds;
+
+    fn try_from(ms: u64) -> Result<Budget, OutOfBounds> {
+        Budget::from_millis(ms).ok_or(OutOfBounds(ms))
+    }
+}
+
+impl From<Budget> for u64 {
+    fn from(budget: Budget) -> u64 {
+        budget.as_millis()
+    }
+}
+
 impl std::fmt::Display for Budget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} ms", self.0)
     }
-}
-
-/// [`Budget::parse`], in milliseconds: for callers not yet holding a
-/// [`Budget`].
-pub fn validate_budget(name: &str, value: i64, default_ms: Option<i64>) -> Result<u64, ToolError> {
-    Budget::parse(name, value, default_ms).map(Budget::as_millis)
-}
-
-/// Checks a tool's `timeout_ms` (default [`DEFAULT_TIMEOUT_MS`]).
-pub fn validate_timeout(timeout_ms: i64) -> Result<u64, ToolError> {
-    validate_budget("timeout_ms", timeout_ms, Some(DEFAULT_TIMEOUT_MS))
 }
 
 #[cfg(test)]
@@ -135,17 +164,48 @@ mod tests {
 
     #[test]
     fn timeouts_are_positive_and_at_most_a_day() {
-        assert!(validate_timeout(0).is_err());
-        assert!(validate_timeout(-5).is_err());
-        assert_eq!(validate_timeout(1500).unwrap(), 1500);
-        assert_eq!(validate_timeout(MAX_TIMEOUT_MS).unwrap(), 86_400_000);
-        assert!(validate_timeout(MAX_TIMEOUT_MS + 1).is_err());
+        let timeout = |ms| Budget::parse("timeout_ms", ms, Some(DEFAULT_TIMEOUT_MS));
+        assert!(timeout(0).is_err());
+        assert!(timeout(-5).is_err());
+        assert_eq!(timeout(1500).unwrap().as_millis(), 1500);
+        assert_eq!(timeout(MAX_TIMEOUT_MS).unwrap().as_millis(), 86_400_000);
+        assert!(timeout(MAX_TIMEOUT_MS + 1).is_err());
+    }
+
+    #[test]
+    fn a_budget_travels_as_its_plain_number_and_is_checked_coming_back() {
+        let budget = Budget::from_millis(4000).unwrap();
+        assert_eq!(serde_json::to_string(&budget).unwrap(), "4000");
+        assert_eq!(serde_json::to_string(&Some(budget)).unwrap(), "4000");
+        assert_eq!(serde_json::from_str::<Budget>("4000").unwrap(), budget);
+        assert_eq!(
+            serde_json::from_str::<Option<Budget>>("null").unwrap(),
+            None
+        );
+        for refused in ["0", "-1", "86400001", "1.5", "\"4000\""] {
+            assert!(
+                serde_json::from_str::<Budget>(refused).is_err(),
+                "{refused} came back as a budget"
+            );
+        }
+        let message = serde_json::from_str::<Budget>("0").unwrap_err().to_string();
+        assert!(
+            message.contains("from 1 to 86400000 ms, got 0"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_saturating_budget_stays_inside_the_bounds() {
+        assert_eq!(Budget::saturating(0).as_millis(), 1);
+        assert_eq!(Budget::saturating(250).as_millis(), 250);
+        assert_eq!(Budget::saturating(u64::MAX).as_i64(), MAX_TIMEOUT_MS);
     }
 
     #[test]
     fn budget_messages_name_the_argument_and_its_own_default() {
         let message = |name: &str, value: i64, default_ms: Option<i64>| {
-            validate_budget(name, value, default_ms)
+            Budget::parse(name, value, default_ms)
                 .unwrap_err()
                 .to_string()
         };
@@ -175,7 +235,7 @@ mod tests {
             "{huge}"
         );
         assert!(!huge.contains("use a background job"), "{huge}");
-        let timeout = validate_timeout(0).unwrap_err().to_string();
+        let timeout = message("timeout_ms", 0, Some(DEFAULT_TIMEOUT_MS));
         assert!(
             timeout.contains("timeout_ms must be strictly positive"),
             "{timeout}"

@@ -8,6 +8,7 @@ use std::process::Output;
 use std::sync::Arc;
 
 use solvergate::artifacts::{Artifacts, SaveModelRequest, SavePythonRequest, SaveStatus};
+use solvergate::budget::Budget;
 use solvergate::cpsat::Cpsat;
 use solvergate::minizinc::{MiniZinc, SolveControls};
 use solvergate::planner::{Planner, ResultStore};
@@ -73,7 +74,7 @@ impl Home {
             checker: Some(CHECKER.to_owned()),
             problem: None,
             solver: Some("gecode".to_owned()),
-            timeout_ms: 20_000,
+            timeout_ms: Budget::from_millis(20_000).unwrap(),
             controls: SolveControls::default(),
             target_dir: target.to_string_lossy().into_owned(),
             overwrite: false,
@@ -95,7 +96,7 @@ impl Home {
         let request = SavePythonRequest {
             source: source.to_owned(),
             target_dir: Some(target.to_string_lossy().into_owned()),
-            script_timeout_ms: 20_000,
+            script_timeout_ms: Budget::from_millis(20_000).unwrap(),
             problem: None,
             expectation: None,
             checker: None,

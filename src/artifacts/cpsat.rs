@@ -18,10 +18,10 @@ use super::manifest::{
     ArtifactManifest, Backend, CpsatRecord, Expectation, RunStatus, SavedFile, VerificationRecord,
 };
 use super::target::{FileSet, Target, check_target, commit, pretty};
-use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
+use crate::budget::Budget;
 use crate::cpsat::{
     CheckerReport, CpsatPythonExperimentResult, CpsatPythonResult, ScriptRequest, ScriptSource,
-    ScriptStatus, config_sha256, positive_ms, validate_seed,
+    ScriptStatus, config_sha256, validate_seed,
 };
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::progress::{Progress, Stage};
@@ -37,7 +37,8 @@ pub struct SavePythonRequest {
     pub source: String,
     /// Required unless `verify_only`.
     pub target_dir: Option<String>,
-    pub script_timeout_ms: i64,
+    /// The re-run's budget, checked where the request was made.
+    pub script_timeout_ms: Budget,
     /// The instance text handed to the checker in its payload; saved as
     /// `problem.txt` whenever given.
     pub problem: Option<String>,
@@ -47,7 +48,9 @@ pub struct SavePythonRequest {
     /// Inline Python checker, saved as `checker.py` (with the run's
     /// `solution.json`); `None` skips the checker gate.
     pub checker: Option<String>,
-    pub checker_timeout_ms: Option<i64>,
+    /// The checker's budget; `None`: the script's. Given without a checker,
+    /// it is refused.
+    pub checker_timeout_ms: Option<Budget>,
     /// Allows replacing a previous solvergate save in `target_dir`.
     pub overwrite: bool,
     /// Runs every gate and writes nothing; `target_dir` and `overwrite` are
@@ -151,17 +154,12 @@ impl Artifacts {
         cancel: &CancellationToken,
     ) -> Result<SaveVerifiedPythonResult, ToolError> {
         progress.report(Stage::Validating, "checking the arguments and the target");
-        let script_ms = validate_budget(
-            "script_timeout_ms",
-            request.script_timeout_ms,
-            Some(DEFAULT_TIMEOUT_MS),
-        )?;
-        let checker_ms = match (request.checker_timeout_ms, &request.checker) {
+        let checker_budget = match (request.checker_timeout_ms, &request.checker) {
             (Some(_), None) => {
                 return Err(ToolError::invalid("checker_timeout_ms needs a checker"));
             }
-            (Some(ms), Some(_)) => positive_ms("checker_timeout_ms", ms)?,
-            (None, _) => script_ms,
+            (Some(budget), Some(_)) => budget,
+            (None, _) => request.script_timeout_ms,
         };
         if let Some(expectation) = &request.expectation {
             check_expectation(expectation)?;
@@ -205,7 +203,7 @@ impl Artifacts {
                 request.expectation.as_ref(),
                 checker.as_ref(),
                 request.problem.as_deref(),
-                checker_ms,
+                checker_budget,
                 progress,
                 cancel,
             )
@@ -233,7 +231,7 @@ impl Artifacts {
         expectation: Option<&Expectation>,
         checker: Option<&ScriptSource>,
         problem: Option<&str>,
-        checker_ms: u64,
+        checker_budget: Budget,
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<Gates, ToolError> {
@@ -282,7 +280,7 @@ impl Artifacts {
             progress.report(Stage::Parsing, "running the checker");
             let report = self
                 .cpsat
-                .check(checker, problem, solution, run, checker_ms, cancel)
+                .check(checker, problem, solution, run, checker_budget, cancel)
                 .await?;
             match report.refusal_with_error_count() {
                 Some(refusal) => gates.reason = Some(format!("checker gate: {refusal}")),
@@ -342,8 +340,8 @@ impl Artifacts {
             files.clone(),
         );
         manifest.cpsat = Some(CpsatRecord {
-            script_timeout_ms: request.script_timeout_ms,
-            checker_timeout_ms: request.checker_timeout_ms,
+            script_timeout_ms: request.script_timeout_ms.as_i64(),
+            checker_timeout_ms: request.checker_timeout_ms.map(Budget::as_i64),
             replay_seed: request.seed,
             replay_config_sha256: config_sha,
             expectation: request.expectation.clone(),

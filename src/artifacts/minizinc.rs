@@ -24,11 +24,12 @@ use super::manifest::{
     ArtifactManifest, Backend, MinizincRecord, SaveStatus, SavedFile, VerificationRecord,
 };
 use super::target::{FileSet, StagedFile, Target, check_target, commit, pretty};
+use crate::budget::Budget;
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::jobs::PortfolioSolveResult;
 use crate::minizinc::{
     CheckResult, CheckerReport, PreflightRequest, PreflightStatus, SolveControls, SolveRequest,
-    SolveResult, SolveStatus, Sources, validate_timeout,
+    SolveResult, SolveStatus, Sources,
 };
 use crate::progress::{Progress, Stage};
 use crate::sha256_hex;
@@ -50,7 +51,9 @@ pub struct SaveModelRequest {
     /// Solver id, short name or tag; `None` for the runtime's default. The
     /// manifest records the canonical id it resolved to.
     pub solver: Option<String>,
-    pub timeout_ms: i64,
+    /// The budget of the verifying check and solve (each), checked where
+    /// the request was made.
+    pub timeout_ms: Budget,
     /// Search controls of the verifying solve, recorded for replay.
     pub controls: SolveControls,
     /// Absolute path of the directory to create (its parent must exist),
@@ -92,7 +95,6 @@ impl Artifacts {
         cancel: &CancellationToken,
     ) -> Result<SaveVerifiedModelResult, ToolError> {
         progress.report(Stage::Validating, "checking the target and the arguments");
-        validate_timeout(request.timeout_ms)?;
         request.controls.validate()?;
         let sources = Sources::Inline {
             model: request.model.clone(),
@@ -172,7 +174,7 @@ impl Artifacts {
         let record = MinizincRecord {
             solver: solver.id.clone(),
             solver_version: solver.version.clone(),
-            timeout_ms: request.timeout_ms,
+            timeout_ms: request.timeout_ms.as_i64(),
             solve_controls: request.controls.clone(),
         };
         let (staged, files) =
@@ -353,7 +355,7 @@ impl Artifacts {
         what: &'static str,
         sources: Sources,
         solver: &str,
-        timeout_ms: i64,
+        timeout_ms: Budget,
         cancel: &CancellationToken,
     ) -> Result<Result<Vec<PathBuf>, ListingError>, ToolError> {
         let inspection = self

@@ -25,6 +25,7 @@ use super::manifest::{
     ArtifactManifest, Backend, MANIFEST_FILE, ManifestError, RunStatus, check_seal,
 };
 use super::minizinc::solve_gate;
+use crate::budget::{Budget, DEFAULT_TIMEOUT_MS};
 use crate::cpsat::{CheckerReport, CpsatPythonResult, ScriptRequest, ScriptSource};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{SolveRequest, SolveResult, Sources};
@@ -212,6 +213,9 @@ impl Artifacts {
         };
         let model_path = path("model")
             .ok_or_else(|| ToolError::invalid(format!("{MANIFEST_FILE} lists no model file")))?;
+        // The manifest is read from disk: its budget is checked as a tool's
+        // argument would be.
+        let timeout = Budget::parse("timeout_ms", record.timeout_ms, Some(DEFAULT_TIMEOUT_MS))?;
         let solve = self
             .minizinc
             .solve(
@@ -222,7 +226,7 @@ impl Artifacts {
                         checker_path: path("checker"),
                     },
                     solver: Some(record.solver.clone()),
-                    timeout_ms: record.timeout_ms,
+                    timeout_ms: timeout,
                     controls: record.solve_controls.clone(),
                 },
                 &Progress::none(),
@@ -282,28 +286,30 @@ impl Artifacts {
         };
         let checker = text("checker")?.map(ScriptSource::Inline);
         let problem = text("problem")?;
+        let script_budget = Budget::parse(
+            "script_timeout_ms",
+            record.script_timeout_ms,
+            Some(DEFAULT_TIMEOUT_MS),
+        )?;
         let script = ScriptRequest {
             source: ScriptSource::Inline(source),
             args: Vec::new(),
             seed: record.replay_seed,
             config,
-            timeout_ms: record.script_timeout_ms,
+            timeout_ms: script_budget,
         };
         let run = self.cpsat.run(&script, &Progress::none(), cancel).await?;
-        let checker_ms = u64::try_from(
-            record
-                .checker_timeout_ms
-                .unwrap_or(record.script_timeout_ms),
-        )
-        .unwrap_or(1)
-        .max(1);
+        // A recorded checker budget out of bounds is brought inside them.
+        let checker_budget = record.checker_timeout_ms.map_or(script_budget, |ms| {
+            Budget::saturating(u64::try_from(ms).unwrap_or(0))
+        });
         let gates = self
             .gates(
                 &run,
                 record.expectation.as_ref(),
                 checker.as_ref(),
                 problem.as_deref(),
-                checker_ms,
+                checker_budget,
                 &Progress::none(),
                 cancel,
             )

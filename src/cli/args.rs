@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::budget::DEFAULT_TIMEOUT_MS;
 use crate::mcp::Toolset;
-use crate::minizinc::DEFAULT_TIMEOUT_MS;
 
 /// The whole command line: the global options and one subcommand.
 #[derive(Debug, Parser)]

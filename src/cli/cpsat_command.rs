@@ -20,9 +20,9 @@ use tokio_util::sync::CancellationToken;
 use super::args::RunCpsatArgs;
 use super::render;
 use super::terminal::{fail, interrupt_signal, out, refuse, refuse_error};
+use crate::budget::{Budget, DEFAULT_TIMEOUT_MS};
 use crate::cpsat::{CheckedRequest, Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource};
 use crate::diagnostics::ToolError;
-use crate::minizinc::{DEFAULT_TIMEOUT_MS, validate_budget};
 use crate::progress::Progress;
 use crate::runtime::cpsat::CpsatRuntime;
 
@@ -38,13 +38,14 @@ struct ProblemUnreadable {
 /// Runs `run-cpsat` as parsed: the budget is checked before the
 /// interpreter is resolved.
 pub async fn run(args: RunCpsatArgs, cpsat: impl FnOnce() -> Arc<CpsatRuntime>) -> ExitCode {
-    if let Err(error) = validate_budget("--timeout-ms", args.timeout_ms, Some(DEFAULT_TIMEOUT_MS)) {
-        return fail(&error);
-    }
+    let timeout = match Budget::parse("--timeout-ms", args.timeout_ms, Some(DEFAULT_TIMEOUT_MS)) {
+        Ok(timeout) => timeout,
+        Err(error) => return fail(&error),
+    };
     let RunCpsatArgs {
         script,
         args,
-        timeout_ms,
+        timeout_ms: _,
         seed,
         checker,
         problem,
@@ -69,7 +70,7 @@ pub async fn run(args: RunCpsatArgs, cpsat: impl FnOnce() -> Arc<CpsatRuntime>) 
         args,
         seed,
         config: None,
-        timeout_ms,
+        timeout_ms: timeout,
     };
     let cancel = CancellationToken::new();
     let on_signal = cancel.clone();

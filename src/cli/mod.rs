@@ -27,8 +27,8 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-pub use args::{ArtifactsCommand, Cli, JobBackendArg, RuntimeKind};
 pub(crate) use args::Command;
+pub use args::{ArtifactsCommand, Cli, JobBackendArg, RuntimeKind};
 
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{self, Runtime, UserDirs};

@@ -14,18 +14,17 @@ use tokio_util::sync::CancellationToken;
 use super::args::SolveArgs;
 use super::render;
 use super::terminal::{fail, interrupt_signal, out};
-use crate::minizinc::{
-    DEFAULT_TIMEOUT_MS, MiniZinc, SolveControls, SolveRequest, SolveStatus, Sources,
-    validate_budget,
-};
+use crate::budget::{Budget, DEFAULT_TIMEOUT_MS};
+use crate::minizinc::{MiniZinc, SolveControls, SolveRequest, SolveStatus, Sources};
 use crate::progress::Progress;
 use crate::runtime::Runtime;
 
 /// Solves, prints, and returns the outcome's exit code.
 pub async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
-    if let Err(error) = validate_budget("--timeout-ms", args.timeout_ms, Some(DEFAULT_TIMEOUT_MS)) {
-        return fail(&error);
-    }
+    let timeout = match Budget::parse("--timeout-ms", args.timeout_ms, Some(DEFAULT_TIMEOUT_MS)) {
+        Ok(timeout) => timeout,
+        Err(error) => return fail(&error),
+    };
     let path = |p: PathBuf| p.to_string_lossy().into_owned();
     let request = SolveRequest {
         sources: Sources::Files {
@@ -34,7 +33,7 @@ pub async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
             checker_path: args.checker.map(path),
         },
         solver: args.solver,
-        timeout_ms: args.timeout_ms,
+        timeout_ms: timeout,
         controls: SolveControls {
             free_search: args.free_search,
             parallel: args.parallel,

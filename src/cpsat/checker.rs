@@ -14,7 +14,6 @@
 //! an escaped process is how a verdict gets forged after the fact.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde_json::{Map, Number, Value, json};
 use tempfile::TempDir;
@@ -23,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::results::{CheckerReport, CheckerStatus, ScriptStatus};
 use super::script::{ScriptSource, parent_of, scratch_dir, write};
 use super::strict_json::Refusal;
+use crate::budget::Budget;
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, ChildCommand, Ending, Limits};
 use crate::sha256_hex;
@@ -107,7 +107,7 @@ pub async fn run_checker(
     python: &Path,
     checker: &PreparedChecker,
     graded: Graded<'_>,
-    timeout_ms: u64,
+    timeout: Budget,
     cancel: &CancellationToken,
 ) -> Result<CheckerReport, ToolError> {
     let payload_dir = scratch_dir()?;
@@ -127,7 +127,7 @@ pub async fn run_checker(
         .env("PYTHONDONTWRITEBYTECODE", "1");
     let run = match exec::run(
         &command,
-        Limits::new(Duration::from_millis(timeout_ms)).keep_head_and_tail(),
+        Limits::new(timeout.duration()).keep_head_and_tail(),
         cancel,
     )
     .await
@@ -161,7 +161,7 @@ pub async fn run_checker(
     let last = last_line(&run.stdout);
     let verdict = if run.timed_out() {
         report.status = CheckerStatus::Timeout;
-        Err(Unread::TimedOut(timeout_ms))
+        Err(Unread::TimedOut(timeout.as_millis()))
     } else if run.ending == Ending::Capped {
         Err(Unread::Capped)
     } else if run.return_code != Some(0) {

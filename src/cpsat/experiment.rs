@@ -17,9 +17,9 @@ use tokio_util::sync::CancellationToken;
 use super::checker::{Graded, PreparedChecker, run_checker};
 use super::probe::CHILD_OVERHEAD_MS;
 use super::results::{CheckerReport, CheckerStatus, CpsatPythonResult, ScriptStatus};
-use super::run::{Cpsat, positive_ms};
+use super::run::Cpsat;
 use super::script::{ScriptRequest, ScriptSource, validate_seed};
-use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
+use crate::budget::Budget;
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::progress::{Progress, Stage};
 use crate::sha256_hex;
@@ -52,7 +52,24 @@ pub struct AttemptRequest {
     pub seed: Option<i64>,
     /// Replay config, handed over through `SOLVERGATE_CPSAT_CONFIG`.
     pub config: Option<Map<String, Value>>,
-    pub script_timeout_ms: Option<i64>,
+    /// This attempt's budget, checked where the request was made; `None`:
+    /// the experiment's `default_script_timeout_ms`.
+    pub script_timeout_ms: Option<Budget>,
+}
+
+impl AttemptRequest {
+    /// The attempt's name: its own, or `attempt-<index>`.
+    pub fn name_at(&self, index: usize) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("attempt-{index}"))
+    }
+}
+
+/// A problem with attempt `index` (named `name`), worded as every attempt
+/// error is: `attempts[<index>] (<name>): <problem>`.
+pub fn attempt_error(index: usize, name: &str, problem: &str) -> ToolError {
+    ToolError::invalid(format!("attempts[{index}] ({name}): {problem}"))
 }
 
 /// An experiment as requested.
@@ -62,11 +79,13 @@ pub struct ExperimentRequest {
     pub attempts: Vec<AttemptRequest>,
     /// `maximize`, `minimize`, or `None` for feasibility.
     pub objective_sense: Option<String>,
-    pub default_script_timeout_ms: i64,
+    /// The budget of an attempt that names none.
+    pub default_script_timeout_ms: Budget,
     /// Inline Python checker, run on every attempt that passes the base
     /// gate; `None` accepts on the base gate alone.
     pub checker: Option<String>,
-    pub checker_timeout_ms: Option<i64>,
+    /// The checker's budget; `None`: each attempt's own.
+    pub checker_timeout_ms: Option<Budget>,
     /// The instance text handed to the checker in its payload.
     pub problem: Option<String>,
     /// How many attempts run at once: 1 to min(CPUs, 4).
@@ -206,14 +225,19 @@ impl Cpsat {
             )),
             None => None,
         };
-        let checker_ms = match (request.checker_timeout_ms, &checker) {
+        let checker_budget = match (request.checker_timeout_ms, &checker) {
             (Some(_), None) => {
                 return Err(ToolError::invalid("checker_timeout_ms needs a checker"));
             }
-            (Some(ms), Some(_)) => Some(positive_ms("checker_timeout_ms", ms)?),
+            (Some(budget), Some(_)) => Some(budget),
             (None, _) => None,
         };
-        check_budget(&plan, parallel, checker.is_some(), checker_ms)?;
+        check_budget(
+            &plan,
+            parallel,
+            checker.is_some(),
+            checker_budget.map(Budget::as_millis),
+        )?;
         let python = self.python(cancel).await?;
 
         progress.report(
@@ -229,8 +253,7 @@ impl Cpsat {
             let checker = checker.clone();
             let python = python.clone();
             let problem = request.problem.clone();
-            let timeout_ms = attempt.timeout_ms;
-            let checker_ms = checker_ms.unwrap_or(timeout_ms);
+            let checker_budget = checker_budget.unwrap_or(attempt.request.timeout_ms);
             let token = cancel.clone();
             running.spawn(async move {
                 let _slot = pool.acquire_owned().await;
@@ -240,7 +263,7 @@ impl Cpsat {
                     checker.as_deref(),
                     &python,
                     problem.as_deref(),
-                    checker_ms,
+                    checker_budget,
                     optimising,
                     &token,
                 )
@@ -349,19 +372,10 @@ fn plan(request: &ExperimentRequest) -> Result<Vec<Planned>, ToolError> {
             "attempts must list at least one attempt",
         ));
     }
-    let default_ms = validate_budget(
-        "default_script_timeout_ms",
-        request.default_script_timeout_ms,
-        Some(DEFAULT_TIMEOUT_MS),
-    )?;
     let mut plan: Vec<Planned> = Vec::new();
     for (index, attempt) in request.attempts.iter().enumerate() {
-        let name = attempt
-            .name
-            .clone()
-            .unwrap_or_else(|| format!("attempt-{index}"));
-        let at =
-            |problem: &str| ToolError::invalid(format!("attempts[{index}] ({name}): {problem}"));
+        let name = attempt.name_at(index);
+        let at = |problem: &str| attempt_error(index, &name, problem);
         if plan.iter().any(|planned| planned.name == name) {
             return Err(at(
                 "the name is used twice; every attempt needs a unique name",
@@ -378,18 +392,16 @@ fn plan(request: &ExperimentRequest) -> Result<Vec<Planned>, ToolError> {
             _ => return Err(at("set exactly one of source or script_path")),
         };
         validate_seed(attempt.seed).map_err(|error| at(&error.0.message))?;
-        let timeout_ms = match attempt.script_timeout_ms {
-            // Omitted, an attempt's budget is default_script_timeout_ms.
-            Some(ms) => validate_budget("script_timeout_ms", ms, i64::try_from(default_ms).ok())
-                .map_err(|error| at(&error.0.message))?,
-            None => default_ms,
-        };
+        // Omitted, an attempt's budget is default_script_timeout_ms.
+        let timeout = attempt
+            .script_timeout_ms
+            .unwrap_or(request.default_script_timeout_ms);
         let script = ScriptRequest {
             source,
             args: attempt.args.clone().unwrap_or_default(),
             seed: attempt.seed,
             config: attempt.config.clone(),
-            timeout_ms: i64::try_from(timeout_ms).unwrap_or(i64::MAX),
+            timeout_ms: timeout,
         };
         let prepared = script.prepare().map_err(|error| at(&error.0.message))?;
         let config_sha256 = config_sha256(attempt.config.as_ref());
@@ -398,7 +410,7 @@ fn plan(request: &ExperimentRequest) -> Result<Vec<Planned>, ToolError> {
             source_sha256: prepared.sha256.clone(),
             name,
             request: script,
-            timeout_ms,
+            timeout_ms: timeout.as_millis(),
             config_sha256,
         });
     }
@@ -460,7 +472,7 @@ async fn run_attempt(
     checker: Option<&PreparedChecker>,
     python: &std::path::Path,
     problem: Option<&str>,
-    checker_ms: u64,
+    checker_budget: Budget,
     optimising: bool,
     cancel: &CancellationToken,
 ) -> Result<Ran, ToolError> {
@@ -473,7 +485,7 @@ async fn run_attempt(
                 objective: result.objective.as_ref(),
                 solver_status: result.status,
             };
-            Some(run_checker(python, checker, graded, checker_ms, cancel).await?)
+            Some(run_checker(python, checker, graded, checker_budget, cancel).await?)
         }
         _ => None,
     };

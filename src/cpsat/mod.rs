@@ -25,13 +25,13 @@ pub(crate) use checker::parse_verdict;
 pub use checker::{LineStatus, VerdictError, VerdictLine};
 pub use experiment::{
     AttemptRequest, CpsatPythonExperimentResult, ExperimentAttempt, ExperimentRequest,
-    config_sha256,
+    attempt_error, config_sha256,
 };
 pub use results::{
     CheckerReport, CheckerStatus, CheckerTest, CpsatPythonCheckedResult, CpsatPythonResult,
     MutationRow, ScriptStatus,
 };
 pub(crate) use run::RunChecker;
-pub use run::{CheckedRequest, Cpsat, positive_ms};
+pub use run::{CheckedRequest, Cpsat};
 pub use script::{ScriptRequest, ScriptSource, validate_args, validate_seed};
 pub use warm::MAX_WARM;

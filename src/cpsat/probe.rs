@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::checker::{Graded, PreparedChecker, run_checker};
 use super::mutations;
 use super::results::{CheckerStatus, CheckerTest, MutationRow, ScriptStatus};
+use crate::budget::Budget;
 use crate::diagnostics::ToolError;
 
 /// Wall-clock ceiling of a call with `test_checker`.
@@ -32,16 +33,18 @@ const ERRORS_PREFIX_BYTES: usize = 8 * 1024;
 
 /// The checker timeout to use, or why the request cannot fit the budget.
 pub fn checker_budget(
-    script_ms: u64,
-    explicit: Option<u64>,
+    script: Budget,
+    explicit: Option<Budget>,
     test_checker: bool,
-) -> Result<u64, ToolError> {
+) -> Result<Budget, ToolError> {
     if !test_checker {
-        return Ok(explicit.unwrap_or(script_ms));
+        return Ok(explicit.unwrap_or(script));
     }
+    let script_ms = script.as_millis();
     let script_charge = script_ms.saturating_add(CHILD_OVERHEAD_MS);
     match explicit {
-        Some(checker_ms) => {
+        Some(checker) => {
+            let checker_ms = checker.as_millis();
             let total = script_charge.saturating_add(
                 CHECKER_CHILDREN.saturating_mul(checker_ms.saturating_add(CHILD_OVERHEAD_MS)),
             );
@@ -50,7 +53,7 @@ pub fn checker_budget(
                     "test_checker would take up to {total} ms: script {script_ms} ms + {CHECKER_CHILDREN} checker runs of {checker_ms} ms, each child charged {CHILD_OVERHEAD_MS} ms of overhead, over the {PROBE_BUDGET_MS} ms ceiling; lower checker_timeout_ms or script_timeout_ms"
                 )));
             }
-            Ok(checker_ms)
+            Ok(checker)
         }
         None => {
             let room = PROBE_BUDGET_MS.saturating_sub(script_charge) / CHECKER_CHILDREN;
@@ -60,7 +63,8 @@ pub fn checker_budget(
                     "with script_timeout_ms {script_ms} the checker would get only {fits} ms under the {PROBE_BUDGET_MS} ms test_checker ceiling ({CHECKER_CHILDREN} checker runs, {CHILD_OVERHEAD_MS} ms overhead each), below the {MIN_DERIVED_CHECKER_MS} ms floor; lower script_timeout_ms (at most about 60500 ms) or drop test_checker"
                 )));
             }
-            Ok(script_ms.min(fits))
+            // Between the floor and the script's own budget.
+            Ok(Budget::saturating(script_ms.min(fits)))
         }
     }
 }
@@ -74,7 +78,7 @@ pub async fn probe(
     solution: &Map<String, Value>,
     objective: Option<&Number>,
     solver_status: ScriptStatus,
-    checker_timeout_ms: u64,
+    checker_timeout: Budget,
     cancel: &CancellationToken,
 ) -> Result<CheckerTest, ToolError> {
     let objective_value = objective.map(|number| Value::Number(number.clone()));
@@ -98,7 +102,7 @@ pub async fn probe(
             objective: mutated_objective.as_ref(),
             solver_status,
         };
-        let report = run_checker(python, checker, graded, checker_timeout_ms, cancel).await?;
+        let report = run_checker(python, checker, graded, checker_timeout, cancel).await?;
         if report.status == CheckerStatus::Error
             && report
                 .message
@@ -180,6 +184,10 @@ mod tests {
 
     #[test]
     fn budget_at_the_defaults() {
+        let ms = |ms| Budget::from_millis(ms).unwrap();
+        let checker_budget = |script, explicit: Option<u64>, test_checker| {
+            checker_budget(ms(script), explicit.map(ms), test_checker).map(Budget::as_millis)
+        };
         assert_eq!(checker_budget(30_000, None, false).unwrap(), 30_000);
         assert_eq!(checker_budget(30_000, Some(5_000), false).unwrap(), 5_000);
         assert_eq!(checker_budget(30_000, None, true).unwrap(), 8_100);

@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
@@ -14,7 +13,7 @@ use super::results::{CheckerReport, CpsatPythonCheckedResult, CpsatPythonResult}
 use super::script::{ScriptRequest, ScriptSource};
 use super::verdict;
 use super::warm::WarmPool;
-use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
+use crate::budget::Budget;
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, Ending, Limits};
 use crate::progress::{Progress, Stage};
@@ -29,7 +28,9 @@ pub struct CheckedRequest {
     pub checker: ScriptSource,
     /// The instance the checker validates against, as text.
     pub problem: Option<String>,
-    pub checker_timeout_ms: Option<i64>,
+    /// The checker's budget, checked where the request was made; `None`:
+    /// the script's (with `test_checker`, the largest that fits the probe).
+    pub checker_timeout_ms: Option<Budget>,
     /// After an accepted verdict, also grade the four mutated solutions
     /// (the result's `checker_test`); the script and all five checker runs
     /// must then fit the probe's ceiling, which sets an omitted checker
@@ -56,13 +57,6 @@ pub(crate) struct CheckedRun {
     pub checker: Option<CheckerReport>,
     /// Why the checker did not run on an answer.
     pub checker_skipped_reason: Option<String>,
-}
-
-/// Checks the millisecond budget `name` whose default, when omitted, is not
-/// a fixed number (`checker_timeout_ms` follows the script's budget). For
-/// an argument with a fixed default use [`validate_budget`] and name it.
-pub fn positive_ms(name: &str, value: i64) -> Result<u64, ToolError> {
-    validate_budget(name, value, None)
 }
 
 /// Runs scripts and checkers on one CP-SAT runtime.
@@ -124,11 +118,7 @@ impl Cpsat {
         cancel: &CancellationToken,
     ) -> Result<CpsatPythonResult, ToolError> {
         progress.report(Stage::Validating, "validating the script and arguments");
-        let timeout_ms = validate_budget(
-            "script_timeout_ms",
-            request.timeout_ms,
-            Some(DEFAULT_TIMEOUT_MS),
-        )?;
+        let timeout_ms = request.timeout_ms;
         request.validate()?;
         let python = self.python(cancel).await?;
         let prepared = request.prepare_async().await?;
@@ -142,7 +132,7 @@ impl Cpsat {
         progress.report(Stage::Running, "running the CP-SAT script");
         // A chatty script is not stopped for its output: the head and the
         // tail are kept, and its answer is the tail's last line.
-        let limits = Limits::new(Duration::from_millis(timeout_ms)).keep_head_and_tail();
+        let limits = Limits::new(timeout_ms.duration()).keep_head_and_tail();
         self.warm
             .start_once(&python, self.runtime.inherited_pythonpath.as_deref());
         let run = match self.warm.run(&command, limits, cancel).await {
@@ -158,7 +148,7 @@ impl Cpsat {
             ));
         }
         progress.report(Stage::Parsing, "reading the envelope");
-        let result = verdict::script_result(run, timeout_ms);
+        let result = verdict::script_result(run, timeout_ms.as_millis());
         progress.report(Stage::Complete, format!("run finished: {}", result.status));
         Ok(result)
     }
@@ -172,14 +162,14 @@ impl Cpsat {
         problem: Option<&str>,
         solution: &serde_json::Map<String, serde_json::Value>,
         result: &CpsatPythonResult,
-        timeout_ms: u64,
+        timeout: Budget,
         cancel: &CancellationToken,
     ) -> Result<CheckerReport, ToolError> {
         let prepared = match checker.prepare_checker_async().await {
             Ok(prepared) => prepared,
             Err(error) => return Ok(checker::error_report(error.0.message)),
         };
-        self.grade(&prepared, problem, solution, result, timeout_ms, cancel)
+        self.grade(&prepared, problem, solution, result, timeout, cancel)
             .await
     }
 
@@ -190,7 +180,7 @@ impl Cpsat {
         problem: Option<&str>,
         solution: &serde_json::Map<String, serde_json::Value>,
         result: &CpsatPythonResult,
-        timeout_ms: u64,
+        timeout: Budget,
         cancel: &CancellationToken,
     ) -> Result<CheckerReport, ToolError> {
         let python = self.python(cancel).await?;
@@ -200,7 +190,7 @@ impl Cpsat {
             objective: result.objective.as_ref(),
             solver_status: result.status,
         };
-        checker::run_checker(&python, checker, graded, timeout_ms, cancel).await
+        checker::run_checker(&python, checker, graded, timeout, cancel).await
     }
 
     /// Runs the script, then — with a checker, when the script answered
@@ -210,13 +200,13 @@ impl Cpsat {
     pub(crate) async fn run_then_check(
         &self,
         script: &ScriptRequest,
-        checker: Option<(RunChecker<'_>, u64)>,
+        checker: Option<(RunChecker<'_>, Budget)>,
         problem: Option<&str>,
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<CheckedRun, ToolError> {
         let mut run = self.run(script, progress, cancel).await?;
-        let Some((checker, timeout_ms)) = checker else {
+        let Some((checker, timeout)) = checker else {
             return Ok(CheckedRun {
                 run,
                 checker: None,
@@ -228,11 +218,11 @@ impl Cpsat {
                 progress.report(Stage::Parsing, "running the checker");
                 match checker {
                     RunChecker::Prepared(prepared) => {
-                        self.grade(prepared, problem, solution, &run, timeout_ms, cancel)
+                        self.grade(prepared, problem, solution, &run, timeout, cancel)
                             .await?
                     }
                     RunChecker::Source(source) => {
-                        self.check(source, problem, solution, &run, timeout_ms, cancel)
+                        self.check(source, problem, solution, &run, timeout, cancel)
                             .await?
                     }
                 }
@@ -261,16 +251,11 @@ impl Cpsat {
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<CpsatPythonCheckedResult, ToolError> {
-        let script_ms = validate_budget(
-            "script_timeout_ms",
+        let checker_timeout = probe::checker_budget(
             request.script.timeout_ms,
-            Some(DEFAULT_TIMEOUT_MS),
+            request.checker_timeout_ms,
+            request.test_checker,
         )?;
-        let explicit = request
-            .checker_timeout_ms
-            .map(|ms| positive_ms("checker_timeout_ms", ms))
-            .transpose()?;
-        let checker_timeout_ms = probe::checker_budget(script_ms, explicit, request.test_checker)?;
         request.script.validate()?;
         // Both files are validated before anything runs.
         let checker = request.checker.prepare_checker_async().await?;
@@ -278,7 +263,7 @@ impl Cpsat {
         let checked = self
             .run_then_check(
                 &request.script,
-                Some((RunChecker::Prepared(&checker), checker_timeout_ms)),
+                Some((RunChecker::Prepared(&checker), checker_timeout)),
                 request.problem.as_deref(),
                 progress,
                 cancel,
@@ -298,7 +283,7 @@ impl Cpsat {
                         solution,
                         run.objective.as_ref(),
                         run.status,
-                        checker_timeout_ms,
+                        checker_timeout,
                         cancel,
                     )
                     .await?,
@@ -310,7 +295,7 @@ impl Cpsat {
             run,
             checker: report,
             checker_skipped_reason: checked.checker_skipped_reason,
-            checker_timeout_ms,
+            checker_timeout_ms: checker_timeout.as_millis(),
             checker_test,
         })
     }

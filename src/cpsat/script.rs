@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tempfile::TempDir;
 
+use crate::budget::Budget;
 use crate::diagnostics::ToolError;
 use crate::exec::ChildCommand;
 use crate::sha256_hex;
@@ -52,7 +53,9 @@ pub struct ScriptRequest {
     pub seed: Option<i64>,
     /// `{}` counts as none.
     pub config: Option<Map<String, Value>>,
-    pub timeout_ms: i64,
+    /// The child's wall-clock budget (`script_timeout_ms`), checked where
+    /// the request was made.
+    pub timeout_ms: Budget,
 }
 
 /// A script ready to run, with the temp dir that holds its files.
@@ -241,7 +244,7 @@ mod tests {
             args: vec![],
             seed: Some(7),
             config: Some(Map::from_iter([("num_workers".to_owned(), Value::from(2))])),
-            timeout_ms: 1000,
+            timeout_ms: Budget::from_millis(1000).unwrap(),
         };
         let prepared = request.prepare().unwrap();
         let command = prepared

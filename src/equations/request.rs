@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::budget::{MAX_TIMEOUT_MS, validate_budget};
+use crate::budget::{Budget, MAX_TIMEOUT_MS};
 use crate::diagnostics::ToolError;
 use crate::minizinc::{MAX_PARALLEL, SolveControls};
 
@@ -366,8 +366,8 @@ fn check_equation(path: &str, equation: &Equation) -> Result<(), ToolError> {
 }
 
 impl SolverSettings<'_> {
-    /// The budget in milliseconds, and the checked worker count.
-    pub fn validate(&self) -> Result<i64, ToolError> {
+    /// The budget, once the worker count is checked too.
+    pub fn validate(&self) -> Result<Budget, ToolError> {
         // The shared checks decide; the messages name this tool's fields
         // and units.
         let seconds = self.timeout_seconds;
@@ -377,8 +377,8 @@ impl SolverSettings<'_> {
         } else {
             0
         };
-        let budget = validate_budget("timeout_seconds", ms, Some(DEFAULT_TIMEOUT_SECONDS_MS));
-        let Ok(ms) = budget else {
+        let budget = Budget::parse("timeout_seconds", ms, Some(DEFAULT_TIMEOUT_SECONDS_MS));
+        let Ok(budget) = budget else {
             return Err(ToolError::invalid(format!(
                 "timeout_seconds must be above 0 and at most {MAX_TIMEOUT_SECONDS}, got {seconds}"
             )));
@@ -392,7 +392,7 @@ impl SolverSettings<'_> {
                 "num_workers must be from 1 to {MAX_PARALLEL}, got {workers}; omit it for the solver's default"
             )));
         }
-        Ok(i64::try_from(ms).unwrap_or(MAX_TIMEOUT_MS))
+        Ok(budget)
     }
 }
 
@@ -524,12 +524,13 @@ mod tests {
             num_workers,
             solver: None,
         };
-        assert_eq!(settings(0.0001, None).validate().unwrap(), 1);
-        assert_eq!(settings(2.5, Some(1)).validate().unwrap(), 2500);
+        assert_eq!(settings(0.0001, None).validate().unwrap().as_millis(), 1);
+        assert_eq!(settings(2.5, Some(1)).validate().unwrap().as_millis(), 2500);
         assert_eq!(
             settings(MAX_TIMEOUT_SECONDS, Some(MAX_PARALLEL))
                 .validate()
-                .unwrap(),
+                .unwrap()
+                .as_i64(),
             MAX_TIMEOUT_MS
         );
         for bad in [

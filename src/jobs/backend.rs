@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::registry::{JobState, Outcome, Work};
+use crate::budget::Budget;
 use crate::cpsat::{
     CheckerReport, Cpsat, CpsatPythonResult, RunChecker, ScriptRequest, ScriptSource,
 };
@@ -286,7 +287,9 @@ pub struct CpsatJobRequest {
     pub script: ScriptRequest,
     pub checker: Option<ScriptSource>,
     pub problem: Option<String>,
-    pub checker_timeout_ms: Option<i64>,
+    /// The checker's budget, checked where the request was made; `None`:
+    /// the script's. Given without a checker, it is refused at admission.
+    pub checker_timeout_ms: Option<Budget>,
 }
 
 /// A CP-SAT job as admitted: its paths absolute, its checker's budget
@@ -302,7 +305,7 @@ pub struct CpsatJob {
     /// The instance the checker validates against, as text.
     pub problem: Option<String>,
     /// Set exactly when `checker` is.
-    pub checker_timeout_ms: Option<u64>,
+    pub checker_timeout_ms: Option<Budget>,
 }
 
 /// What a finished CP-SAT job holds (and, as it is, what a Slurm worker
@@ -325,7 +328,7 @@ pub(crate) async fn run_job(
     token: &CancellationToken,
 ) -> Result<CpsatJobOutput, ToolError> {
     let checker = match (&job.checker, job.checker_timeout_ms) {
-        (Some(checker), Some(ms)) => Some((RunChecker::Source(checker), ms)),
+        (Some(checker), Some(budget)) => Some((RunChecker::Source(checker), budget)),
         _ => None,
     };
     let checked = cpsat

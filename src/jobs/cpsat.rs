@@ -19,16 +19,18 @@ use super::backend::{
 };
 use super::registry::{JobRegistry, JobSnapshot, Start};
 use super::status::{BackgroundJobs, JobKind, JobLife, ResultStatus, full};
-use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget};
-use crate::cpsat::{CheckerReport, Cpsat, CpsatPythonResult, ScriptSource, positive_ms};
+use crate::budget::Budget;
+use crate::cpsat::{CheckerReport, Cpsat, CpsatPythonResult, ScriptSource};
 use crate::diagnostics::ToolError;
 use crate::settings::JobBounds;
 
 /// The budgets a job echoes.
 #[derive(Debug, Clone)]
 pub struct CpsatJobMeta {
-    pub script_timeout_ms: i64,
-    pub checker_timeout_ms: Option<u64>,
+    /// The script's budget, echoed by the job's status.
+    pub script_timeout_ms: Budget,
+    /// The checker's, when the job has a checker.
+    pub checker_timeout_ms: Option<Budget>,
     /// Where the job runs, when a cluster runs it.
     pub placement: PlacementSlot,
 }
@@ -123,8 +125,8 @@ impl BackgroundJobs for CpsatJobs {
         });
         let output = snapshot.result.as_deref();
         CpsatPythonJobStatus {
-            script_timeout_ms: snapshot.meta.script_timeout_ms,
-            checker_timeout_ms: snapshot.meta.checker_timeout_ms,
+            script_timeout_ms: snapshot.meta.script_timeout_ms.as_i64(),
+            checker_timeout_ms: snapshot.meta.checker_timeout_ms.map(Budget::as_millis),
             started_at: job.started_at(&snapshot),
             result: output.map(|output| output.result.clone()),
             checker: output.and_then(|output| output.checker.clone()),
@@ -151,11 +153,6 @@ impl CpsatJobs {
         mut request: CpsatJobRequest,
         cancel: &CancellationToken,
     ) -> Result<CpsatJob, ToolError> {
-        let script_ms = validate_budget(
-            "script_timeout_ms",
-            request.script.timeout_ms,
-            Some(DEFAULT_TIMEOUT_MS),
-        )?;
         let checker_timeout_ms = match (&request.checker, request.checker_timeout_ms) {
             (None, Some(_)) => {
                 return Err(ToolError::invalid(
@@ -163,8 +160,8 @@ impl CpsatJobs {
                 ));
             }
             (None, None) => None,
-            (Some(_), Some(ms)) => Some(positive_ms("checker_timeout_ms", ms)?),
-            (Some(_), None) => Some(script_ms),
+            (Some(_), Some(budget)) => Some(budget),
+            (Some(_), None) => Some(request.script.timeout_ms),
         };
         request.script.validate()?;
         let prepared = request.script.prepare_async().await?;
@@ -199,8 +196,8 @@ mod tests {
 
     fn meta() -> CpsatJobMeta {
         CpsatJobMeta {
-            script_timeout_ms: 3000,
-            checker_timeout_ms: Some(1500),
+            script_timeout_ms: Budget::from_millis(3000).unwrap(),
+            checker_timeout_ms: Budget::from_millis(1500),
             placement: PlacementSlot::default(),
         }
     }

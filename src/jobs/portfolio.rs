@@ -38,10 +38,11 @@ use super::solve::{SolveJobMeta, SolveJobs};
 use super::status::{BackgroundJobs, JobKind, JobLife, ResultStatus, full};
 pub use super::winner::WinnerPolicy;
 use super::winner::{pick_winner, refusal};
+use crate::budget::Budget;
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{
-    CheckerStatus, DEFAULT_TIMEOUT_MS, SolveControls, SolveRequest, SolveResult, SolveStatus,
-    Sources, prepare_inline_models, validate_budget,
+    CheckerStatus, SolveControls, SolveRequest, SolveResult, SolveStatus, Sources,
+    prepare_inline_models,
 };
 use crate::settings::JobBounds;
 use crate::verdict::RaceStatus;
@@ -60,7 +61,8 @@ pub struct PortfolioRequest {
     pub checker: Option<String>,
     pub seed_count: i64,
     pub seeds: Option<Vec<i64>>,
-    pub per_attempt_timeout_ms: i64,
+    /// Each attempt's budget, checked where the request was made.
+    pub per_attempt_timeout_ms: Budget,
     pub free_search: bool,
     pub parallel: Option<i64>,
     pub all_solutions: bool,
@@ -133,7 +135,8 @@ pub struct PortfolioSolveResult {
 /// What a portfolio job carries besides its result.
 #[derive(Debug, Clone)]
 pub struct PortfolioMeta {
-    pub per_attempt_timeout_ms: i64,
+    /// Each attempt's budget, echoed by the race's status.
+    pub per_attempt_timeout_ms: Budget,
     pub attempt_jobs: Vec<String>,
 }
 
@@ -297,7 +300,7 @@ impl BackgroundJobs for Portfolios {
     fn status(snapshot: JobSnapshot<PortfolioSolveResult, PortfolioMeta>) -> PortfolioJobStatus {
         PortfolioJobStatus {
             job: JobLife::of(&snapshot, None, race_diagnostic),
-            per_attempt_timeout_ms: snapshot.meta.per_attempt_timeout_ms,
+            per_attempt_timeout_ms: snapshot.meta.per_attempt_timeout_ms.as_i64(),
             attempt_job_ids: snapshot.meta.attempt_jobs.clone(),
             result: snapshot.result,
         }
@@ -374,11 +377,6 @@ impl Portfolios {
                 "checker must not be empty; omit it for no checker",
             ));
         }
-        validate_budget(
-            "per_attempt_timeout_ms",
-            request.per_attempt_timeout_ms,
-            Some(DEFAULT_TIMEOUT_MS),
-        )?;
         let seeds = Seeds::of(request)?;
         let attempts = request
             .models
@@ -669,7 +667,7 @@ mod tests {
             checker: None,
             seed_count,
             seeds: None,
-            per_attempt_timeout_ms: 1000,
+            per_attempt_timeout_ms: Budget::from_millis(1000).unwrap(),
             free_search: false,
             parallel: None,
             all_solutions: false,
@@ -699,7 +697,7 @@ mod tests {
 
     fn meta() -> PortfolioMeta {
         PortfolioMeta {
-            per_attempt_timeout_ms: 4000,
+            per_attempt_timeout_ms: Budget::from_millis(4000).unwrap(),
             attempt_jobs: vec!["a0".to_owned(), "a1".to_owned()],
         }
     }

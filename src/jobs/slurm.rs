@@ -36,6 +36,7 @@ use super::registry::{Outcome, Work};
 use super::wire::{
     RESULT_FILE, TASK_FILE, WorkerOutcome, WorkerTask, WorkerWork, write_atomically,
 };
+use crate::budget::Budget;
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, ChildCommand, Limits};
 use crate::minizinc::{SolveRequest, SolveResult};
@@ -533,10 +534,9 @@ impl SlurmBackend {
                 .and_then(|threads| u64::try_from(threads).ok())
                 .unwrap_or(1)
                 .max(1),
-            // MiniZinc's own limit plus the executor's 3 s hard clock.
-            budget_ms: u64::try_from(request.timeout_ms)
-                .unwrap_or(0)
-                .saturating_add(3_000),
+            // MiniZinc's own limit plus the executor's grace on top of it.
+            budget_ms: u64::try_from(request.timeout_ms.with_grace().as_millis())
+                .unwrap_or(u64::MAX),
         }
     }
 }
@@ -640,9 +640,11 @@ impl JobBackend for SlurmBackend {
             let resources = Resources {
                 kind: "cpsat",
                 cpus: 1,
-                budget_ms: u64::try_from(job.script.timeout_ms)
-                    .unwrap_or(0)
-                    .saturating_add(job.checker_timeout_ms.unwrap_or(0)),
+                budget_ms: job
+                    .script
+                    .timeout_ms
+                    .as_millis()
+                    .saturating_add(job.checker_timeout_ms.map_or(0, Budget::as_millis)),
             };
             match backend
                 .dispatch(WorkerWork::Cpsat(job), resources, &run)

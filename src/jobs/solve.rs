@@ -16,6 +16,7 @@ use serde_json::Number;
 use super::backend::{JobBackend, PlacementSlot, RunContext, SlurmPlacement, placement_of};
 use super::registry::{JobRegistry, JobSnapshot, JobState, Start};
 use super::status::{BackgroundJobs, JobKind, JobLife, ResultStatus, full};
+use crate::budget::Budget;
 use crate::diagnostics::ToolError;
 use crate::minizinc::{MiniZinc, SolveRequest, SolveResult};
 use crate::progress::{LiveFigures, LiveSlot};
@@ -24,7 +25,8 @@ use crate::settings::JobBounds;
 /// What a solve job carries besides its result.
 #[derive(Debug, Clone)]
 pub struct SolveJobMeta {
-    pub timeout_ms: i64,
+    /// The solve's budget, echoed by its status.
+    pub timeout_ms: Budget,
     /// What the running solve has found so far.
     pub live: LiveSlot,
     /// Where the job runs, when a cluster runs it.
@@ -32,7 +34,7 @@ pub struct SolveJobMeta {
 }
 
 impl SolveJobMeta {
-    pub fn new(timeout_ms: i64) -> Self {
+    pub fn new(timeout_ms: Budget) -> Self {
         SolveJobMeta {
             timeout_ms,
             live: LiveSlot::default(),
@@ -140,7 +142,7 @@ impl BackgroundJobs for SolveJobs {
             result.diagnostic.clone()
         });
         SolveJobStatus {
-            timeout_ms: snapshot.meta.timeout_ms,
+            timeout_ms: snapshot.meta.timeout_ms.as_i64(),
             started_at: job.started_at(&snapshot),
             live: match snapshot.state {
                 JobState::Running => snapshot.meta.live.lock().ok().and_then(|live| live.clone()),
@@ -167,12 +169,22 @@ mod tests {
     /// the fields or to how a snapshot becomes a status is a reviewed diff.
     #[test]
     fn statuses_keep_their_json() {
-        let running = snapshot(SolveJobMeta::new(2000), JobState::Running, None, None);
+        let running = snapshot(
+            SolveJobMeta::new(Budget::from_millis(2000).unwrap()),
+            JobState::Running,
+            None,
+            None,
+        );
         *running.meta.live.lock().unwrap() = Some(LiveFigures {
             solutions: 2,
             objective: Some(7.into()),
         });
-        let pending = snapshot(SolveJobMeta::new(2000), JobState::Running, None, None);
+        let pending = snapshot(
+            SolveJobMeta::new(Budget::from_millis(2000).unwrap()),
+            JobState::Running,
+            None,
+            None,
+        );
         *pending.meta.placement.lock().unwrap() = Some(SlurmPlacement {
             job_id: "41".to_owned(),
             node: None,
@@ -185,7 +197,12 @@ mod tests {
         .unwrap();
         let cases = [
             (
-                snapshot(SolveJobMeta::new(2000), JobState::Queued, None, None),
+                snapshot(
+                    SolveJobMeta::new(Budget::from_millis(2000).unwrap()),
+                    JobState::Queued,
+                    None,
+                    None,
+                ),
                 r#"{"diagnostic":null,"elapsed_ms":0,"finished_at":null,"job_id":"j1","live":null,"message":null,"result":null,"slurm":null,"started_at":null,"state":"queued","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
             ),
             (
@@ -198,7 +215,7 @@ mod tests {
             ),
             (
                 snapshot(
-                    SolveJobMeta::new(2000),
+                    SolveJobMeta::new(Budget::from_millis(2000).unwrap()),
                     JobState::Cancelled,
                     Some("cancelled; its processes were stopped"),
                     None,
@@ -206,12 +223,17 @@ mod tests {
                 r#"{"diagnostic":{"category":"cancelled","message":"cancelled; its processes were stopped"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","live":null,"message":"cancelled; its processes were stopped","result":null,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"cancelled","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
             ),
             (
-                snapshot(SolveJobMeta::new(2000), JobState::Failed, None, None),
+                snapshot(
+                    SolveJobMeta::new(Budget::from_millis(2000).unwrap()),
+                    JobState::Failed,
+                    None,
+                    None,
+                ),
                 r#"{"diagnostic":{"category":"job_failed","message":"the job failed"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","live":null,"message":null,"result":null,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"failed","submitted_at":"1970-01-01T00:00:01.000Z","timeout_ms":2000}"#,
             ),
             (
                 snapshot(
-                    SolveJobMeta::new(2000),
+                    SolveJobMeta::new(Budget::from_millis(2000).unwrap()),
                     JobState::Succeeded,
                     None,
                     Some(solved),

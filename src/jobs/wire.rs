@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::backend::{CpsatJob, CpsatJobOutput};
+use crate::budget::Budget;
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{SolveControls, SolveRequest, SolveResult, Sources};
 
@@ -44,7 +45,8 @@ pub enum WorkerWork {
         /// [`WorkerWork::solve`]).
         sources: Sources,
         solver: Option<String>,
-        timeout_ms: i64,
+        /// Written as its number of milliseconds.
+        timeout_ms: Budget,
         controls: SolveControls,
     },
     /// Its paths were made absolute at admission.
@@ -181,7 +183,7 @@ mod tests {
                     checker: None,
                 },
                 solver: Some("gecode".into()),
-                timeout_ms: 1000,
+                timeout_ms: Budget::from_millis(1000).unwrap(),
                 controls: SolveControls::default(),
             },
         };
@@ -191,7 +193,7 @@ mod tests {
         let WorkerWork::Solve { timeout_ms, .. } = back.work else {
             panic!("a solve came back as something else");
         };
-        assert_eq!(timeout_ms, 1000);
+        assert_eq!(timeout_ms.as_millis(), 1000);
     }
 
     /// The task file's bytes, pinned: a node running an older or newer
@@ -205,7 +207,7 @@ mod tests {
             work: WorkerWork::Solve {
                 sources,
                 solver: None,
-                timeout_ms: 2000,
+                timeout_ms: Budget::from_millis(2000).unwrap(),
                 controls: SolveControls::default(),
             },
         };
@@ -240,11 +242,11 @@ mod tests {
                                 "num_workers".to_owned(),
                                 Value::from(2),
                             )])),
-                            timeout_ms: 5000,
+                            timeout_ms: Budget::from_millis(5000).unwrap(),
                         },
                         checker: Some(ScriptSource::Inline("print(1)".into())),
                         problem: Some("{}".into()),
-                        checker_timeout_ms: Some(4000),
+                        checker_timeout_ms: Budget::from_millis(4000),
                     }),
                 },
                 r#"{"runtime_dir":"/usr","cpsat_python":"/venv/bin/python","pythonpath":null,"work":{"kind":"cpsat","script":{"file":"/s/model.py"},"args":["--fast"],"seed":7,"config":{"num_workers":2},"timeout_ms":5000,"checker":{"inline":"print(1)"},"problem":"{}","checker_timeout_ms":4000}}"#,
@@ -260,7 +262,7 @@ mod tests {
                             args: vec![],
                             seed: None,
                             config: None,
-                            timeout_ms: 5000,
+                            timeout_ms: Budget::from_millis(5000).unwrap(),
                         },
                         checker: None,
                         problem: None,
@@ -295,7 +297,7 @@ mod tests {
         let work = WorkerWork::solve(&SolveRequest {
             sources: written,
             solver: None,
-            timeout_ms: 1000,
+            timeout_ms: Budget::from_millis(1000).unwrap(),
             controls: SolveControls::default(),
         })
         .unwrap();

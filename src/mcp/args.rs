@@ -20,9 +20,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use crate::budget::{Budget, DEFAULT_TIMEOUT_MS};
 use crate::cpsat::{canonical_problem, validate_seed};
 use crate::diagnostics::ToolError;
-use crate::minizinc::DEFAULT_TIMEOUT_MS;
 
 /// Reads a tool's arguments; a malformed one is an `invalid_request` that
 /// names the problem (rmcp's own extractor would answer without our
@@ -66,6 +66,18 @@ pub fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
 
 pub fn default_timeout_ms() -> i64 {
     DEFAULT_TIMEOUT_MS
+}
+
+/// Checks the budget argument `name` whose default is
+/// [`default_timeout_ms`] (`timeout_ms`, `script_timeout_ms`, ...).
+pub fn checked_budget(name: &str, ms: i64) -> Result<Budget, ToolError> {
+    Budget::parse(name, ms, Some(DEFAULT_TIMEOUT_MS))
+}
+
+/// Checks `checker_timeout_ms`, whose default follows the script's budget.
+pub fn checker_budget(ms: Option<i64>) -> Result<Option<Budget>, ToolError> {
+    ms.map(|ms| Budget::parse("checker_timeout_ms", ms, None))
+        .transpose()
 }
 
 /// Arguments of the get and cancel job tools.

@@ -24,7 +24,6 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-pub use crate::budget::{DEFAULT_TIMEOUT_MS, validate_budget, validate_timeout};
 pub use checker::lint as lint_checker;
 pub use controls::{MAX_PARALLEL, SolveControls};
 pub(crate) use inputs::prepare_inline_models;
@@ -34,14 +33,11 @@ pub use results::{
     ModelInterface, PreflightStatus, SolutionCheck, SolveResult, SolveStatus,
 };
 
+use crate::budget::Budget;
 use crate::diagnostics::{Category, ToolError};
 use crate::exec::{self, ChildCommand, Ending, Limits, RunOutput};
 use crate::progress::{LiveFigures, Progress, Stage};
 use crate::runtime::{Runtime, SolverInfo};
-
-/// Added to a request's `timeout_ms` for the hard wall-clock cap, so that
-/// MiniZinc's own `--time-limit` normally ends the run cleanly first.
-pub const WALL_CLOCK_GRACE: Duration = Duration::from_secs(3);
 
 /// A compile check or an inspection.
 #[derive(Debug, Clone)]
@@ -50,10 +46,9 @@ pub struct PreflightRequest {
     pub sources: Sources,
     /// `None`: cp-sat when available, else the runtime's default.
     pub solver: Option<String>,
-    /// MiniZinc's `--time-limit` in milliseconds, checked by
-    /// `budget::validate_timeout`; the wall-clock cap adds
-    /// [`WALL_CLOCK_GRACE`].
-    pub timeout_ms: i64,
+    /// MiniZinc's `--time-limit`, checked where the request was made; the
+    /// wall-clock cap adds [`crate::budget::WALL_CLOCK_GRACE`].
+    pub timeout_ms: Budget,
 }
 
 /// A solve.
@@ -63,10 +58,9 @@ pub struct SolveRequest {
     pub sources: Sources,
     /// `None`: cp-sat when available, else the runtime's default.
     pub solver: Option<String>,
-    /// MiniZinc's `--time-limit` in milliseconds, checked by
-    /// `budget::validate_timeout`; the wall-clock cap adds
-    /// [`WALL_CLOCK_GRACE`].
-    pub timeout_ms: i64,
+    /// MiniZinc's `--time-limit`, checked where the request was made; the
+    /// wall-clock cap adds [`crate::budget::WALL_CLOCK_GRACE`].
+    pub timeout_ms: Budget,
     /// The search flags (`-f`, `-p`, `-r`, `-a`, `-n`), gated on what the
     /// solver declares.
     pub controls: SolveControls,
@@ -112,7 +106,7 @@ impl MiniZinc {
         cancel: &CancellationToken,
     ) -> Result<CheckResult, ToolError> {
         progress.report(Stage::Validating, "validating the model and arguments");
-        let timeout_ms = validate_timeout(request.timeout_ms)?;
+        let timeout_ms = request.timeout_ms;
         request.sources.validate()?;
         let solver = self
             .select_solver(request.solver.as_deref(), cancel)
@@ -121,14 +115,14 @@ impl MiniZinc {
         let command = self
             .base_command(&prepared)?
             .args(["--json-stream", "-c", "--solver", &solver.id])
-            .args(["--time-limit", &timeout_ms.to_string()])
+            .args(["--time-limit", &timeout_ms.as_millis().to_string()])
             .args(["--fzn", "/dev/null", "--no-output-ozn"])
             .args(model_and_data(&prepared));
         progress.report(Stage::Running, format!("compiling for {}", solver.id));
         let run = self.run(&command, timeout_ms, cancel).await?;
         progress.report(Stage::Parsing, "reading the compiler output");
         let report = stream::parse(&run.stdout, false);
-        let result = verdict::check_result(run, &report, solver.id.clone(), timeout_ms);
+        let result = verdict::check_result(run, &report, solver.id.clone(), timeout_ms.as_millis());
         progress.report(
             Stage::Complete,
             format!("check finished: {}", result.status),
@@ -144,7 +138,7 @@ impl MiniZinc {
         cancel: &CancellationToken,
     ) -> Result<ModelInspectionResult, ToolError> {
         progress.report(Stage::Validating, "validating the model and arguments");
-        let timeout_ms = validate_timeout(request.timeout_ms)?;
+        let timeout_ms = request.timeout_ms;
         request.sources.validate()?;
         let solver = self
             .select_solver(request.solver.as_deref(), cancel)
@@ -163,7 +157,8 @@ impl MiniZinc {
         let run = self.run(&command, timeout_ms, cancel).await?;
         progress.report(Stage::Parsing, "reading the interface");
         let report = stream::parse(&run.stdout, false);
-        let result = verdict::inspection_result(run, &report, solver.id.clone(), timeout_ms);
+        let result =
+            verdict::inspection_result(run, &report, solver.id.clone(), timeout_ms.as_millis());
         progress.report(
             Stage::Complete,
             format!("inspection finished: {}", result.status),
@@ -194,7 +189,7 @@ impl MiniZinc {
         stop: &CancellationToken,
     ) -> Result<SolveResult, ToolError> {
         progress.report(Stage::Validating, "validating the model and arguments");
-        let timeout_ms = validate_timeout(request.timeout_ms)?;
+        let timeout_ms = request.timeout_ms;
         request.controls.validate()?;
         request.sources.validate()?;
         let solver = self
@@ -214,7 +209,7 @@ impl MiniZinc {
                 "--output-objective",
             ])
             .args(["--statistics", "--solver", &solver.id])
-            .args(["--time-limit", &timeout_ms.to_string()])
+            .args(["--time-limit", &timeout_ms.as_millis().to_string()])
             .args(request.controls.args())
             .args(model_and_data(&prepared));
         if let Some(checker) = &prepared.checker {
@@ -257,7 +252,7 @@ impl MiniZinc {
         &self,
         prepared: &Prepared,
         solver_id: &str,
-        timeout_ms: u64,
+        timeout_ms: Budget,
         cancel: &CancellationToken,
     ) -> Result<RunOutput, ToolError> {
         // `-g` records the domain changes compilation makes (`x < 5`
@@ -269,7 +264,7 @@ impl MiniZinc {
         let mut command = self
             .base_command(prepared)?
             .args(["--solver", solver_id, "-g"])
-            .args(["--time-limit", &timeout_ms.to_string()])
+            .args(["--time-limit", &timeout_ms.as_millis().to_string()])
             .arg(&prepared.model);
         if let Some(data) = &prepared.data {
             command = command.arg(data);
@@ -278,20 +273,20 @@ impl MiniZinc {
     }
 
     /// Everything about a solve request that can be checked without running
-    /// it: budget, controls, sources, solver, capability gate.
+    /// it: controls, sources, solver, capability gate (its budget was
+    /// checked where the request was made).
     async fn validate_solve(
         &self,
         request: &SolveRequest,
         cancel: &CancellationToken,
-    ) -> Result<(u64, SolverInfo), ToolError> {
-        let timeout_ms = validate_timeout(request.timeout_ms)?;
+    ) -> Result<SolverInfo, ToolError> {
         request.controls.validate()?;
         request.sources.validate()?;
         let solver = self
             .select_solver(request.solver.as_deref(), cancel)
             .await?;
         request.controls.gate(&solver)?;
-        Ok((timeout_ms, solver))
+        Ok(solver)
     }
 
     /// Checks a solve request completely (paths included) without running
@@ -364,7 +359,7 @@ impl MiniZinc {
     async fn run(
         &self,
         command: &ChildCommand,
-        timeout_ms: u64,
+        timeout_ms: Budget,
         cancel: &CancellationToken,
     ) -> Result<RunOutput, ToolError> {
         self.run_until(
@@ -381,13 +376,13 @@ impl MiniZinc {
     async fn run_until(
         &self,
         command: &ChildCommand,
-        timeout_ms: u64,
+        timeout_ms: Budget,
         cancel: &CancellationToken,
         stop: &CancellationToken,
         watcher: Option<exec::LineWatcher<'_>>,
         filter: Option<exec::LineFilter>,
     ) -> Result<RunOutput, ToolError> {
-        let mut limits = Limits::new(Duration::from_millis(timeout_ms) + WALL_CLOCK_GRACE);
+        let mut limits = Limits::new(timeout_ms.with_grace());
         limits.stdout_filter = filter;
         let run = exec::run_stoppable(command, limits, cancel, stop, watcher)
             .await
@@ -472,7 +467,7 @@ fn solve_result(
     run: RunOutput,
     has_checker: bool,
     solver: &SolverInfo,
-    timeout_ms: u64,
+    timeout_ms: Budget,
     controls: &SolveControls,
 ) -> SolveResult {
     let report = stream::parse(&run.stdout, has_checker);
@@ -503,7 +498,11 @@ fn solve_result(
         diagnostic: None,
         sandbox: run.sandbox.clone(),
     };
-    result.diagnostic =
-        verdict::solve_diagnostic(&result, &report, timeout_ms, controls.all_solutions);
+    result.diagnostic = verdict::solve_diagnostic(
+        &result,
+        &report,
+        timeout_ms.as_millis(),
+        controls.all_solutions,
+    );
     result
 }

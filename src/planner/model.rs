@@ -18,6 +18,7 @@ use super::risk::{self, Distribution};
 use super::{
     Card, CardCost, ContainerCount, LoadPlan, Mode, ModeRead, PLANNER_FORMAT, PackingRead, Shipment,
 };
+use crate::budget::Budget;
 use crate::diagnostics::{Category, ToolError};
 use crate::minizinc::{MiniZinc, SolveControls, SolveRequest, SolveResult, SolveStatus, Sources};
 use crate::progress::Progress;
@@ -28,7 +29,7 @@ pub const MODEL: &str = include_str!("../../models/load_planner/model.mzn");
 pub const CHECKER: &str = include_str!("../../checkers/load_planner.mzc.mzn");
 
 /// Budget of each card's solve.
-const SOLVE_TIMEOUT_MS: i64 = 20_000;
+const SOLVE_TIMEOUT: Budget = Budget::from_millis(20_000).unwrap();
 /// The upper bound that bounds nothing (below the model's integer limit).
 const NO_BOUND: i64 = 2_000_000_000;
 /// The model's integers are 32-bit in some solvers (Gecode): every amount
@@ -113,7 +114,7 @@ pub async fn plan(
                     checker_path: Some(checker_path.to_string_lossy().into_owned()),
                 },
                 solver: Some(solver),
-                timeout_ms: SOLVE_TIMEOUT_MS,
+                timeout_ms: SOLVE_TIMEOUT,
                 controls: SolveControls::default(),
             };
             minizinc.solve(&request, &Progress::none(), cancel).await
@@ -159,7 +160,7 @@ pub async fn plan(
     {
         notes.push(format!(
             "the free solve found nothing cheaper than {best} within {} s ({}); the optimised plan is {best}'s",
-            SOLVE_TIMEOUT_MS / 1000,
+            SOLVE_TIMEOUT.duration().as_secs(),
             free.status
         ));
         optimised = Card {

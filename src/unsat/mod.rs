@@ -34,10 +34,10 @@ use tokio_util::sync::CancellationToken;
 
 pub use results::{UnsatCoreConstraint, UnsatCoreResult, UnsatStatus};
 
+use crate::budget::Budget;
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{
     MiniZinc, Prepared, SolveControls, SolveRequest, SolveResult, SolveStatus, Sources,
-    validate_timeout,
 };
 use crate::progress::{Progress, Stage};
 use crate::userfiles::off_thread;
@@ -58,8 +58,8 @@ pub struct UnsatCoreRequest {
     /// The solver for the deletion checks; `None`: findMUS when the runtime
     /// has it, else the solve tools' default.
     pub solver: Option<String>,
-    /// The whole call's budget in milliseconds, strictly positive.
-    pub timeout_ms: i64,
+    /// The whole call's budget, checked where the request was made.
+    pub timeout_ms: Budget,
 }
 
 /// What one satisfiability check said.
@@ -113,7 +113,8 @@ impl UnsatCores {
         cancel: &CancellationToken,
     ) -> Result<UnsatCoreResult, ToolError> {
         progress.report(Stage::Validating, "validating the model and arguments");
-        let timeout_ms = validate_timeout(request.timeout_ms)?;
+        let budget = request.timeout_ms;
+        let timeout_ms = budget.as_millis();
         request.sources.validate()?;
         let started = Instant::now();
         let catalog = self.minizinc.runtime().catalog(cancel).await?;
@@ -140,13 +141,13 @@ impl UnsatCores {
         .await?;
         let search = Search {
             started,
-            deadline: started + Duration::from_millis(timeout_ms),
+            deadline: started + budget.duration(),
             solver,
             calls: 0,
             log: String::new(),
         };
         let result = if search.solver == FINDMUS_ID {
-            self.findmus(search, &prepared, &text, timeout_ms, progress, cancel)
+            self.findmus(search, &prepared, &text, budget, progress, cancel)
                 .await?
         } else {
             let include_dir =
@@ -174,14 +175,14 @@ impl UnsatCores {
         mut search: Search,
         prepared: &Prepared,
         text: &str,
-        timeout_ms: u64,
+        budget: Budget,
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<UnsatCoreResult, ToolError> {
         progress.report(Stage::Running, "running findMUS");
         let run = self
             .minizinc
-            .run_findmus(prepared, FINDMUS_ID, timeout_ms, cancel)
+            .run_findmus(prepared, FINDMUS_ID, budget, cancel)
             .await?;
         search.calls = 1;
         progress.report(Stage::Parsing, "reading findMUS's output");
@@ -192,7 +193,7 @@ impl UnsatCores {
         let (status, message, category) = if run.timed_out() {
             (
                 UnsatStatus::Timeout,
-                format!("findMUS did not finish within {timeout_ms} ms"),
+                format!("findMUS did not finish within {budget}"),
                 Some(Category::TimeoutNoIncumbent),
             )
         } else if reading.muses > 0 {
@@ -512,13 +513,14 @@ impl UnsatCores {
         &self,
         search: &mut Search,
         sources: Sources,
-        timeout_ms: u64,
+        left_ms: u64,
         cancel: &CancellationToken,
     ) -> Result<SolveResult, ToolError> {
         let request = SolveRequest {
             sources,
             solver: Some(search.solver.clone()),
-            timeout_ms: i64::try_from(timeout_ms.max(1)).unwrap_or(i64::MAX),
+            // What is left of the checked budget: never above it.
+            timeout_ms: Budget::saturating(left_ms),
             controls: SolveControls::default(),
         };
         search.calls += 1;

@@ -242,6 +242,21 @@ async def test_every_attempt_is_validated_before_any_child_runs(cpsat, workdir):
         assert needle in error.message, (extra, error.message)
         assert not marker.exists(), f"{extra}: a child ran"
 
+    # An attempt's own budget is refused in the words of every budget, with
+    # the attempt named and the default it gets when omitted (the
+    # experiment's default_script_timeout_ms).
+    error = await call_error(
+        cpsat.session,
+        "run_cpsat_python_experiment",
+        {"attempts": [good, {"source": runs, "script_timeout_ms": -1}], "default_script_timeout_ms": 20000},
+    )
+    assert error.category == "invalid_request", error
+    assert error.message.startswith(
+        'attempts[1] (attempt-1): script_timeout_ms must be strictly positive, got -1; 0 does not mean "no limit"'
+    ), error.message
+    assert error.message.endswith("omit script_timeout_ms for the 20000 ms default"), error.message
+    assert not marker.exists(), "a child ran"
+
     # The same good attempt does run.
     result = await call_ok(cpsat.session, "run_cpsat_python_experiment", {"attempts": [good]})
     assert result["status"] == "winner" and marker.exists()

@@ -8,7 +8,8 @@ use crate::cpsat::CpsatPythonExperimentResult;
 use crate::diagnostics::ToolError;
 use crate::jobs::PortfolioSolveResult;
 use crate::mcp::args::{
-    IntoRequest, checked_seed, default_timeout_ms, problem_schema, problem_text,
+    IntoRequest, checked_budget, checked_seed, checker_budget, default_timeout_ms, problem_schema,
+    problem_text,
 };
 use crate::minizinc::{MAX_PARALLEL, SolveControls};
 
@@ -79,7 +80,7 @@ impl IntoRequest for SaveModelArgs {
             checker: self.checker,
             problem: self.problem,
             solver: self.solver,
-            timeout_ms: self.timeout_ms,
+            timeout_ms: checked_budget("timeout_ms", self.timeout_ms)?,
             controls: SolveControls {
                 free_search: self.free_search,
                 parallel: self.parallel,
@@ -145,17 +146,18 @@ impl IntoRequest for SavePythonArgs {
     type Request = SavePythonRequest;
 
     fn into_request(self) -> Result<SavePythonRequest, ToolError> {
+        let seed = checked_seed(self.seed)?;
         Ok(SavePythonRequest {
             source: self.source,
             target_dir: self.target_dir,
-            script_timeout_ms: self.script_timeout_ms,
+            script_timeout_ms: checked_budget("script_timeout_ms", self.script_timeout_ms)?,
             problem: self.problem,
             expectation: self.expectation,
             checker: self.checker,
-            checker_timeout_ms: self.checker_timeout_ms,
+            checker_timeout_ms: checker_budget(self.checker_timeout_ms)?,
             overwrite: self.overwrite,
             verify_only: self.verify_only,
-            seed: checked_seed(self.seed)?,
+            seed,
             config: self.config,
             experiment_result: self.experiment_result,
         })

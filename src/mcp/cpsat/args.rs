@@ -4,11 +4,13 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::cpsat::{CheckedRequest, ScriptRequest, ScriptSource};
+use crate::budget::Budget;
+use crate::cpsat::{CheckedRequest, ScriptRequest, ScriptSource, attempt_error};
 use crate::diagnostics::ToolError;
 use crate::jobs::CpsatJobRequest;
 use crate::mcp::args::{
-    IntoRequest, checked_seed, default_timeout_ms, one, problem_schema, problem_text,
+    IntoRequest, checked_budget, checked_seed, checker_budget, default_timeout_ms, one,
+    problem_schema, problem_text,
 };
 
 /// Arguments of `run_cpsat_python`.
@@ -133,7 +135,7 @@ impl IntoRequest for RunCpsatArgs {
             args: self.args.unwrap_or_default(),
             seed: checked_seed(self.seed)?,
             config: self.config,
-            timeout_ms: self.script_timeout_ms,
+            timeout_ms: checked_budget("script_timeout_ms", self.script_timeout_ms)?,
         })
     }
 }
@@ -147,7 +149,7 @@ impl IntoRequest for RunCpsatFileArgs {
             args: self.args.unwrap_or_default(),
             seed: checked_seed(self.seed)?,
             config: self.config,
-            timeout_ms: self.script_timeout_ms,
+            timeout_ms: checked_budget("script_timeout_ms", self.script_timeout_ms)?,
         })
     }
 }
@@ -162,11 +164,11 @@ impl IntoRequest for RunCpsatFileCheckedArgs {
                 args: self.args.unwrap_or_default(),
                 seed: checked_seed(self.seed)?,
                 config: self.config,
-                timeout_ms: self.script_timeout_ms,
+                timeout_ms: checked_budget("script_timeout_ms", self.script_timeout_ms)?,
             },
             checker: ScriptSource::File(self.checker_path),
             problem: self.problem,
-            checker_timeout_ms: self.checker_timeout_ms,
+            checker_timeout_ms: checker_budget(self.checker_timeout_ms)?,
             test_checker: self.test_checker,
         })
     }
@@ -182,11 +184,11 @@ impl IntoRequest for SubmitCpsatArgs {
                 args: Vec::new(),
                 seed: None,
                 config: None,
-                timeout_ms: self.script_timeout_ms,
+                timeout_ms: checked_budget("script_timeout_ms", self.script_timeout_ms)?,
             },
             checker: self.checker.map(ScriptSource::Inline),
             problem: self.problem,
-            checker_timeout_ms: self.checker_timeout_ms,
+            checker_timeout_ms: checker_budget(self.checker_timeout_ms)?,
         })
     }
 }
@@ -209,11 +211,11 @@ impl IntoRequest for SubmitCpsatFileArgs {
                 args: self.args.unwrap_or_default(),
                 seed: None,
                 config: None,
-                timeout_ms: self.script_timeout_ms,
+                timeout_ms: checked_budget("script_timeout_ms", self.script_timeout_ms)?,
             },
             checker,
             problem: self.problem,
-            checker_timeout_ms: self.checker_timeout_ms,
+            checker_timeout_ms: checker_budget(self.checker_timeout_ms)?,
         })
     }
 }
@@ -280,24 +282,39 @@ impl IntoRequest for ExperimentArgs {
     type Request = crate::cpsat::ExperimentRequest;
 
     fn into_request(self) -> Result<crate::cpsat::ExperimentRequest, ToolError> {
-        Ok(crate::cpsat::ExperimentRequest {
-            attempts: self
-                .attempts
-                .into_iter()
-                .map(|attempt| crate::cpsat::AttemptRequest {
+        let default = checked_budget("default_script_timeout_ms", self.default_script_timeout_ms)?;
+        let attempts = self
+            .attempts
+            .into_iter()
+            .enumerate()
+            .map(|(index, attempt)| {
+                let mut request = crate::cpsat::AttemptRequest {
                     name: attempt.name,
                     source: attempt.source,
                     script_path: attempt.script_path,
                     args: attempt.args,
                     seed: attempt.seed,
                     config: attempt.config,
-                    script_timeout_ms: attempt.script_timeout_ms,
-                })
-                .collect(),
+                    script_timeout_ms: None,
+                };
+                // Omitted, an attempt's budget is default_script_timeout_ms,
+                // the default its message names.
+                request.script_timeout_ms = attempt
+                    .script_timeout_ms
+                    .map(|ms| Budget::parse("script_timeout_ms", ms, Some(default.as_i64())))
+                    .transpose()
+                    .map_err(|error| {
+                        attempt_error(index, &request.name_at(index), &error.0.message)
+                    })?;
+                Ok(request)
+            })
+            .collect::<Result<_, ToolError>>()?;
+        Ok(crate::cpsat::ExperimentRequest {
+            attempts,
             objective_sense: self.objective_sense,
-            default_script_timeout_ms: self.default_script_timeout_ms,
+            default_script_timeout_ms: default,
             checker: self.checker,
-            checker_timeout_ms: self.checker_timeout_ms,
+            checker_timeout_ms: checker_budget(self.checker_timeout_ms)?,
             problem: self.problem,
             max_parallel_attempts: self.max_parallel_attempts,
             include_winner_stdout: self.include_winner_stdout,

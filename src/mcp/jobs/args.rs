@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use crate::diagnostics::ToolError;
 use crate::jobs::{MAX_SEEDS, PortfolioRequest, WinnerPolicy};
-use crate::mcp::args::{IntoRequest, default_timeout_ms, one};
+use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms, one};
 use crate::minizinc::MAX_PARALLEL;
 
 /// Arguments of `submit_portfolio_job`.
@@ -65,7 +65,10 @@ impl IntoRequest for PortfolioArgs {
             checker: self.checker,
             seed_count: self.seed_count,
             seeds: self.seeds,
-            per_attempt_timeout_ms: self.per_attempt_timeout_ms,
+            per_attempt_timeout_ms: checked_budget(
+                "per_attempt_timeout_ms",
+                self.per_attempt_timeout_ms,
+            )?,
             free_search: self.free_search,
             parallel: self.parallel,
             all_solutions: self.all_solutions,

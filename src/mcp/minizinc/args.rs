@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::diagnostics::ToolError;
-use crate::mcp::args::{IntoRequest, default_timeout_ms};
+use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms};
 use crate::minizinc::{MAX_PARALLEL, PreflightRequest, SolveControls, SolveRequest, Sources};
 
 /// Arguments of `check_minizinc_model` and `inspect_minizinc_model`.
@@ -37,7 +37,7 @@ impl IntoRequest for ModelArgs {
                 checker: None,
             },
             solver: self.solver,
-            timeout_ms: self.timeout_ms,
+            timeout_ms: checked_budget("timeout_ms", self.timeout_ms)?,
         })
     }
 }
@@ -72,7 +72,7 @@ impl IntoRequest for FilesArgs {
                 checker_path: None,
             },
             solver: self.solver,
-            timeout_ms: self.timeout_ms,
+            timeout_ms: checked_budget("timeout_ms", self.timeout_ms)?,
         })
     }
 }
@@ -129,7 +129,7 @@ impl IntoRequest for SolveModelArgs {
                 checker: self.checker,
             },
             solver: self.solver,
-            timeout_ms: self.timeout_ms,
+            timeout_ms: checked_budget("timeout_ms", self.timeout_ms)?,
             controls: SolveControls {
                 free_search: self.free_search,
                 parallel: self.parallel,
@@ -190,7 +190,7 @@ impl IntoRequest for SolveFilesArgs {
                 checker_path: self.checker_path,
             },
             solver: self.solver,
-            timeout_ms: self.timeout_ms,
+            timeout_ms: checked_budget("timeout_ms", self.timeout_ms)?,
             controls: SolveControls {
                 free_search: self.free_search,
                 parallel: self.parallel,

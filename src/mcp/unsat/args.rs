@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::diagnostics::ToolError;
-use crate::mcp::args::{IntoRequest, default_timeout_ms};
+use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms};
 use crate::minizinc::Sources;
 use crate::unsat::UnsatCoreRequest;
 
@@ -42,7 +42,7 @@ impl IntoRequest for UnsatModelArgs {
                 checker: None,
             },
             solver: self.solver,
-            timeout_ms: self.timeout_ms,
+            timeout_ms: checked_budget("timeout_ms", self.timeout_ms)?,
         })
     }
 }
@@ -77,7 +77,7 @@ impl IntoRequest for UnsatFilesArgs {
                 checker_path: None,
             },
             solver: self.solver,
-            timeout_ms: self.timeout_ms,
+            timeout_ms: checked_budget("timeout_ms", self.timeout_ms)?,
         })
     }
 }
