@@ -13,6 +13,8 @@
 //!
 //! See ARCHITECTURE.md at the repository root for the invariants.
 
+#![warn(missing_docs)]
+
 pub mod artifacts;
 pub mod budget;
 pub mod cli;

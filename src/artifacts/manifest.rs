@@ -218,6 +218,7 @@ pub struct MinizincRecord {
     pub solver: String,
     /// The solver's version, as the runtime's catalog lists it.
     pub solver_version: String,
+    /// The solve's budget in milliseconds; replay solves under it again.
     pub timeout_ms: i64,
     /// The search controls of the verifying solve; replay solves with them.
     pub solve_controls: SolveControls,
@@ -238,6 +239,7 @@ pub struct Expectation {
 /// How a CP-SAT artifact was run.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct CpsatRecord {
+    /// The script's budget in milliseconds; replay runs it under it again.
     pub script_timeout_ms: i64,
     /// Only when it was given explicitly (else the script's budget).
     pub checker_timeout_ms: Option<i64>,

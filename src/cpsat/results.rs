@@ -250,6 +250,8 @@ pub struct CpsatPythonCheckedResult {
     pub checker: Option<CheckerReport>,
     /// Why the checker did not run (no checkable incumbent).
     pub checker_skipped_reason: Option<String>,
+    /// The budget the checker ran (or would have run) under, in milliseconds:
+    /// `checker_timeout_ms` when given, else derived from the script's.
     pub checker_timeout_ms: u64,
     /// The mutation probe, when `test_checker` asked for it and the
     /// baseline was accepted.

@@ -43,10 +43,13 @@ pub struct SlurmPlacement {
     // Field docs stay out of the published schema: tools/list is bounded.
     /// Slurm's job id.
     pub job_id: String,
+    /// The node running the job; `None` until Slurm has placed it.
     pub node: Option<String>,
     /// As last seen: PENDING, RUNNING, COMPLETED, CANCELLED, ...
     #[schemars(with = "String")]
     pub state: SlurmState,
+    /// Slurm's reason while the job is pending (e.g. `Resources`), when it
+    /// gives one.
     pub reason: Option<String>,
 }
 
@@ -284,8 +287,12 @@ pub trait JobBackend: Send + Sync {
 /// A CP-SAT job as submitted.
 #[derive(Debug, Clone)]
 pub struct CpsatJobRequest {
+    /// The script, its arguments, replay variables and budget.
     pub script: ScriptRequest,
+    /// The checker to run on the script's answer; `None`: the job only runs the
+    /// script.
     pub checker: Option<ScriptSource>,
+    /// The instance the checker validates against, as text.
     pub problem: Option<String>,
     /// The checker's budget, checked where the request was made; `None`:
     /// the script's. Given without a checker, it is refused at admission.

@@ -42,6 +42,7 @@ pub struct CpsatPythonJobStatus {
     /// there is one).
     #[serde(flatten)]
     pub job: JobLife,
+    /// The script's budget in milliseconds, echoed.
     pub script_timeout_ms: i64,
     /// The checker's budget, when the job has a checker.
     pub checker_timeout_ms: Option<u64>,
@@ -66,6 +67,8 @@ pub struct CpsatJobs {
 }
 
 impl CpsatJobs {
+    /// CP-SAT jobs over `cpsat`, run by `backend`, under the registry `bounds`;
+    /// `shutdown` cancels every job.
     pub fn new(
         cpsat: Cpsat,
         backend: Arc<dyn JobBackend>,

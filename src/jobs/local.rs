@@ -19,7 +19,9 @@ use crate::progress::Progress;
 /// Which backend a server uses.
 #[derive(Debug, Clone)]
 pub enum BackendChoice {
+    /// Run jobs in this process (the default).
     Local,
+    /// Hand each job to Slurm, with the resolved cluster configuration.
     Slurm(Box<SlurmConfig>),
 }
 
@@ -39,6 +41,8 @@ pub struct LocalBackend {
 }
 
 impl LocalBackend {
+    /// A backend that runs solves through `minizinc` and scripts through
+    /// `cpsat`.
     pub fn new(minizinc: MiniZinc, cpsat: Cpsat) -> Self {
         LocalBackend { minizinc, cpsat }
     }

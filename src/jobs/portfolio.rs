@@ -56,26 +56,43 @@ pub const MAX_SEEDS: usize = 1000;
 pub struct PortfolioRequest {
     /// Formulations of the same instance.
     pub models: Vec<String>,
+    /// Solvers to race, as the client named them (ids, short names or tags);
+    /// each must resolve to a different solver.
     pub solvers: Vec<String>,
+    /// Inline `.dzn` data shared by every attempt.
     pub data: Option<String>,
+    /// A MiniZinc checker shared by every attempt; must not be blank.
     pub checker: Option<String>,
+    /// 1: each (model, solver) runs once unseeded; n > 1: with seeds 1..=n.
+    /// Must stay 1 when `seeds` is given.
     pub seed_count: i64,
+    /// Exact seeds instead of `seed_count` (1 to [`MAX_SEEDS`] values, no
+    /// repeats).
     pub seeds: Option<Vec<i64>>,
     /// Each attempt's budget, checked where the request was made.
     pub per_attempt_timeout_ms: Budget,
+    /// `-f` for every attempt.
     pub free_search: bool,
+    /// `-p <n>` for every attempt.
     pub parallel: Option<i64>,
+    /// `-a` for every attempt.
     pub all_solutions: bool,
+    /// `-n <n>` for every attempt.
     pub num_solutions: Option<i64>,
+    /// How the race picks its winner.
     pub winner_policy: WinnerPolicy,
 }
 
 /// The search configuration every attempt shared.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SharedControls {
+    /// `-f` was passed to every attempt.
     pub free_search: bool,
+    /// `-p <n>` given to every attempt; `None`: not passed.
     pub parallel: Option<i64>,
+    /// `-a` was passed to every attempt.
     pub all_solutions: bool,
+    /// `-n <n>` given to every attempt; `None`: not passed.
     pub num_solutions: Option<i64>,
 }
 
@@ -86,21 +103,30 @@ pub struct PortfolioAttempt {
     pub index: usize,
     /// Which of `models` this attempt ran.
     pub model_index: usize,
+    /// Canonical id of the solver this attempt ran.
     pub solver: String,
     /// `null` for an unseeded attempt.
     pub seed: Option<i64>,
     /// The attempt's solve job (also visible in `list_solve_jobs`).
     pub job_id: String,
+    /// The solve job's state when the race ended (`failed` if its end was never
+    /// reported).
     pub state: JobState,
     /// The solve's status, when it produced a result.
     pub status: Option<SolveStatus>,
     /// The attempt's final objective, when it found a solution.
     pub objective: Option<Number>,
+    /// The MiniZinc checker's status on this attempt's solve, when it had a
+    /// checker.
     pub checker_status: Option<CheckerStatus>,
+    /// The checker's verdict on this attempt's solution, when it had a checker.
     pub checker_verdict: Option<Verdict>,
     /// Why its solution was refused (it never wins).
     pub refused: Option<String>,
+    /// The attempt's running time in milliseconds; 0 if it never ran or its end
+    /// was lost.
     pub elapsed_ms: u64,
+    /// Why the attempt failed or was cancelled (or that its outcome was lost).
     pub message: Option<String>,
     /// Slurm backend only.
     pub slurm: Option<SlurmPlacement>,
@@ -118,17 +144,21 @@ pub struct PortfolioSolveResult {
     pub winner_index: Option<usize>,
     /// The winning solve; its own `status` says whether the win was decisive.
     pub winner: Option<Arc<SolveResult>>,
+    /// Every attempt, in plan order.
     pub attempts: Vec<PortfolioAttempt>,
     /// SHA256 of each formulation, aligned with `models`.
     pub models_sha256: Vec<String>,
     /// SHA256 of `data`; `null` when no data was given.
     pub data_sha256: Option<String>,
+    /// SHA256 of `checker`; `null` when no checker was given.
     pub checker_sha256: Option<String>,
+    /// The search flags every attempt shared.
     pub solve_controls: SharedControls,
     /// The policy the race ran under.
     pub winner_policy: WinnerPolicy,
     /// The policy in words, starting with its name.
     pub selection_policy: String,
+    /// The race's running time in milliseconds, until its last attempt ended.
     pub elapsed_ms: u64,
 }
 
@@ -137,6 +167,7 @@ pub struct PortfolioSolveResult {
 pub struct PortfolioMeta {
     /// Each attempt's budget, echoed by the race's status.
     pub per_attempt_timeout_ms: Budget,
+    /// Solve job ids of the attempts, in plan order.
     pub attempt_jobs: Vec<String>,
 }
 
@@ -147,6 +178,7 @@ pub struct PortfolioJobStatus {
     /// message and diagnostic (`no_winner`, or the winner's own).
     #[serde(flatten)]
     pub job: JobLife,
+    /// Each attempt's budget in milliseconds, echoed.
     pub per_attempt_timeout_ms: i64,
     /// Solve job ids of the attempts, in plan order.
     pub attempt_job_ids: Vec<String>,
@@ -174,6 +206,9 @@ fn sha256(text: &str) -> String {
 }
 
 impl Portfolios {
+    /// Races over `solve_jobs`' registry; `bounds` gives only the retention of
+    /// finished races (the attempts are bounded by the solve registry);
+    /// `shutdown` cancels every race.
     pub fn new(solve_jobs: SolveJobs, bounds: JobBounds, shutdown: CancellationToken) -> Self {
         // Coordinators hold no process; the attempts are bounded by the
         // solve registry. Only retention applies here.

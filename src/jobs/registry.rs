@@ -35,19 +35,28 @@ use crate::settings::JobBounds;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JobState {
+    /// Admitted, waiting for a free slot.
     Queued,
+    /// Its work is running.
     Running,
+    /// Its work finished with a result (which may itself report a solver
+    /// error).
     Succeeded,
+    /// Our machinery failed, or the work panicked; no result.
     Failed,
+    /// Ran out of time; the partial result is kept.
     Timeout,
+    /// Cancelled by a client or by shutdown, queued or running.
     Cancelled,
 }
 
 impl JobState {
+    /// Whether the job has ended (anything but `queued` and `running`).
     pub fn is_terminal(self) -> bool {
         !matches!(self, JobState::Queued | JobState::Running)
     }
 
+    /// The state as it reads in the JSON (`succeeded`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
             JobState::Queued => "queued",
@@ -63,32 +72,44 @@ impl JobState {
 /// How a job's work ended.
 #[derive(Debug, Clone)]
 pub enum Outcome<R> {
+    /// Finished with a result.
     Succeeded(R),
     /// Ran out of time; the partial result is kept.
     TimedOut(R),
     /// Our machinery failed; no result.
     Failed(String),
+    /// Stopped by its cancellation token; no result.
     Cancelled,
 }
 
 /// The work of one job, started with its cancellation token.
 pub type Work<R> = Pin<Box<dyn Future<Output = Outcome<R>> + Send>>;
+/// Builds a job's work from its cancellation token; called once, when the job
+/// gets a slot.
 pub type Start<R> = Box<dyn FnOnce(CancellationToken) -> Work<R> + Send>;
 
 /// A job as a poll sees it. Cheap to clone: the meta and the result are
 /// shared, not copied.
 #[derive(Debug)]
 pub struct JobSnapshot<R, M> {
+    /// Opaque id for get / cancel (a UUID in simple form).
     pub id: String,
     /// What the submitter attached (e.g. the requested budget).
     pub meta: Arc<M>,
+    /// Where the job is in its life.
     pub state: JobState,
+    /// When it was submitted.
     pub submitted_at: SystemTime,
+    /// When it got a slot; `None` while queued, and for a job that ended before
+    /// it started.
     pub started_at: Option<SystemTime>,
+    /// When it ended; `None` until then.
     pub finished_at: Option<SystemTime>,
     /// Running time so far, or in all once finished; 0 while queued.
     pub elapsed_ms: u64,
+    /// What the work produced: present for `succeeded` and `timeout`.
     pub result: Option<Arc<R>>,
+    /// Why the job failed or was cancelled.
     pub message: Option<String>,
 }
 
@@ -132,11 +153,17 @@ pub type Admitted<R, M> = (JobSnapshot<R, M>, Completion<R, M>);
     "the {what} registry is full ({running} running of {max_running}, {queued} queued of {max_queued}); {asked} more cannot be admitted — retry when a job finishes, or raise the bounds"
 )]
 pub struct RegistryFull {
+    /// What the registry holds, as messages name it ("solve job").
     pub what: &'static str,
+    /// How many jobs the refused submission asked to admit.
     pub asked: usize,
+    /// Jobs running when it was refused.
     pub running: usize,
+    /// The registry's bound on running jobs.
     pub max_running: usize,
+    /// Jobs queued when it was refused.
     pub queued: usize,
+    /// The registry's bound on queued jobs.
     pub max_queued: usize,
 }
 
@@ -214,6 +241,7 @@ impl<R: Send + Sync + 'static, M: Send + Sync + 'static> JobRegistry<R, M> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// The bounds the registry was built with.
     pub fn bounds(&self) -> JobBounds {
         self.shared.bounds
     }
@@ -429,6 +457,8 @@ impl<R: Send + Sync + 'static, M: Send + Sync + 'static> JobRegistry<R, M> {
         }
     }
 
+    /// The job `id`'s snapshot; `None` if it is unknown or retention evicted
+    /// it.
     pub fn get(&self, id: &str) -> Option<JobSnapshot<R, M>> {
         let inner = self.lock();
         inner.jobs.get(id).map(|entry| snapshot(id, entry))

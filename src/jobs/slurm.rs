@@ -69,6 +69,7 @@ enum Gone {
 /// Everything the backend needs, resolved by the face at start-up.
 #[derive(Debug, Clone)]
 pub struct SlurmConfig {
+    /// Partition, account, memory and work directory from `SOLVERGATE_SLURM_*`.
     pub settings: SlurmSettings,
     /// The shared work directory (`SOLVERGATE_SLURM_WORKDIR`).
     pub workdir: PathBuf,
@@ -80,7 +81,10 @@ pub struct SlurmConfig {
     /// The MiniZinc runtime root and CP-SAT interpreter the server
     /// resolved; the worker uses the same paths.
     pub runtime_dir: PathBuf,
+    /// The CP-SAT interpreter the server resolved; the worker runs scripts with
+    /// it.
     pub cpsat_python: PathBuf,
+    /// The server's `PYTHONPATH`, passed on to the worker for scripts.
     pub pythonpath: Option<String>,
 }
 
@@ -161,6 +165,7 @@ impl Drop for JobDir {
 }
 
 impl SlurmBackend {
+    /// A backend submitting through `config`'s Slurm client commands.
     pub fn new(config: SlurmConfig) -> Self {
         SlurmBackend {
             config: Arc::new(config),

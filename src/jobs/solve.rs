@@ -34,6 +34,8 @@ pub struct SolveJobMeta {
 }
 
 impl SolveJobMeta {
+    /// The meta of a job under `timeout_ms`, its live figures and placement
+    /// still empty.
     pub fn new(timeout_ms: Budget) -> Self {
         SolveJobMeta {
             timeout_ms,
@@ -73,6 +75,8 @@ pub struct SolveJobs {
 }
 
 impl SolveJobs {
+    /// Solve jobs over `minizinc`, run by `backend`, under the registry
+    /// `bounds`; `shutdown` cancels every job.
     pub fn new(
         minizinc: MiniZinc,
         backend: Arc<dyn JobBackend>,
@@ -86,6 +90,7 @@ impl SolveJobs {
         }
     }
 
+    /// The MiniZinc service solves are checked and solvers selected against.
     pub fn minizinc(&self) -> &MiniZinc {
         &self.minizinc
     }

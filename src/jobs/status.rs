@@ -112,6 +112,7 @@ pub struct JobLife {
     pub state: JobState,
     /// RFC 3339 times; `finished_at` once the job has ended.
     pub submitted_at: String,
+    /// RFC 3339, once the job has ended.
     pub finished_at: Option<String>,
     /// Running time so far, or in all once finished; 0 while queued.
     pub elapsed_ms: u64,
@@ -199,21 +200,30 @@ pub(crate) fn full(error: RegistryFull) -> ToolError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum JobKind {
+    /// A MiniZinc solve job (`submit_solve_job`), a portfolio attempt included.
     Solve,
+    /// A portfolio race (`submit_portfolio_job`).
     Portfolio,
+    /// A CP-SAT script job (`submit_cpsat_python_job`).
     CpsatPython,
 }
 
 /// One job in a list: enough to pick which to `get`, never the full result.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct JobSummary {
+    /// Opaque id for get / cancel.
     pub job_id: String,
+    /// Which tool family the job belongs to, hence which `get_*` reads it.
     pub kind: JobKind,
     /// `queued`, `running`, `succeeded`, `failed`, `timeout` or `cancelled`.
     pub state: JobState,
+    /// RFC 3339.
     pub submitted_at: String,
+    /// RFC 3339, once the job has started.
     pub started_at: Option<String>,
+    /// RFC 3339, once the job has ended.
     pub finished_at: Option<String>,
+    /// Running time so far, or in all once finished; 0 while queued.
     pub elapsed_ms: u64,
     /// The result's status once there is one (a portfolio: `winner` or
     /// `no_winner`).
@@ -259,6 +269,7 @@ impl std::fmt::Display for ResultStatus {
 /// What a list tool returns: every retained job of its kind, oldest first.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct JobList {
+    /// Every retained job of the kind, oldest first.
     pub jobs: Vec<JobSummary>,
 }
 

@@ -16,14 +16,12 @@ use crate::minizinc::{SolveResult, SolveStatus};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WinnerPolicy {
-    // Plain comments, not doc comments: the published schema stays a plain
-    // string enum. See `description` for the rules.
-    // On an optimisation model only a proven verdict stops the race; the
-    // best objective among the attempts wins.
+    /// On an optimisation model only a proven verdict stops the race; the best
+    /// objective among the attempts wins (the full rule is `description`).
     #[default]
     BestObjective,
-    // The first attempt with any decisive verdict, `satisfied` included,
-    // wins and stops the race.
+    /// The first attempt with any decisive verdict, `satisfied` included, wins
+    /// and stops the race.
     FirstDecisive,
 }
 

@@ -33,6 +33,7 @@ pub struct WorkerTask {
     pub cpsat_python: PathBuf,
     /// The server's `PYTHONPATH`, kept for scripts.
     pub pythonpath: Option<String>,
+    /// The job to run.
     pub work: WorkerWork,
 }
 
@@ -40,13 +41,18 @@ pub struct WorkerTask {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum WorkerWork {
+    /// A MiniZinc solve (a solve job or a portfolio attempt).
     Solve {
         /// Text, or paths the node sees; never `Written` (see
         /// [`WorkerWork::solve`]).
         sources: Sources,
+        /// The solver as the request named it; `None`: cp-sat when available,
+        /// else the runtime's default.
         solver: Option<String>,
         /// Written as its number of milliseconds.
         timeout_ms: Budget,
+        /// The search flags (`-f`, `-p`, `-r`, `-a`, `-n`), already gated on
+        /// the solver.
         controls: SolveControls,
     },
     /// Its paths were made absolute at admission.
@@ -57,13 +63,16 @@ pub enum WorkerWork {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum WorkerOutcome {
+    /// The solve's result, as the local run would have returned it.
     Solve {
         /// Boxed: a solve result is twice the size of the other outcomes.
         result: Box<SolveResult>,
     },
+    /// The CP-SAT job's run and checker report.
     Cpsat(CpsatJobOutput),
     /// The run was refused or our machinery failed, as it would have locally.
     Refused {
+        /// The refusal's diagnostic, as the local run would have raised it.
         diagnostic: Diagnostic,
     },
 }

@@ -27,13 +27,24 @@ use crate::runtime::{LocationSource, Runtime, RuntimeLocation};
 /// Why the worker left no result.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
+    /// The task file could not be read or is not a task.
     #[error("could not read the task {path}: {problem}")]
-    Task { path: String, problem: String },
+    Task {
+        /// The `task.json` the worker tried to read.
+        path: String,
+        /// The read or parse error, in words.
+        problem: String,
+    },
+    /// The run was cancelled (Slurm's `scancel`); the server decides the job's
+    /// end.
     #[error("cancelled; no result was written")]
     Cancelled,
+    /// The result file could not be written into place.
     #[error("could not write the result {path}: {source}")]
     Result {
+        /// The `result.json` the worker tried to write.
         path: String,
+        /// Why the write or the rename failed.
         source: std::io::Error,
     },
 }

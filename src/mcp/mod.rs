@@ -63,10 +63,16 @@ use args::{IntoRequest, JobIdArgs, NoArgs};
 
 /// Everything a server is built from.
 pub struct ServerSetup {
+    /// The MiniZinc runtime every solve and check runs on.
     pub minizinc: Arc<Runtime>,
+    /// The Python interpreter with OR-Tools that CP-SAT scripts run on.
     pub cpsat: Arc<CpsatRuntime>,
+    /// Which tools the server advertises.
     pub toolset: Toolset,
+    /// Bounds of the MiniZinc job registry (solve jobs and portfolio attempts;
+    /// portfolios take its retention).
     pub jobs: JobBounds,
+    /// Bounds of the CP-SAT job registry.
     pub cpsat_jobs: JobBounds,
     /// Cancelled when the client goes away; every call and job runs under it.
     pub shutdown: CancellationToken,
@@ -313,6 +319,8 @@ fn answer<T: Serialize>(
 }
 
 impl SolvergateServer {
+    /// Builds the server from `setup`: the services, the job registries and
+    /// backend, and the router of `setup.toolset`.
     pub fn new(setup: ServerSetup) -> Self {
         let ServerSetup {
             minizinc: runtime,
