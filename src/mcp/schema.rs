@@ -88,21 +88,7 @@ fn variant_docs_out(node: &mut Value) {
             }
         }
     }
-    for key in MAP {
-        if let Some(Value::Object(children)) = object.get_mut(*key) {
-            children.values_mut().for_each(variant_docs_out);
-        }
-    }
-    for key in ONE {
-        if let Some(child) = object.get_mut(*key) {
-            variant_docs_out(child);
-        }
-    }
-    for key in LIST {
-        if let Some(Value::Array(children)) = object.get_mut(*key) {
-            children.iter_mut().for_each(variant_docs_out);
-        }
-    }
+    each_child(object, variant_docs_out);
 }
 
 /// An optional input field (`Option<T>` with a serde default) is written
@@ -130,19 +116,26 @@ fn optional_not_null(node: &mut Value) {
             }
         }
     }
+    each_child(object, optional_not_null);
+}
+
+/// Calls `visit` on every subschema directly under `object`: the values
+/// of the [`MAP`] keywords, then the [`ONE`] keywords, then the items of
+/// the [`LIST`] keywords.
+fn each_child(object: &mut Map<String, Value>, mut visit: impl FnMut(&mut Value)) {
     for key in MAP {
         if let Some(Value::Object(children)) = object.get_mut(*key) {
-            children.values_mut().for_each(optional_not_null);
+            children.values_mut().for_each(&mut visit);
         }
     }
     for key in ONE {
         if let Some(child) = object.get_mut(*key) {
-            optional_not_null(child);
+            visit(child);
         }
     }
     for key in LIST {
         if let Some(Value::Array(children)) = object.get_mut(*key) {
-            children.iter_mut().for_each(optional_not_null);
+            children.iter_mut().for_each(&mut visit);
         }
     }
 }
