@@ -61,13 +61,15 @@ pub enum Category {
     InvalidRequest,
     /// A portfolio or experiment accepted no attempt.
     NoWinner,
+    /// The run went over a memory, process, file-size or scratch limit.
+    ResourceLimit,
     /// Nothing safer to say: read the raw status and stderr.
     Unknown,
 }
 
 impl Category {
     /// Every category, in the order of the public table.
-    pub const ALL: [Category; 21] = [
+    pub const ALL: [Category; 22] = [
         Category::SyntaxOrCompileError,
         Category::MissingData,
         Category::TypeError,
@@ -88,6 +90,7 @@ impl Category {
         Category::UnsupportedFeature,
         Category::InvalidRequest,
         Category::NoWinner,
+        Category::ResourceLimit,
         Category::Unknown,
     ];
 
@@ -114,6 +117,7 @@ impl Category {
             Category::UnsupportedFeature => "unsupported_feature",
             Category::InvalidRequest => "invalid_request",
             Category::NoWinner => "no_winner",
+            Category::ResourceLimit => "resource_limit",
             Category::Unknown => "unknown",
         }
     }
@@ -229,7 +233,7 @@ mod tests {
         let mut names: Vec<_> = Category::ALL.iter().map(|c| c.as_str()).collect();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 21);
+        assert_eq!(names.len(), Category::ALL.len());
     }
 
     #[test]

@@ -5,15 +5,15 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    // The watchdog and the sandbox trampoline are this binary too; they
+    // The watchdog and the confining trampoline are this binary too; they
     // take no part in the CLI.
     let mut args = std::env::args_os().skip(1);
     match args.next() {
         Some(arg) if arg == solvergate::exec::watchdog::WATCHDOG_ARG => {
             return solvergate::exec::watchdog::serve(args.next().map(Into::into));
         }
-        Some(arg) if arg == solvergate::exec::sandbox::SANDBOX_ARG => {
-            return solvergate::exec::sandbox::serve(args);
+        Some(arg) if arg == solvergate::exec::confine::CONFINE_ARG => {
+            return solvergate::exec::confine::serve(args);
         }
         _ => {}
     }

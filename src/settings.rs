@@ -6,6 +6,9 @@
 
 use std::path::PathBuf;
 
+use crate::exec::limits::Mode as LimitsMode;
+use crate::exec::{LimitKind, ResourceLimits};
+
 /// Environment variable that overrides the MiniZinc runtime root.
 pub const RUNTIME_DIR_VAR: &str = "SOLVERGATE_RUNTIME_DIR";
 
@@ -17,6 +20,10 @@ pub const CPSAT_PYTHON_VAR: &str = "SOLVERGATE_CPSAT_PYTHON";
 pub const DEFAULT_PLANNER_MAX_RESULTS: usize = 256;
 /// Environment variable holding the bearer token `serve --http` requires.
 pub const HTTP_TOKEN_VAR: &str = "SOLVERGATE_HTTP_TOKEN";
+/// Environment variable choosing how limits are enforced: `auto` or
+/// `rlimit`.
+pub const LIMITS_VAR: &str = "SOLVERGATE_LIMITS";
+
 /// Environment variable: how many warm CP-SAT forkers to keep (0: none).
 pub const CPSAT_WARM_VAR: &str = "SOLVERGATE_CPSAT_WARM";
 
@@ -109,6 +116,13 @@ pub struct Settings {
     /// `SOLVERGATE_SANDBOX=1`: confine scripts, checkers and solvers
     /// (Landlock, no network); the CLI's `--sandbox` does the same.
     pub sandbox: bool,
+    /// `SOLVERGATE_MEMORY_LIMIT_MB`, `SOLVERGATE_MAX_PROCESSES`,
+    /// `SOLVERGATE_FILE_SIZE_LIMIT_MB`, `SOLVERGATE_SCRATCH_LIMIT_MB`: what
+    /// every run's tree may use (defaults in [`ResourceLimits::defaults`]).
+    pub limits: ResourceLimits,
+    /// `SOLVERGATE_LIMITS`: `auto` (a cgroup where the host lets us make
+    /// one, rlimits otherwise) or `rlimit` (rlimits only).
+    pub limits_mode: LimitsMode,
     /// `SOLVERGATE_HTTP_TOKEN`, when set and not empty: the bearer token
     /// every request to `serve --http` must carry.
     pub http_token: Option<String>,
@@ -186,7 +200,32 @@ impl Settings {
                 .map(|value| value.to_string_lossy().trim().to_owned())
                 .filter(|value| !value.is_empty())
         };
+        let limit = |kind: LimitKind, default: u64| {
+            count(
+                kind.variable(),
+                usize::try_from(default).unwrap_or(usize::MAX),
+                1,
+            )
+            .map(|value| value as u64)
+        };
+        let default_limits = ResourceLimits::defaults();
         Ok(Settings {
+            limits: ResourceLimits {
+                memory_mb: limit(LimitKind::Memory, default_limits.memory_mb)?,
+                processes: limit(LimitKind::Processes, default_limits.processes)?,
+                file_size_mb: limit(LimitKind::FileSize, default_limits.file_size_mb)?,
+                scratch_mb: limit(LimitKind::Scratch, default_limits.scratch_mb)?,
+            },
+            limits_mode: match text(LIMITS_VAR).as_deref() {
+                None | Some("auto") => LimitsMode::Auto,
+                Some("rlimit") => LimitsMode::Rlimit,
+                Some(other) => {
+                    return Err(SettingsError {
+                        variable: LIMITS_VAR,
+                        problem: format!("must be auto or rlimit, got {other:?}"),
+                    });
+                }
+            },
             job_backend: match text(JOB_BACKEND_VAR).as_deref() {
                 None | Some("local") => JobBackendKind::Local,
                 Some("slurm") => JobBackendKind::Slurm,
@@ -275,6 +314,43 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limits_default_validate_and_name_their_variable() {
+        let settings = Settings::from_lookup(|_| None).unwrap();
+        assert_eq!(settings.limits, ResourceLimits::defaults());
+        assert_eq!(settings.limits_mode, LimitsMode::Auto);
+        let low = Settings::from_lookup(|name| match name {
+            "SOLVERGATE_MEMORY_LIMIT_MB" => Some("512".into()),
+            "SOLVERGATE_MAX_PROCESSES" => Some("64".into()),
+            "SOLVERGATE_FILE_SIZE_LIMIT_MB" => Some("8".into()),
+            "SOLVERGATE_SCRATCH_LIMIT_MB" => Some("16".into()),
+            "SOLVERGATE_LIMITS" => Some("rlimit".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(
+            low.limits,
+            ResourceLimits {
+                memory_mb: 512,
+                processes: 64,
+                file_size_mb: 8,
+                scratch_mb: 16
+            }
+        );
+        assert_eq!(low.limits_mode, LimitsMode::Rlimit);
+        for (variable, value) in [
+            ("SOLVERGATE_MEMORY_LIMIT_MB", "0"),
+            ("SOLVERGATE_MAX_PROCESSES", "lots"),
+            ("SOLVERGATE_FILE_SIZE_LIMIT_MB", "-1"),
+            ("SOLVERGATE_SCRATCH_LIMIT_MB", "1.5"),
+            ("SOLVERGATE_LIMITS", "cgroup"),
+        ] {
+            let error =
+                Settings::from_lookup(|name| (name == variable).then(|| value.into())).unwrap_err();
+            assert_eq!(error.variable, variable);
+        }
+    }
 
     #[test]
     fn empty_runtime_dir_is_unset() {

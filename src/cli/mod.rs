@@ -49,6 +49,13 @@ pub fn run(cli: Cli) -> ExitCode {
     if cli.sandbox || settings.sandbox {
         crate::exec::sandbox::enable();
     }
+    // Before any other thread starts: on cgroup v2 this process moves into
+    // a leaf of its group.
+    crate::exec::limits::enable(
+        settings.limits,
+        settings.limits_mode,
+        crate::exec::confine::trampoline_of_this_binary(),
+    );
     let Some(dirs) = UserDirs::discover() else {
         eprintln!(
             "solvergate: could not find a home directory for the per-user config and data dirs; pass --runtime-dir"

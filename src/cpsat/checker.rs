@@ -157,6 +157,7 @@ pub async fn run_checker(
         timed_out: run.timed_out(),
         truncated: run.truncated,
         duration_ms: run.elapsed_ms,
+        breach: None,
     };
     let last = last_line(&run.stdout);
     let verdict = if run.timed_out() {
@@ -221,6 +222,7 @@ pub(crate) fn error_report(message: String) -> CheckerReport {
         timed_out: false,
         truncated: false,
         duration_ms: 0,
+        breach: None,
     }
 }
 

@@ -177,6 +177,12 @@ pub struct CheckerReport {
     /// Wall-clock time of the checker, in milliseconds (0 when it never
     /// ran).
     pub duration_ms: u64,
+    /// The resource limit that stopped the checker, when one did: the
+    /// checked run's diagnostic says `resource_limit` (carried inside the
+    /// process only; the diagnostic is what clients see).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub breach: Option<crate::exec::Breach>,
 }
 
 impl CheckerReport {
@@ -333,6 +339,7 @@ mod tests {
             timed_out: false,
             truncated: false,
             duration_ms: 1,
+            breach: None,
         };
         assert_eq!(
             report.refusal().as_deref(),

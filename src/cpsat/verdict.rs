@@ -84,6 +84,7 @@ pub fn script_result(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
 
 fn read_run(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
     let capped = run.ending == Ending::Capped;
+    let breach = run.breach.clone();
     let mut result = CpsatPythonResult {
         status: ScriptStatus::Error,
         solution: None,
@@ -104,6 +105,21 @@ fn read_run(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
             .with_detail("timed_out", result.timed_out)
             .with_detail("truncated", result.truncated)
     };
+    if let Some(breach) = breach {
+        // Stopped by a limit: the last answer it printed is kept, unproven,
+        // and the status says the run did not finish.
+        let mut diagnostic = breach.diagnostic("the script");
+        if let Some(Ok(incumbent)) = envelope::last_envelope(&result.stdout) {
+            adopt(&mut result, incumbent);
+            diagnostic.message = format!(
+                "{}; the last solution it printed is kept, unproven",
+                diagnostic.message
+            );
+        }
+        result.status = ScriptStatus::Error;
+        result.diagnostic = Some(facts(diagnostic, &result));
+        return result;
+    }
     if result.timed_out {
         result.status = ScriptStatus::Timeout;
         let mut rejected = None;
@@ -283,6 +299,7 @@ mod tests {
             sandbox: None,
             late_output_bytes: 0,
             escaped: 0,
+            breach: None,
         }
     }
 

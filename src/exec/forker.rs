@@ -305,6 +305,7 @@ impl Forker {
             sandbox: None,
             late_output_bytes,
             escaped,
+            breach: None,
         })
     }
 

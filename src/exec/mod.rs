@@ -24,14 +24,18 @@
 //! facts (`return_code`, `timed_out`, `truncated`, `elapsed_ms`, what was
 //! left behind); services decide what they mean.
 
+mod cgroup;
+pub mod confine;
 pub mod escape;
 mod forker;
+pub mod limits;
 mod pipes;
 pub mod sandbox;
 mod tree;
 pub mod watchdog;
 
 pub use forker::{Forker, NotForked};
+pub use limits::{Breach, LimitCaps, LimitKind, ResourceLimits};
 pub use sandbox::SandboxReport;
 pub use watchdog::scratch_dir;
 
@@ -196,6 +200,10 @@ pub enum Ending {
     /// The caller asked the child to stop and report (SIGINT, as Ctrl-C
     /// would, then the grace period): what it printed is kept.
     Stopped,
+    /// The tree went over a limit the executor measures (its scratch dir)
+    /// and we stopped it as at the deadline: [`RunOutput::breach`] says
+    /// which.
+    OverLimit,
 }
 
 /// What a finished run leaves behind.
@@ -225,6 +233,9 @@ pub struct RunOutput {
     /// Processes outside the child's session, started from its tree, that
     /// the sweep had to kill (see [`escape`]).
     pub escaped: u32,
+    /// The resource limit the tree went over, when it did (see
+    /// [`limits`]).
+    pub breach: Option<Breach>,
 }
 
 impl RunOutput {
@@ -269,6 +280,7 @@ pub fn ending_in_words(run: &RunOutput) -> String {
         (Ending::Capped, _) => "its output went over the 1 MiB cap".to_owned(),
         (Ending::Cancelled, _) => "it was cancelled".to_owned(),
         (Ending::Stopped, _) => "it was stopped".to_owned(),
+        (Ending::OverLimit, _) => "it went over a resource limit".to_owned(),
         (Ending::Exited, Some(code)) if code < 0 => format!("it was killed by signal {}", -code),
         (Ending::Exited, Some(code)) => format!("it exited with code {code}"),
         (Ending::Exited, None) => "it ended without an exit code".to_owned(),
@@ -335,20 +347,38 @@ pub async fn run_stoppable(
     let stdout_file = tempfile::tempfile().map_err(io_error("create a capture file"))?;
     let stderr_file = tempfile::tempfile().map_err(io_error("create a capture file"))?;
 
-    // In the sandbox, the child starts through the trampoline, may write
-    // only in a temp dir of its own (also its TMPDIR), and reports back.
-    let jail = match sandbox::enabled() && !command.unconfined {
-        true => Some(Jail::new().map_err(io_error("create the sandbox dir"))?),
+    // A confined child starts through the trampoline, under the run's
+    // limits (and in the sandbox, when it is on), with a scratch dir of its
+    // own as its TMPDIR: the only place it may write when sandboxed.
+    let confined = (limits::enabled() || sandbox::enabled()) && !command.unconfined;
+    let jail = match confined {
+        true => Some(Jail::new().map_err(io_error("create the run's scratch dir"))?),
+        false => None,
+    };
+    let run_limits = match confined {
+        true => limits::RunLimits::prepare().map_err(io_error("make the run's cgroup"))?,
         false => None,
     };
     let tag = escape::RunTag::new();
     let (launched, launched_args) = match &jail {
-        Some(jail) => sandbox::wrap(
-            &command.program,
-            &command.args,
-            &jail.write_dir,
-            &jail.report,
-        ),
+        Some(jail) => {
+            let confinement = confine::Confinement {
+                cgroups: Vec::new(),
+                rlimits: Vec::new(),
+                userns: false,
+                sandbox: sandbox::enabled(),
+                write: vec![jail.write_dir.clone()],
+                report: Some(jail.report.clone()),
+            };
+            let confinement = match &run_limits {
+                Some(run_limits) => run_limits.confinement(confinement),
+                None => confinement,
+            };
+            (
+                confine::trampoline(),
+                confinement.command_line(&command.program, &command.args),
+            )
+        }
         None => (command.program.clone(), command.args.clone()),
     };
     let mut wrap = CommandWrap::with_new(&launched, |cmd| {
@@ -456,6 +486,20 @@ pub async fn run_stoppable(
     })?;
 
     let deadline = tokio::time::Instant::from_std(started + limits.timeout);
+    let scratch = match (&jail, &run_limits) {
+        (Some(jail), Some(run_limits)) => Some(limits::ScratchWatch::start(
+            jail.write_dir.clone(),
+            run_limits.scratch_bytes(),
+        )),
+        _ => None,
+    };
+    let over_scratch = async {
+        match &scratch {
+            Some(scratch) => scratch.exceeded().await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(over_scratch);
     let mut watched = Watched::default();
     let mut cap_check = tokio::time::interval(CAP_POLL);
     let (ending, status) = loop {
@@ -472,6 +516,7 @@ pub async fn run_stoppable(
             () = tokio::time::sleep_until(deadline) => break (Ending::TimedOut, None),
             () = cancel.cancelled() => break (Ending::Cancelled, None),
             () = stop.cancelled() => break (Ending::Stopped, None),
+            () = &mut over_scratch => break (Ending::OverLimit, None),
             _ = cap_check.tick() => {
                 if let Some(watcher) = watcher {
                     watched.feed(&stdout_file, limits.output_cap, watcher);
@@ -537,6 +582,23 @@ pub async fn run_stoppable(
         .unwrap_or_else(|error| Err(io::Error::other(error)))
         .map_err(io_error("read the output"))?,
     };
+    let scratch_breach = match (&scratch, &run_limits) {
+        (Some(scratch), Some(run_limits)) if ending == Ending::OverLimit => {
+            Some(run_limits.scratch_breach(scratch.bytes()))
+        }
+        _ => None,
+    };
+    // The groups are read, emptied and removed whatever the ending.
+    let counted = match run_limits {
+        Some(run_limits) => {
+            let tail = tail_of(&stderr, 16 * 1024).to_owned();
+            tokio::task::spawn_blocking(move || run_limits.finish(return_code, &tail))
+                .await
+                .unwrap_or(None)
+        }
+        None => None,
+    };
+    let breach = scratch_breach.or(counted);
     Ok(RunOutput {
         ending,
         return_code,
@@ -547,6 +609,7 @@ pub async fn run_stoppable(
         sandbox: jail.and_then(|jail| sandbox::read_report(&jail.report)),
         late_output_bytes,
         escaped,
+        breach,
     })
 }
 
@@ -731,6 +794,15 @@ fn exit_code(status: ExitStatus) -> i32 {
         (None, Some(signal)) => -signal,
         (None, None) => -1,
     }
+}
+
+/// The last `bytes` of `text` (or all of it), cut at a character boundary.
+fn tail_of(text: &str, bytes: usize) -> &str {
+    let mut start = text.len().saturating_sub(bytes);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
 }
 
 fn captured_len(file: &File) -> u64 {

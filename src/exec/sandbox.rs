@@ -3,30 +3,21 @@
 //! its solvers may write only inside their run's own temp dir and reach no
 //! network. Reads stay allowed: models, data and libraries live anywhere.
 //!
-//! How: the child is started through this binary, re-executed as
-//! `solvergate __sandbox --write DIR --report FILE -- PROGRAM ARGS…`. That
-//! trampoline is a fresh single-threaded process, so it can do what the
-//! async server must not do between fork and exec: it moves itself into a
-//! new network namespace (inside a new user namespace when it is not root),
-//! restricts itself with Landlock (writes only beneath `DIR`, plus
-//! `/dev/null`), writes what it managed to enforce to `FILE`, and execs the
-//! program, which inherits both. A kernel without Landlock or namespaces
-//! does not stop the run: the report says `unsupported`, and the result
-//! carries the report.
+//! How: the trampoline ([`super::confine`]), a fresh single-threaded
+//! process, moves itself into a new network namespace (inside a new user
+//! namespace when it is not root), restricts itself with Landlock (writes
+//! only beneath the run's scratch dir, plus `/dev/null`), reports what it
+//! managed to enforce, and execs the program, which inherits both. A kernel
+//! without Landlock or namespaces does not stop the run: the report says
+//! `unsupported`, and the result carries the report.
 //!
 //! The installer's children (pip needs the network) are never confined.
 
-use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
 use std::sync::OnceLock;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-
-/// The hidden argument that makes the binary a sandbox trampoline.
-pub const SANDBOX_ARG: &str = "__sandbox";
 
 /// What a confined run actually got.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -53,31 +44,8 @@ pub fn enabled() -> bool {
     ENABLED.get().is_some()
 }
 
-/// The command line that runs `program args` through the trampoline.
-pub(super) fn wrap(
-    program: &Path,
-    args: &[OsString],
-    write_dir: &Path,
-    report: &Path,
-) -> (PathBuf, Vec<OsString>) {
-    let binary = std::env::current_exe()
-        .ok()
-        .filter(|path| path.is_file())
-        .unwrap_or_else(|| PathBuf::from("/proc/self/exe"));
-    let mut wrapped: Vec<OsString> = vec![
-        SANDBOX_ARG.into(),
-        "--write".into(),
-        write_dir.into(),
-        "--report".into(),
-        report.into(),
-        "--".into(),
-        program.into(),
-    ];
-    wrapped.extend(args.iter().cloned());
-    (binary, wrapped)
-}
-
-/// Reads what the trampoline wrote; `None` if it never got that far.
+/// Reads what the trampoline wrote; `None` if it never got that far or
+/// the run was not sandboxed.
 pub(super) fn read_report(report: &Path) -> Option<SandboxReport> {
     let text = std::fs::read_to_string(report).ok()?;
     let field = |name: &str| {
@@ -91,53 +59,9 @@ pub(super) fn read_report(report: &Path) -> Option<SandboxReport> {
     })
 }
 
-/// The trampoline: confine this process, report, exec the program.
-pub fn serve(args: impl Iterator<Item = OsString>) -> ExitCode {
-    let mut args = args.peekable();
-    let mut write_dirs = Vec::new();
-    let mut report = None;
-    while let Some(arg) = args.next() {
-        match arg.to_str() {
-            Some("--write") => write_dirs.extend(args.next().map(PathBuf::from)),
-            Some("--report") => report = args.next().map(PathBuf::from),
-            Some("--") => break,
-            _ => {
-                eprintln!("solvergate sandbox: unexpected argument {arg:?}");
-                return ExitCode::from(127);
-            }
-        }
-    }
-    let Some(program) = args.next() else {
-        eprintln!("solvergate sandbox: no program to run");
-        return ExitCode::from(127);
-    };
-    // The report file is opened before Landlock forbids writing it; it
-    // closes at exec, so the program cannot touch it.
-    let report = report.map(|path| (std::fs::File::create(&path), path));
-    let network = isolate_network();
-    let landlock = restrict_writes(&write_dirs);
-    if let Some((file, path)) = report {
-        let text = format!("landlock={landlock}\nnetwork={network}\n");
-        let written =
-            file.and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()));
-        if let Err(error) = written {
-            eprintln!(
-                "solvergate sandbox: could not write {}: {error}",
-                path.display()
-            );
-        }
-    }
-    let error = Command::new(&program).args(args).exec();
-    eprintln!(
-        "solvergate sandbox: could not run {}: {error}",
-        Path::new(&program).display()
-    );
-    ExitCode::from(127)
-}
-
 /// A network namespace of our own; as a non-root user, inside a user
 /// namespace that maps us to ourselves.
-fn isolate_network() -> &'static str {
+pub(super) fn isolate_network() -> &'static str {
     use nix::sched::{CloneFlags, unshare};
     if unshare(CloneFlags::CLONE_NEWNET).is_ok() {
         return "enforced";
@@ -160,7 +84,7 @@ fn isolate_network() -> &'static str {
 
 /// Landlock: read and execute everywhere, write only beneath `dirs` (and
 /// to `/dev/null`).
-fn restrict_writes(dirs: &[PathBuf]) -> &'static str {
+pub(super) fn restrict_writes(dirs: &[PathBuf]) -> &'static str {
     use landlock::{
         ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
         path_beneath_rules,
@@ -205,18 +129,5 @@ mod tests {
             })
         );
         assert_eq!(read_report(&dir.path().join("missing")), None);
-    }
-
-    #[test]
-    fn the_wrapped_command_ends_with_the_program_and_its_args() {
-        let (_, args) = wrap(
-            Path::new("/usr/bin/minizinc"),
-            &["--version".into()],
-            Path::new("/tmp/run"),
-            Path::new("/tmp/run/report"),
-        );
-        assert_eq!(args[0], SANDBOX_ARG);
-        let dash = args.iter().position(|arg| arg == "--").unwrap();
-        assert_eq!(&args[dash + 1..], &["/usr/bin/minizinc", "--version"]);
     }
 }

@@ -498,11 +498,14 @@ fn solve_result(
         diagnostic: None,
         sandbox: run.sandbox.clone(),
     };
-    result.diagnostic = verdict::solve_diagnostic(
-        &result,
-        &report,
-        timeout_ms.as_millis(),
-        controls.all_solutions,
-    );
+    result.diagnostic = match &run.breach {
+        Some(breach) => Some(verdict::breach_diagnostic(&result, breach)),
+        None => verdict::solve_diagnostic(
+            &result,
+            &report,
+            timeout_ms.as_millis(),
+            controls.all_solutions,
+        ),
+    };
     result
 }

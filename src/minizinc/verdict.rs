@@ -19,6 +19,10 @@ use crate::exec::{Ending, RunOutput};
 /// timeout > error > unsatisfiable > unbounded > unsat_or_unbounded >
 /// unknown > optimal > satisfied.
 pub fn solve_status(run: &RunOutput, report: &StreamReport) -> SolveStatus {
+    // A limit stopped the tree: what it found is kept, unproven.
+    if run.breach.is_some() {
+        return SolveStatus::Error;
+    }
     if run.timed_out() || minizinc_timed_out(report) && report.solutions.is_empty() {
         return SolveStatus::Timeout;
     }
@@ -49,6 +53,24 @@ pub fn solve_status(run: &RunOutput, report: &StreamReport) -> SolveStatus {
         }
         Some(StreamStatus::AllSolutions | StreamStatus::Other(_)) | None => SolveStatus::Unknown,
     }
+}
+
+/// The `resource_limit` diagnostic of a solve a limit stopped, with the
+/// solve's facts; solutions found before it are kept, unproven.
+pub fn breach_diagnostic(result: &SolveResult, breach: &crate::exec::Breach) -> Diagnostic {
+    let mut diagnostic = breach.diagnostic("MiniZinc");
+    let found = result.solutions.len();
+    if found > 0 {
+        diagnostic.message = format!(
+            "{}; the {found} solution(s) found before are kept, unproven",
+            diagnostic.message
+        );
+    }
+    diagnostic
+        .with_detail("return_code", result.return_code)
+        .with_detail("timed_out", result.timed_out)
+        .with_detail("truncated", result.truncated)
+        .with_detail("solver", result.solver.clone())
 }
 
 /// MiniZinc stopped itself at `--time-limit` before it finished compiling.
@@ -291,7 +313,9 @@ fn take_lines(present: &mut HashMap<&str, usize>, note: &str) -> bool {
 
 /// Status of a compile check or an inspection.
 fn preflight_status(run: &RunOutput, report: &StreamReport) -> PreflightStatus {
-    if run.timed_out() || minizinc_timed_out(report) {
+    if run.breach.is_some() {
+        PreflightStatus::Error
+    } else if run.timed_out() || minizinc_timed_out(report) {
         PreflightStatus::Timeout
     } else if run.return_code == Some(0) {
         PreflightStatus::Ok
@@ -307,6 +331,15 @@ fn preflight_diagnostic(
     stderr: &str,
     timeout_ms: u64,
 ) -> Option<Diagnostic> {
+    if let Some(breach) = &run.breach {
+        return Some(
+            breach
+                .diagnostic("MiniZinc")
+                .with_detail("return_code", run.return_code)
+                .with_detail("timed_out", run.timed_out())
+                .with_detail("truncated", run.truncated),
+        );
+    }
     let diagnostic = if run.truncated {
         Diagnostic::new(
             Category::OutputTruncated,
@@ -467,6 +500,7 @@ mod tests {
             sandbox: None,
             late_output_bytes: 0,
             escaped: 0,
+            breach: None,
         }
     }
 

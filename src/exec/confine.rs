@@ -1,0 +1,242 @@
+//! The trampoline every confined child starts through: this binary,
+//! re-executed as `solvergate __confine [OPTIONS] -- PROGRAM ARGS…`.
+//!
+//! It is a fresh single-threaded process, so it can do what the async
+//! server must not do between fork and exec, in this order, then exec the
+//! program, which inherits all of it:
+//!
+//! 1. join the run's cgroups (`--cgroup FILE`: a `cgroup.procs` to write our
+//!    pid to), so nothing of the tree runs outside them;
+//! 2. set rlimits, soft and hard (`--rlimit fsize=BYTES`, `data=BYTES`,
+//!    `nproc=N`), so the program cannot raise them again;
+//! 3. with `--userns`, move into a user namespace of its own, mapped to our
+//!    own ids, where `RLIMIT_NPROC` counts only this run's processes (when
+//!    the namespace cannot be made, `nproc` is not set at all rather than
+//!    counted against every process of the user);
+//! 4. with `--sandbox`, confine itself ([`super::sandbox`]): no network,
+//!    writes only beneath each `--write DIR`;
+//! 5. write what it enforced to `--report FILE` (opened before Landlock
+//!    forbids it, closed at exec).
+//!
+//! A step that must hold (joining a cgroup, an rlimit) and fails stops the
+//! run with exit code 127 and a line on stderr: a child never runs with
+//! less confinement than it was given without saying so.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use nix::sys::resource::{Resource, setrlimit};
+
+use super::sandbox;
+
+/// The hidden argument that makes the binary a trampoline.
+pub const CONFINE_ARG: &str = "__confine";
+
+/// The binary that confines children: the one limits were enabled with,
+/// else this executable.
+pub(super) fn trampoline() -> PathBuf {
+    super::limits::trampoline().unwrap_or_else(trampoline_of_this_binary)
+}
+
+/// This executable as a trampoline (`/proc/self/exe` when its file is gone,
+/// a rebuild having replaced it).
+pub fn trampoline_of_this_binary() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .filter(|path| path.is_file())
+        .unwrap_or_else(|| PathBuf::from("/proc/self/exe"))
+}
+
+/// What the trampoline is asked to do.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct Confinement {
+    /// `cgroup.procs` files to join.
+    pub cgroups: Vec<PathBuf>,
+    /// rlimits to set: `fsize`, `data`, `nproc`.
+    pub rlimits: Vec<(String, u64)>,
+    /// A user namespace of the run's own (for `nproc`).
+    pub userns: bool,
+    /// Landlock and a network namespace.
+    pub sandbox: bool,
+    /// Where a sandboxed child may write.
+    pub write: Vec<PathBuf>,
+    /// Where the trampoline reports.
+    pub report: Option<PathBuf>,
+}
+
+impl Confinement {
+    /// The trampoline's command line for `program args`.
+    pub fn command_line(&self, program: &Path, args: &[OsString]) -> Vec<OsString> {
+        let mut line: Vec<OsString> = vec![CONFINE_ARG.into()];
+        for file in &self.cgroups {
+            line.extend(["--cgroup".into(), file.into()]);
+        }
+        for (name, value) in &self.rlimits {
+            line.extend(["--rlimit".into(), format!("{name}={value}").into()]);
+        }
+        if self.userns {
+            line.push("--userns".into());
+        }
+        if self.sandbox {
+            line.push("--sandbox".into());
+        }
+        for dir in &self.write {
+            line.extend(["--write".into(), dir.into()]);
+        }
+        if let Some(report) = &self.report {
+            line.extend(["--report".into(), report.into()]);
+        }
+        line.push("--".into());
+        line.push(program.into());
+        line.extend(args.iter().cloned());
+        line
+    }
+
+    /// Reads the options back; the rest (`PROGRAM ARGS…`) stays in `args`.
+    fn parse(args: &mut impl Iterator<Item = OsString>) -> Result<Confinement, String> {
+        let mut confinement = Confinement::default();
+        while let Some(arg) = args.next() {
+            let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+            match arg.to_str() {
+                Some("--cgroup") => confinement.cgroups.push(value("--cgroup")?.into()),
+                Some("--write") => confinement.write.push(value("--write")?.into()),
+                Some("--report") => confinement.report = Some(value("--report")?.into()),
+                Some("--rlimit") => {
+                    let text = value("--rlimit")?;
+                    let parsed = text.to_str().and_then(|text| {
+                        let (name, number) = text.split_once('=')?;
+                        Some((name.to_owned(), number.parse::<u64>().ok()?))
+                    });
+                    let Some(rlimit) = parsed else {
+                        return Err(format!("--rlimit wants NAME=NUMBER, got {text:?}"));
+                    };
+                    confinement.rlimits.push(rlimit);
+                }
+                Some("--userns") => confinement.userns = true,
+                Some("--sandbox") => confinement.sandbox = true,
+                Some("--") => return Ok(confinement),
+                _ => return Err(format!("unexpected argument {arg:?}")),
+            }
+        }
+        Err("no `--` before the program".to_owned())
+    }
+}
+
+/// The trampoline: confine this process, report, exec the program.
+pub fn serve(args: impl Iterator<Item = OsString>) -> ExitCode {
+    let mut args = args;
+    let confinement = match Confinement::parse(&mut args) {
+        Ok(confinement) => confinement,
+        Err(problem) => return refuse(&problem),
+    };
+    let Some(program) = args.next() else {
+        return refuse("no program to run");
+    };
+    // Opened before Landlock forbids writing it; closed at exec.
+    let report = confinement
+        .report
+        .as_ref()
+        .map(|path| (std::fs::File::create(path), path));
+    for file in &confinement.cgroups {
+        if let Err(error) = std::fs::write(file, std::process::id().to_string()) {
+            return refuse(&format!(
+                "could not join the run's cgroup {}: {error}",
+                file.display()
+            ));
+        }
+    }
+    let mut processes = "none";
+    let userns = confinement.userns && own_user_namespace();
+    for (name, value) in &confinement.rlimits {
+        let resource = match name.as_str() {
+            "fsize" => Resource::RLIMIT_FSIZE,
+            "data" => Resource::RLIMIT_DATA,
+            // Counted against every process of the user without a
+            // namespace of our own: better unset than wrong.
+            "nproc" if !userns => continue,
+            "nproc" => Resource::RLIMIT_NPROC,
+            other => return refuse(&format!("unknown rlimit {other}")),
+        };
+        if let Err(error) = setrlimit(resource, *value, *value) {
+            return refuse(&format!("could not set {name} to {value}: {error}"));
+        }
+        if name == "nproc" {
+            processes = "rlimit";
+        }
+    }
+    let mut text = format!("processes={processes}\n");
+    if confinement.sandbox {
+        let network = sandbox::isolate_network();
+        let landlock = sandbox::restrict_writes(&confinement.write);
+        text.push_str(&format!("landlock={landlock}\nnetwork={network}\n"));
+    }
+    if let Some((file, path)) = report {
+        let written =
+            file.and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()));
+        if let Err(error) = written {
+            eprintln!(
+                "solvergate: could not write the confinement report {}: {error}",
+                path.display()
+            );
+        }
+    }
+    let error = Command::new(&program).args(args).exec();
+    refuse(&format!(
+        "could not run {}: {error}",
+        Path::new(&program).display()
+    ))
+}
+
+fn refuse(problem: &str) -> ExitCode {
+    eprintln!("solvergate confine: {problem}");
+    ExitCode::from(127)
+}
+
+/// A user namespace of our own that maps our ids to themselves; false when
+/// the kernel or its policy refuses one.
+fn own_user_namespace() -> bool {
+    use nix::sched::{CloneFlags, unshare};
+    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+    if unshare(CloneFlags::CLONE_NEWUSER).is_err() {
+        return false;
+    }
+    std::fs::write("/proc/self/setgroups", "deny")
+        .and_then(|()| std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1")))
+        .and_then(|()| std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1")))
+        .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_line_reads_back() {
+        let confinement = Confinement {
+            cgroups: vec!["/sys/fs/cgroup/x/cgroup.procs".into()],
+            rlimits: vec![("fsize".into(), 1024), ("data".into(), 4096)],
+            userns: true,
+            sandbox: true,
+            write: vec!["/tmp/run".into()],
+            report: Some("/tmp/report".into()),
+        };
+        let line = confinement.command_line(Path::new("/usr/bin/minizinc"), &["--version".into()]);
+        assert_eq!(line[0], CONFINE_ARG);
+        let mut rest = line.into_iter().skip(1);
+        assert_eq!(Confinement::parse(&mut rest).unwrap(), confinement);
+        let rest: Vec<OsString> = rest.collect();
+        assert_eq!(rest, ["/usr/bin/minizinc", "--version"]);
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        let mut args = ["--rlimit".into(), "fsize".into()].into_iter();
+        assert!(Confinement::parse(&mut args).is_err());
+        let mut args = ["--bogus".into()].into_iter();
+        assert!(Confinement::parse(&mut args).is_err());
+        let mut args = std::iter::empty();
+        assert!(Confinement::parse(&mut args).is_err());
+    }
+}
