@@ -113,8 +113,9 @@ pub struct Settings {
     /// make a solve panic on purpose (see `minizinc::TEST_PANIC_MARKER`).
     /// Always false in a release build.
     pub test_hooks: bool,
-    /// `SOLVERGATE_SANDBOX=1`: confine scripts, checkers and solvers
-    /// (Landlock, no network); the CLI's `--sandbox` does the same.
+    /// `SOLVERGATE_SANDBOX` (default on; `0` turns it off): confine
+    /// scripts, checkers and solvers (Landlock, no network); the CLI's
+    /// `--no-sandbox` turns it off too.
     pub sandbox: bool,
     /// `SOLVERGATE_MEMORY_LIMIT_MB`, `SOLVERGATE_MAX_PROCESSES`,
     /// `SOLVERGATE_FILE_SIZE_LIMIT_MB`, `SOLVERGATE_SCRATCH_LIMIT_MB`: what
@@ -285,8 +286,8 @@ impl Settings {
                 .as_deref()
                 .and_then(|v| v.to_str())
             {
-                None | Some("" | "0" | "false") => false,
-                Some("1" | "true") => true,
+                Some("0" | "false") => false,
+                None | Some("" | "1" | "true") => true,
                 Some(other) => {
                     return Err(SettingsError {
                         variable: "SOLVERGATE_SANDBOX",

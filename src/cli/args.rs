@@ -24,10 +24,15 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "PATH")]
     pub runtime_dir: Option<PathBuf>,
 
-    /// Confine scripts, checkers and solvers (Linux): they may write only in
-    /// their run's temp dir and reach no network; results say what was
-    /// enforced. Same as SOLVERGATE_SANDBOX=1.
+    /// Do not confine scripts, checkers and solvers. By default (Linux) they
+    /// may write only in their run's scratch dir and reach no network;
+    /// results say what was enforced. Same as SOLVERGATE_SANDBOX=0.
     #[arg(long, global = true)]
+    pub no_sandbox: bool,
+
+    /// The sandbox is on by default; kept so older configurations that
+    /// pass it still start.
+    #[arg(long, global = true, hide = true, conflicts_with = "no_sandbox")]
     pub sandbox: bool,
 
     #[command(subcommand)]

@@ -46,16 +46,19 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    if cli.sandbox || settings.sandbox {
-        crate::exec::sandbox::enable();
+    let trampoline = crate::exec::confine::trampoline_of_this_binary();
+    if settings.sandbox && !cli.no_sandbox {
+        let support = crate::exec::sandbox::probe(&trampoline);
+        if support.landlock != "enforced" || support.network != "enforced" {
+            eprintln!(
+                "solvergate: the sandbox is only partly enforced on this kernel (landlock {}, network {}); children run with what it allows",
+                support.landlock, support.network
+            );
+        }
     }
     // Before any other thread starts: on cgroup v2 this process moves into
     // a leaf of its group.
-    crate::exec::limits::enable(
-        settings.limits,
-        settings.limits_mode,
-        crate::exec::confine::trampoline_of_this_binary(),
-    );
+    crate::exec::limits::enable(settings.limits, settings.limits_mode, trampoline);
     let Some(dirs) = UserDirs::discover() else {
         eprintln!(
             "solvergate: could not find a home directory for the per-user config and data dirs; pass --runtime-dir"

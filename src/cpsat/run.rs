@@ -78,12 +78,10 @@ impl Cpsat {
     }
 
     /// Keeps `size` warm forkers of the interpreter from the first script
-    /// run on, until `shutdown` (0: every run is cold).
-    ///
-    /// With the sandbox on, scripts always start cold, through the sandbox
-    /// trampoline: a forked child would inherit its forker's freedom.
+    /// run on, until `shutdown` (0: every run is cold). A forked child
+    /// confines itself as the trampoline would (limits, sandbox) before the
+    /// script runs.
     pub fn enable_warm_pool(&self, size: usize, shutdown: CancellationToken) {
-        let size = if exec::sandbox::enabled() { 0 } else { size };
         self.warm.arm(size, shutdown);
     }
 

@@ -94,6 +94,24 @@ impl Confinement {
         line
     }
 
+    /// The same, as the warm forker's child reads it (`forker.py`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let text = |path: &PathBuf| path.to_string_lossy().into_owned();
+        let rlimits: serde_json::Map<String, serde_json::Value> = self
+            .rlimits
+            .iter()
+            .map(|(name, value)| (name.clone(), serde_json::Value::from(*value)))
+            .collect();
+        serde_json::json!({
+            "cgroups": self.cgroups.iter().map(text).collect::<Vec<_>>(),
+            "rlimits": rlimits,
+            "userns": self.userns,
+            "sandbox": self.sandbox,
+            "write": self.write.iter().map(text).collect::<Vec<_>>(),
+            "report": self.report.as_ref().map(text),
+        })
+    }
+
     /// Reads the options back; the rest (`PROGRAM ARGS…`) stays in `args`.
     fn parse(args: &mut impl Iterator<Item = OsString>) -> Result<Confinement, String> {
         let mut confinement = Confinement::default();

@@ -4,7 +4,9 @@
 # Protocol, on the UNIX socket that is fd 0:
 #   forker -> server  {"ready": true}                      once the preload is imported
 #   server -> forker  one JSON line + 2 fds (SCM_RIGHTS):  the child's stdout and stderr
-#       {"script": path, "argv": [...], "cwd": dir, "set": {k: v}, "remove": [k]}
+#       {"script": path, "argv": [...], "cwd": dir, "set": {k: v}, "remove": [k],
+#        "confine": {"cgroups": [procs file], "rlimits": {"fsize"|"data"|"nproc": n},
+#                    "userns": bool, "sandbox": bool, "write": [dir], "report": path}}
 #   forker -> server  {"pid": N}                           the child leads its own session
 #   forker -> server  {"pid": N, "wait_status": S}         the raw waitpid status
 import json
@@ -66,6 +68,13 @@ def child(request, fds, ready_w, base_path):
         os.closerange(3, ready_w)
         os.closerange(ready_w + 1, 65536)
         os.close(ready_w)
+        # Before any user code: the same confinement a cold run gets from
+        # solvergate's trampoline (src/exec/confine.rs).
+        try:
+            confine(request.get("confine") or {})
+        except BaseException as error:  # noqa: BLE001 - never run unconfined
+            os.write(2, ("solvergate confine: %s\n" % error).encode())
+            os._exit(127)
         import io
         import signal
 
@@ -105,6 +114,135 @@ def child(request, fds, ready_w, base_path):
             code = 1
     finally:
         os._exit(code)
+
+
+def confine(spec):
+    """Joins the run's cgroups, sets its rlimits, and with `sandbox` cuts the
+    network and restricts writes (Landlock), as the trampoline does. A step
+    that must hold and fails ends the child with 127."""
+    report = open(spec["report"], "w") if spec.get("report") else None
+    for procs in spec.get("cgroups", []):
+        with open(procs, "w") as handle:
+            handle.write(str(os.getpid()))
+    import resource
+
+    userns = bool(spec.get("userns")) and own_user_namespace()
+    processes = "none"
+    names = {"fsize": resource.RLIMIT_FSIZE, "data": resource.RLIMIT_DATA}
+    for name, value in spec.get("rlimits", {}).items():
+        if name == "nproc":
+            if not userns:
+                continue
+            resource.setrlimit(resource.RLIMIT_NPROC, (value, value))
+            processes = "rlimit"
+        else:
+            resource.setrlimit(names[name], (value, value))
+    text = "processes=%s\n" % processes
+    if spec.get("sandbox"):
+        network = isolate_network()
+        landlock = restrict_writes(spec.get("write", []))
+        text += "landlock=%s\nnetwork=%s\n" % (landlock, network)
+    if report is not None:
+        report.write(text)
+        report.close()
+
+
+def libc():
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+
+
+def map_ids():
+    uid, gid = os.getuid(), os.getgid()
+    for path, text in (
+        ("/proc/self/setgroups", "deny"),
+        ("/proc/self/uid_map", "%d %d 1" % (uid, uid)),
+        ("/proc/self/gid_map", "%d %d 1" % (gid, gid)),
+    ):
+        with open(path, "w") as handle:
+            handle.write(text)
+
+
+def own_user_namespace():
+    if libc().unshare(CLONE_NEWUSER) != 0:
+        return False
+    try:
+        map_ids()
+    except OSError:
+        return False
+    return True
+
+
+def isolate_network():
+    c = libc()
+    if c.unshare(CLONE_NEWNET) == 0:
+        return "enforced"
+    if c.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
+        return "unsupported"
+    try:
+        map_ids()
+    except OSError:
+        sys.stderr.write("solvergate sandbox: could not map ids in the user namespace\n")
+    return "enforced"
+
+
+# Landlock, as the Rust side asks for it (ABI 3, best effort below):
+# read and execute everywhere, everything beneath the write dirs, and
+# writing /dev/null.
+EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1, 2, 4, 8
+REFER, TRUNCATE = 1 << 13, 1 << 14
+
+
+def restrict_writes(dirs):
+    import ctypes
+
+    c = libc()
+    syscall = c.syscall
+    syscall.restype = ctypes.c_long
+    abi = syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    if abi < 1:
+        return "unsupported"
+    handled = (1 << 13) - 1
+    if abi >= 2:
+        handled |= REFER
+    if abi >= 3:
+        handled |= TRUNCATE
+
+    class RulesetAttr(ctypes.Structure):
+        _fields_ = [("handled_access_fs", ctypes.c_uint64)]
+
+    class PathBeneath(ctypes.Structure):
+        _pack_ = 1
+        _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+    attr = RulesetAttr(handled)
+    ruleset = syscall(444, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
+    if ruleset < 0:
+        return "unsupported"
+    rules = [("/", EXECUTE | READ_FILE | READ_DIR)]
+    rules += [(d, handled) for d in dirs]
+    rules.append(("/dev/null", (EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE) & handled))
+    try:
+        for path, access in rules:
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            try:
+                rule = PathBeneath(access, fd)
+                if syscall(445, ruleset, 1, ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
+                    return "unsupported"
+            finally:
+                os.close(fd)
+        if c.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
+            return "unsupported"
+        if syscall(446, ruleset, ctypes.c_uint32(0)) != 0:
+            return "unsupported"
+    finally:
+        os.close(ruleset)
+    return "enforced" if abi >= 3 else "partial"
 
 
 def run_script(script):

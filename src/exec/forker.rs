@@ -198,7 +198,38 @@ impl Forker {
         cancel: &CancellationToken,
     ) -> Result<RunOutput, NotForked> {
         let tag = RunTag::new();
-        let request = request_line(&command.clone().env(escape::RUN_TAG, tag.value()))?;
+        // The child confines itself as the trampoline would (forker.py's
+        // `confine`), in a scratch dir of its own that is its TMPDIR.
+        let confined = super::limits::enabled() || super::sandbox::enabled();
+        let jail = match confined {
+            true => Some(
+                super::Jail::new()
+                    .map_err(|error| NotForked(format!("no scratch dir: {error}")))?,
+            ),
+            false => None,
+        };
+        let run_limits = match confined {
+            true => super::limits::RunLimits::prepare()
+                .map_err(|error| NotForked(format!("no cgroup: {error}")))?,
+            false => None,
+        };
+        let mut command = command.clone().env(escape::RUN_TAG, tag.value());
+        let mut confinement = Value::Null;
+        if let Some(jail) = &jail {
+            command = command.env("TMPDIR", &jail.write_dir);
+            let base = super::confine::Confinement {
+                sandbox: super::sandbox::enabled(),
+                write: vec![jail.write_dir.clone()],
+                report: Some(jail.report.clone()),
+                ..super::confine::Confinement::default()
+            };
+            let full = match &run_limits {
+                Some(run_limits) => run_limits.confinement(base),
+                None => base,
+            };
+            confinement = full.to_json();
+        }
+        let request = request_line(&command, confinement)?;
         self.busy = true;
         let not_forked = |this: &mut Forker, why: String| {
             this.broken = true;
@@ -252,6 +283,19 @@ impl Forker {
         };
 
         let deadline = tokio::time::Instant::from_std(started + limits.timeout);
+        let scratch = match (&jail, &run_limits) {
+            (Some(jail), Some(run_limits)) => Some(super::limits::ScratchWatch::start(
+                jail.write_dir.clone(),
+                run_limits.scratch_bytes(),
+            )),
+            _ => None,
+        };
+        let over_scratch = async {
+            match &scratch {
+                Some(scratch) => scratch.exceeded().await,
+                None => std::future::pending().await,
+            }
+        };
         let (ending, status) = tokio::select! {
             answer = self.answers.recv() => {
                 // Only what the tree wrote until now is its output.
@@ -260,6 +304,7 @@ impl Forker {
             }
             () = tokio::time::sleep_until(deadline) => (Ending::TimedOut, None),
             () = cancel.cancelled() => (Ending::Cancelled, None),
+            () = over_scratch => (Ending::OverLimit, None),
         };
         let mut wait_status = status.as_deref().and_then(answered_status);
         if ending == Ending::Exited && wait_status.is_none() {
@@ -267,7 +312,7 @@ impl Forker {
             // let the child run to its end (the pipes close) or the deadline.
             self.broken = true;
         }
-        if ending == Ending::TimedOut {
+        if matches!(ending, Ending::TimedOut | Ending::OverLimit) {
             super::tree::signal_group(child, Signal::SIGTERM);
             if let Ok(Some(answer)) =
                 tokio::time::timeout(limits.term_grace, self.answers.recv()).await
@@ -295,6 +340,24 @@ impl Forker {
             Ending::Exited => wait_status.map(decode_wait_status),
             _ => None,
         };
+        let scratch_breach = match (&scratch, &run_limits) {
+            (Some(scratch), Some(run_limits)) if ending == Ending::OverLimit => {
+                Some(run_limits.scratch_breach(scratch.bytes()))
+            }
+            _ => None,
+        };
+        let counted = match run_limits {
+            Some(run_limits) => {
+                let tail = super::tail_of(&stderr, 16 * 1024).to_owned();
+                tokio::task::spawn_blocking(move || run_limits.finish(return_code, &tail))
+                    .await
+                    .unwrap_or(None)
+            }
+            None => None,
+        };
+        let sandbox = jail
+            .as_ref()
+            .and_then(|jail| super::sandbox::read_report(&jail.report));
         Ok(RunOutput {
             ending,
             return_code,
@@ -302,10 +365,10 @@ impl Forker {
             elapsed_ms,
             stdout,
             stderr,
-            sandbox: None,
+            sandbox,
             late_output_bytes,
             escaped,
-            breach: None,
+            breach: scratch_breach.or(counted),
         })
     }
 
@@ -352,7 +415,7 @@ impl Drop for Forker {
 
 /// The request line for `command`, which must be `python -u <script> …`
 /// with UTF-8 arguments and environment.
-fn request_line(command: &ChildCommand) -> Result<String, NotForked> {
+fn request_line(command: &ChildCommand, confine: Value) -> Result<String, NotForked> {
     let text = |value: &OsString| {
         value
             .to_str()
@@ -384,7 +447,10 @@ fn request_line(command: &ChildCommand) -> Result<String, NotForked> {
         .iter()
         .map(text)
         .collect::<Result<Vec<_>, _>>()?;
-    let line = json!({"script": script, "argv": argv, "cwd": cwd, "set": set, "remove": remove});
+    let line = json!({
+        "script": script, "argv": argv, "cwd": cwd, "set": set, "remove": remove,
+        "confine": confine,
+    });
     Ok(format!("{line}\n"))
 }
 
@@ -435,13 +501,13 @@ mod tests {
             .cwd("/tmp")
             .env("A", "1")
             .env_remove("B");
-        let line = request_line(&command).unwrap();
+        let line = request_line(&command, Value::Null).unwrap();
         let value: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(value["script"], "/tmp/s.py");
         assert_eq!(value["argv"], json!(["--n"]));
         assert_eq!(value["set"], json!({"A": "1"}));
         assert_eq!(value["remove"], json!(["B"]));
-        assert!(request_line(&ChildCommand::new("/bin/sh").arg("-c")).is_err());
+        assert!(request_line(&ChildCommand::new("/bin/sh").arg("-c"), Value::Null).is_err());
     }
 
     #[test]

@@ -617,12 +617,12 @@ pub async fn run_stoppable(
 /// file its trampoline reports to (which the child cannot write).
 struct Jail {
     _dir: tempfile::TempDir,
-    write_dir: PathBuf,
-    report: PathBuf,
+    pub(super) write_dir: PathBuf,
+    pub(super) report: PathBuf,
 }
 
 impl Jail {
-    fn new() -> io::Result<Jail> {
+    pub(super) fn new() -> io::Result<Jail> {
         // scratch_dir already falls back to the system temp dir.
         let dir = watchdog::scratch_dir("solvergate-sandbox-")
             .map_err(|error| io::Error::other(error.0.message))?;

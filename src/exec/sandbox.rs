@@ -1,7 +1,13 @@
-//! Opt-in confinement of the children we start (`--sandbox` or
-//! `SOLVERGATE_SANDBOX=1`, Linux): a CP-SAT script, a checker, MiniZinc and
-//! its solvers may write only inside their run's own temp dir and reach no
-//! network. Reads stay allowed: models, data and libraries live anywhere.
+//! Confinement of the children we start, on by default (`--no-sandbox` or
+//! `SOLVERGATE_SANDBOX=0` turns it off; Linux): a CP-SAT script, a checker,
+//! MiniZinc and its solvers may write only inside their run's own scratch
+//! dir and reach no network. Reads stay allowed: models, data and
+//! libraries live anywhere.
+//!
+//! Whether the kernel can enforce it is probed once at start-up
+//! ([`probe`]): the trampoline confines `/bin/true` and reports. A kernel
+//! that supports neither Landlock nor network namespaces leaves the
+//! sandbox off, said once on stderr and in `check_runtime`.
 //!
 //! How: the trampoline ([`super::confine`]), a fresh single-threaded
 //! process, moves itself into a new network namespace (inside a new user
@@ -33,8 +39,9 @@ pub struct SandboxReport {
 
 static ENABLED: OnceLock<()> = OnceLock::new();
 
-/// Confines every child started from now on (except the installer's).
-pub fn enable() {
+/// Confines every child started from now on (except the installer's);
+/// [`probe`] calls it when the kernel supports the sandbox.
+fn enable() {
     let _ = ENABLED.set(());
 }
 
@@ -42,6 +49,49 @@ pub fn enable() {
 /// sandbox.
 pub fn enabled() -> bool {
     ENABLED.get().is_some()
+}
+
+/// What the kernel let the trampoline enforce when probed at start-up.
+static SUPPORT: OnceLock<SandboxReport> = OnceLock::new();
+
+/// Confines `/bin/true` through `trampoline` and reads what it reports;
+/// turns the sandbox on unless neither part could be enforced. Returns the
+/// report (`unsupported` twice when the probe itself could not run).
+pub fn probe(trampoline: &Path) -> SandboxReport {
+    let unsupported = SandboxReport {
+        landlock: "unsupported".into(),
+        network: "unsupported".into(),
+    };
+    let Ok(dir) = tempfile::tempdir() else {
+        return unsupported;
+    };
+    let report = dir.path().join("report");
+    let confinement = super::confine::Confinement {
+        sandbox: true,
+        write: vec![dir.path().to_path_buf()],
+        report: Some(report.clone()),
+        ..super::confine::Confinement::default()
+    };
+    let ran = std::process::Command::new(trampoline)
+        .args(confinement.command_line(Path::new("/bin/true"), &[]))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    let found = match ran {
+        Ok(status) if status.success() => read_report(&report).unwrap_or(unsupported),
+        _ => unsupported,
+    };
+    if found.landlock != "unsupported" || found.network != "unsupported" {
+        enable();
+    }
+    let _ = SUPPORT.set(found.clone());
+    found
+}
+
+/// The start-up probe's report, once [`probe`] ran.
+pub fn support() -> Option<&'static SandboxReport> {
+    SUPPORT.get()
 }
 
 /// Reads what the trampoline wrote; `None` if it never got that far or

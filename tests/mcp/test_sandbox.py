@@ -1,11 +1,13 @@
-"""The opt-in sandbox (SOLVERGATE_SANDBOX=1): a CP-SAT script that opens a
-TCP socket, sends UDP and writes to $HOME is denied each, MiniZinc still
-solves, and every result says what was enforced. Whether the kernel can
-enforce it is probed here independently of the server."""
+"""The sandbox, on by default: a CP-SAT script (cold or warm-forked) that
+opens a TCP socket, sends UDP and writes to $HOME is denied each, MiniZinc
+still solves, and every result says what was enforced; SOLVERGATE_SANDBOX=0
+and --no-sandbox turn it off. Whether the kernel can enforce it is probed
+here independently of the server."""
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -62,19 +64,27 @@ def expected() -> dict[str, str]:
     }
 
 
-async def test_a_script_is_denied_the_network_and_home_and_says_so(harness, expected):
-    env, _marker = cpsat_env(harness, SOLVERGATE_SANDBOX="1")
+@pytest.mark.parametrize("setting", ["default", "explicit"])
+async def test_a_script_is_denied_the_network_and_home_and_says_so(harness, expected, setting):
+    extra = {"SOLVERGATE_SANDBOX": "1"} if setting == "explicit" else {}
+    env, _marker = cpsat_env(harness, **extra)
+    if setting == "default":
+        env.pop("SOLVERGATE_SANDBOX", None)
     home = Path(env["HOME"])
     async with harness.open("full", env=env) as launched:
-        result = structured(await launched.session.call_tool("run_cpsat_python", {"source": ATTEMPTS}))
-        assert result["sandbox"] == expected, result
-        tried = result["solution"]
-        assert tried["tmp"] == "written", "the run's own temp dir stays writable"
-        if expected["network"] == "enforced":
-            assert tried["tcp"] != "connected" and tried["udp"] != "sent", tried
-        if expected["landlock"] == "enforced":
-            assert tried["home"] == 13, tried  # EACCES
-            assert not (home / "escaped.txt").exists()
+        # Three runs: the first may start cold while the warm pool fills,
+        # the later ones are forked from a warm forker, which must confine
+        # its child just the same.
+        for _ in range(3):
+            result = structured(await launched.session.call_tool("run_cpsat_python", {"source": ATTEMPTS}))
+            assert result["sandbox"] == expected, result
+            tried = result["solution"]
+            assert tried["tmp"] == "written", "the run's own temp dir stays writable"
+            if expected["network"] == "enforced":
+                assert tried["tcp"] != "connected" and tried["udp"] != "sent", tried
+            if expected["landlock"] == "enforced":
+                assert tried["home"] == 13, tried  # EACCES
+                assert not (home / "escaped.txt").exists()
 
         if not runtime_needs_mounts():
             solved = structured(await launched.session.call_tool("solve_minizinc_model", {"model": OPT_MODEL}))
@@ -88,15 +98,23 @@ async def test_a_script_is_denied_the_network_and_home_and_says_so(harness, expe
 
 
 def runtime_needs_mounts() -> bool:
-    """The test runtime is the Debian 13 chroot wrapper (a shell script that
-    unshares a mount namespace), not a real MiniZinc binary."""
+    """The test runtime is the Debian 13 chroot wrapper without the binds
+    scripts/runtime-debian13 makes once: it would mount per call, which
+    Landlock forbids. With the binds in place it only chroots."""
     binary = Path(os.environ.get("SOLVERGATE_TEST_RUNTIME", "/usr")) / "bin" / "minizinc"
     head = binary.read_bytes()[:4096]
-    return head.startswith(b"#!") and b"unshare --mount" in head
+    if not (head.startswith(b"#!") and b"unshare --mount" in head):
+        return False
+    root = next(
+        line.split("=", 1)[1].strip("'\"")
+        for line in head.decode().splitlines()
+        if line.startswith("root=")
+    )
+    return subprocess.run(["mountpoint", "-q", f"{root}/tmp"]).returncode != 0
 
 
 async def test_without_the_sandbox_results_carry_no_report(harness):
-    env, _marker = cpsat_env(harness)
+    env, _marker = cpsat_env(harness, SOLVERGATE_SANDBOX="0")
     async with harness.open("full", env=env) as launched:
         result = structured(await launched.session.call_tool("run_cpsat_python", {"source": ATTEMPTS}))
         assert "sandbox" not in result
@@ -104,3 +122,20 @@ async def test_without_the_sandbox_results_carry_no_report(harness):
         os.remove(Path(env["HOME"]) / "escaped.txt")
         solved = structured(await launched.session.call_tool("solve_minizinc_model", {"model": OPT_MODEL}))
         assert "sandbox" not in solved
+
+
+def test_no_sandbox_on_the_command_line_turns_it_off(tmp_path):
+    script = tmp_path / "attempts.py"
+    script.write_text(ATTEMPTS)
+    env = dict(os.environ, HOME=str(tmp_path), SOLVERGATE_CPSAT_PYTHON=os.environ["SOLVERGATE_TEST_PYTHON"])
+    env.pop("SOLVERGATE_SANDBOX", None)
+    binary = os.environ["SOLVERGATE_BIN"]
+    runs = {}
+    for flags in ([], ["--no-sandbox"]):
+        done = subprocess.run(
+            [binary, *flags, "run-cpsat", "--json", str(script)], env=env, capture_output=True, text=True, timeout=120
+        )
+        runs[tuple(flags)] = json.loads(done.stdout)
+    assert "sandbox" in runs[()], runs[()]
+    assert "sandbox" not in runs[("--no-sandbox",)], runs[("--no-sandbox",)]
+    assert runs[("--no-sandbox",)]["solution"]["home"] == "written"
