@@ -20,8 +20,12 @@ pub const CPSAT_PYTHON_VAR: &str = "SOLVERGATE_CPSAT_PYTHON";
 pub const DEFAULT_PLANNER_MAX_RESULTS: usize = 256;
 /// Environment variable holding the bearer token `serve --http` requires.
 pub const HTTP_TOKEN_VAR: &str = "SOLVERGATE_HTTP_TOKEN";
-/// Environment variable choosing how limits are enforced: `auto` or
-/// `rlimit`.
+/// Environment variable listing directories sandboxed children may write
+/// beneath.
+pub const SANDBOX_WRITABLE_VAR: &str = "SOLVERGATE_SANDBOX_WRITABLE";
+
+/// Environment variable choosing how limits are enforced: `auto`,
+/// `rlimit` or `off`.
 pub const LIMITS_VAR: &str = "SOLVERGATE_LIMITS";
 
 /// Environment variable: how many warm CP-SAT forkers to keep (0: none).
@@ -117,12 +121,16 @@ pub struct Settings {
     /// scripts, checkers and solvers (Landlock, no network); the CLI's
     /// `--no-sandbox` turns it off too.
     pub sandbox: bool,
+    /// `SOLVERGATE_SANDBOX_WRITABLE`: directories (absolute, existing,
+    /// `:`-separated) sandboxed children may write beneath besides their
+    /// scratch dir, e.g. where file scripts keep their output.
+    pub sandbox_writable: Vec<PathBuf>,
     /// `SOLVERGATE_MEMORY_LIMIT_MB`, `SOLVERGATE_MAX_PROCESSES`,
     /// `SOLVERGATE_FILE_SIZE_LIMIT_MB`, `SOLVERGATE_SCRATCH_LIMIT_MB`: what
     /// every run's tree may use (defaults in [`ResourceLimits::defaults`]).
     pub limits: ResourceLimits,
     /// `SOLVERGATE_LIMITS`: `auto` (a cgroup where the host lets us make
-    /// one, rlimits otherwise) or `rlimit` (rlimits only).
+    /// one, rlimits otherwise), `rlimit` (rlimits only) or `off`.
     pub limits_mode: LimitsMode,
     /// `SOLVERGATE_HTTP_TOKEN`, when set and not empty: the bearer token
     /// every request to `serve --http` must carry.
@@ -210,7 +218,23 @@ impl Settings {
             .map(|value| value as u64)
         };
         let default_limits = ResourceLimits::defaults();
+        let mut sandbox_writable = Vec::new();
+        if let Some(value) = lookup(SANDBOX_WRITABLE_VAR).filter(|value| !value.is_empty()) {
+            for dir in std::env::split_paths(&value).filter(|dir| !dir.as_os_str().is_empty()) {
+                if !dir.is_absolute() || !dir.is_dir() {
+                    return Err(SettingsError {
+                        variable: SANDBOX_WRITABLE_VAR,
+                        problem: format!(
+                            "must list existing directories by absolute path, separated by `:`; {} is not one",
+                            dir.display()
+                        ),
+                    });
+                }
+                sandbox_writable.push(dir);
+            }
+        }
         Ok(Settings {
+            sandbox_writable,
             limits: ResourceLimits {
                 memory_mb: limit(LimitKind::Memory, default_limits.memory_mb)?,
                 processes: limit(LimitKind::Processes, default_limits.processes)?,
@@ -220,10 +244,11 @@ impl Settings {
             limits_mode: match text(LIMITS_VAR).as_deref() {
                 None | Some("auto") => LimitsMode::Auto,
                 Some("rlimit") => LimitsMode::Rlimit,
+                Some("off") => LimitsMode::Off,
                 Some(other) => {
                     return Err(SettingsError {
                         variable: LIMITS_VAR,
-                        problem: format!("must be auto or rlimit, got {other:?}"),
+                        problem: format!("must be auto, rlimit or off, got {other:?}"),
                     });
                 }
             },
@@ -346,6 +371,8 @@ mod tests {
             ("SOLVERGATE_FILE_SIZE_LIMIT_MB", "-1"),
             ("SOLVERGATE_SCRATCH_LIMIT_MB", "1.5"),
             ("SOLVERGATE_LIMITS", "cgroup"),
+            ("SOLVERGATE_SANDBOX_WRITABLE", "relative/dir"),
+            ("SOLVERGATE_SANDBOX_WRITABLE", "/nonexistent/solvergate-test"),
         ] {
             let error =
                 Settings::from_lookup(|name| (name == variable).then(|| value.into())).unwrap_err();

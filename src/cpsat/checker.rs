@@ -119,12 +119,17 @@ pub async fn run_checker(
         "solver_status": graded.solver_status,
     });
     write(&payload, body.to_string().as_bytes())?;
-    let command = ChildCommand::new(python)
+    let mut command = ChildCommand::new(python)
         .arg("-u")
         .arg(&checker.script)
         .arg(&payload)
         .cwd(&checker.cwd)
         .env("PYTHONDONTWRITEBYTECODE", "1");
+    // An inline checker's directory is its own temp dir: writable, as the
+    // run's scratch dir is.
+    if checker.cwd == checker._scratch.path() {
+        command = command.writable(&checker.cwd);
+    }
     let run = match exec::run(
         &command,
         Limits::new(timeout.duration()).keep_head_and_tail(),
@@ -160,6 +165,11 @@ pub async fn run_checker(
         breach: None,
     };
     let last = last_line(&run.stdout);
+    if let Some(breach) = &run.breach {
+        report.message = Some(breach.in_words("the checker"));
+        report.breach = Some(breach.clone());
+        return Ok(report);
+    }
     let verdict = if run.timed_out() {
         report.status = CheckerStatus::Timeout;
         Err(Unread::TimedOut(timeout.as_millis()))

@@ -149,6 +149,11 @@ impl PreparedScript {
             .cwd(&self.cwd)
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .env("PYTHONPATH", pythonpath);
+        // An inline script's directory is its own temp dir: it may write
+        // there as a file script may beside itself where allowed.
+        if self.cwd == self._scratch.path() {
+            command = command.writable(&self.cwd);
+        }
         command = match seed {
             Some(seed) => command.env(SEED_VAR, seed.to_string()),
             None => command.env_remove(SEED_VAR),

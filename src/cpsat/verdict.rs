@@ -273,6 +273,16 @@ pub fn checked_diagnostic(
     if run.status == ScriptStatus::Timeout {
         return run.diagnostic.clone();
     }
+    if let Some(report) = checker
+        && let Some(breach) = &report.breach
+    {
+        return Some(
+            breach
+                .diagnostic("the checker")
+                .with_detail("checker_status", report.status.as_str())
+                .with_detail("checker_verdict", report.verdict.as_str()),
+        );
+    }
     match checker.and_then(|report| Some((report, report.refusal()?))) {
         Some((report, refusal)) => Some(
             Diagnostic::new(Category::CheckerFailed, refusal)

@@ -219,7 +219,7 @@ impl Forker {
             command = command.env("TMPDIR", &jail.write_dir);
             let base = super::confine::Confinement {
                 sandbox: super::sandbox::enabled(),
-                write: vec![jail.write_dir.clone()],
+                write: command.write_dirs(&jail.write_dir),
                 report: Some(jail.report.clone()),
                 ..super::confine::Confinement::default()
             };
@@ -285,7 +285,7 @@ impl Forker {
         let deadline = tokio::time::Instant::from_std(started + limits.timeout);
         let scratch = match (&jail, &run_limits) {
             (Some(jail), Some(run_limits)) => Some(super::limits::ScratchWatch::start(
-                jail.write_dir.clone(),
+                command.measured_dirs(&jail.write_dir),
                 run_limits.scratch_bytes(),
             )),
             _ => None,

@@ -271,7 +271,8 @@ impl Enforcement {
     }
 }
 
-/// How to choose the mechanism: the best the host offers, or rlimits only.
+/// How to choose the mechanism: the best the host offers, rlimits only, or
+/// none at all.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Mode {
     /// A cgroup where the host lets us make one, rlimits otherwise.
@@ -279,6 +280,10 @@ pub enum Mode {
     Auto,
     /// rlimits only, even where a cgroup could be made.
     Rlimit,
+    /// No per-run limits: for a host that bounds the whole server some
+    /// other way (a container's own cgroup), and to measure what limits
+    /// cost (`benches/limits.rs`).
+    Off,
 }
 
 /// The server's limits and the host's mechanisms, once enabled.
@@ -301,6 +306,7 @@ pub fn enable(limits: ResourceLimits, mode: Mode, trampoline: PathBuf) {
     let host = match mode {
         Mode::Auto => Host::discover(),
         Mode::Rlimit => Host::default(),
+        Mode::Off => return,
     };
     let _ = CONFIG.set(Config {
         limits,
@@ -545,8 +551,8 @@ pub(super) struct ScratchWatch {
 }
 
 impl ScratchWatch {
-    /// Starts measuring `dir` against `limit` bytes.
-    pub fn start(dir: PathBuf, limit: u64) -> ScratchWatch {
+    /// Starts measuring `dirs` (together) against `limit` bytes.
+    pub fn start(dirs: Vec<PathBuf>, limit: u64) -> ScratchWatch {
         let over = CancellationToken::new();
         let seen = Arc::new(AtomicU64::new(0));
         let task = tokio::spawn({
@@ -589,13 +595,13 @@ impl Drop for ScratchWatch {
     }
 }
 
-/// What `dir` holds on disk, each entry charged at least
+/// What `dirs` hold on disk together, each entry charged at least
 /// [`ENTRY_CHARGE`]; the walk stops as soon as it passes `limit`.
-fn usage(dir: &Path, limit: u64) -> u64 {
+fn usage(dirs: &[PathBuf], limit: u64) -> u64 {
     use std::os::unix::fs::MetadataExt;
     super::note_blocking_work();
     let mut total = 0u64;
-    let mut pending = vec![dir.to_path_buf()];
+    let mut pending = dirs.to_vec();
     while let Some(dir) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -773,9 +779,10 @@ mod tests {
         for i in 0..100 {
             std::fs::write(dir.path().join("sub").join(i.to_string()), "").unwrap();
         }
-        let measured = usage(dir.path(), u64::MAX);
+        let dirs = [dir.path().to_path_buf()];
+        let measured = usage(&dirs, u64::MAX);
         assert!(measured >= 101 * ENTRY_CHARGE, "{measured}");
-        assert!(usage(dir.path(), 10 * ENTRY_CHARGE) <= 12 * ENTRY_CHARGE + 8192);
+        assert!(usage(&dirs, 10 * ENTRY_CHARGE) <= 12 * ENTRY_CHARGE + 8192);
     }
 
     #[test]

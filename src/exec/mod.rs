@@ -69,6 +69,7 @@ pub struct ChildCommand {
     env_set: Vec<(OsString, OsString)>,
     env_remove: Vec<OsString>,
     unconfined: bool,
+    writable: Vec<PathBuf>,
 }
 
 impl ChildCommand {
@@ -82,7 +83,30 @@ impl ChildCommand {
             env_set: Vec::new(),
             env_remove: Vec::new(),
             unconfined: false,
+            writable: Vec::new(),
         }
+    }
+
+    /// Lets the child write beneath `dir` too when sandboxed (its own temp
+    /// dir, say: an inline script's); measured with its scratch dir.
+    pub fn writable(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.writable.push(dir.into());
+        self
+    }
+
+    /// Where this child may write when sandboxed, given its scratch dir.
+    fn write_dirs(&self, scratch: &std::path::Path) -> Vec<PathBuf> {
+        let mut dirs = sandbox::writable(scratch);
+        dirs.extend(self.writable.iter().cloned());
+        dirs
+    }
+
+    /// What the scratch watchdog measures: the scratch dir and the
+    /// child's own writable dirs.
+    fn measured_dirs(&self, scratch: &std::path::Path) -> Vec<PathBuf> {
+        let mut dirs = vec![scratch.to_path_buf()];
+        dirs.extend(self.writable.iter().cloned());
+        dirs
     }
 
     /// Never run this child in the sandbox (the installer's pip needs the
@@ -367,7 +391,7 @@ pub async fn run_stoppable(
                 rlimits: Vec::new(),
                 userns: false,
                 sandbox: sandbox::enabled(),
-                write: vec![jail.write_dir.clone()],
+                write: command.write_dirs(&jail.write_dir),
                 report: Some(jail.report.clone()),
             };
             let confinement = match &run_limits {
@@ -488,7 +512,7 @@ pub async fn run_stoppable(
     let deadline = tokio::time::Instant::from_std(started + limits.timeout);
     let scratch = match (&jail, &run_limits) {
         (Some(jail), Some(run_limits)) => Some(limits::ScratchWatch::start(
-            jail.write_dir.clone(),
+            command.measured_dirs(&jail.write_dir),
             run_limits.scratch_bytes(),
         )),
         _ => None,

@@ -51,6 +51,22 @@ pub fn enabled() -> bool {
     ENABLED.get().is_some()
 }
 
+/// Directories every sandboxed child may also write beneath.
+static WRITABLE: OnceLock<Vec<PathBuf>> = OnceLock::new();
+
+/// Lets every sandboxed child write beneath `dirs` too (set once, at
+/// start-up, from `SOLVERGATE_SANDBOX_WRITABLE`).
+pub fn allow_writes(dirs: Vec<PathBuf>) {
+    let _ = WRITABLE.set(dirs);
+}
+
+/// Where a sandboxed child may write: its scratch dir and the allowed dirs.
+pub(super) fn writable(scratch: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![scratch.to_path_buf()];
+    dirs.extend(WRITABLE.get().into_iter().flatten().cloned());
+    dirs
+}
+
 /// What the kernel let the trampoline enforce when probed at start-up.
 static SUPPORT: OnceLock<SandboxReport> = OnceLock::new();
 

@@ -109,6 +109,16 @@ class Harness:
         path.mkdir(parents=True)
         return path
 
+    def work(self) -> Path:
+        """A fresh directory for a test's scripts, models and checkers, beneath
+        the one directory the suite's servers let sandboxed children write to
+        (SOLVERGATE_SANDBOX_WRITABLE): the suite's scripts and checkers keep
+        logs and markers beside themselves, as users' file scripts do."""
+        self._count += 1
+        path = self.root / "work" / f"work-{self._count}"
+        path.mkdir(parents=True)
+        return path
+
     @asynccontextmanager
     async def open(
         self,
@@ -158,7 +168,8 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Harness:
     home = root / "home"
     config = root / "config"
     data = root / "data"
-    for directory in (home, config, data):
+    work = root / "work"
+    for directory in (home, config, data, work):
         directory.mkdir()
     marker_name = "SGTEST_PROCESS_TAG"
     marker_value = uuid.uuid4().hex
@@ -168,6 +179,7 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Harness:
         "XDG_CONFIG_HOME": str(config),
         "XDG_DATA_HOME": str(data),
         "LANG": "C.UTF-8",
+        "SOLVERGATE_SANDBOX_WRITABLE": str(work),
         marker_name: marker_value,
     }
     adopted = subprocess.run(
@@ -197,8 +209,8 @@ async def full(harness: Harness) -> AsyncIterator[Launched]:
 
 @pytest.fixture
 def workdir(harness: Harness) -> Path:
-    """A fresh directory for a test's files."""
-    return harness.scratch("work")
+    """A fresh directory for a test's files (writable by sandboxed children)."""
+    return harness.work()
 
 
 @pytest.fixture(scope="session")

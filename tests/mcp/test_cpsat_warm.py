@@ -252,7 +252,7 @@ def logging_wrapper(path: Path, real: str, log: Path) -> Path:
 
 
 async def test_check_runtime_is_cached_until_a_binary_changes(harness):
-    work = harness.scratch("introspection")
+    work = harness.work()
     log = work / "starts.log"
     log.touch()
     python = logging_wrapper(work / "python", PYTHON, log)

@@ -139,3 +139,50 @@ def test_no_sandbox_on_the_command_line_turns_it_off(tmp_path):
     assert "sandbox" in runs[()], runs[()]
     assert "sandbox" not in runs[("--no-sandbox",)], runs[("--no-sandbox",)]
     assert runs[("--no-sandbox",)]["solution"]["home"] == "written"
+
+
+BESIDE = """
+import json, os
+try:
+    with open("out.csv", "w") as out:
+        out.write("x,1\\n")
+    wrote = "written"
+except OSError as error:
+    wrote = error.errno
+print(json.dumps({"status": "feasible", "objective": None, "solution": {"beside": wrote}}))
+"""
+
+
+async def test_a_file_script_writes_beside_itself_only_where_the_operator_allows(harness, expected, tmp_path):
+    if expected["landlock"] != "enforced":
+        pytest.skip("Landlock is not enforced on this kernel")
+    allowed, denied = tmp_path / "allowed", tmp_path / "denied"
+    for directory in (allowed, denied):
+        directory.mkdir()
+        (directory / "beside.py").write_text(BESIDE)
+    env, _marker = cpsat_env(harness, SOLVERGATE_SANDBOX_WRITABLE=str(allowed))
+    async with harness.open("full", env=env) as launched:
+        wrote = {}
+        for directory in (allowed, denied):
+            result = structured(
+                await launched.session.call_tool("run_cpsat_python_file", {"script_path": str(directory / "beside.py")})
+            )
+            assert result["sandbox"] == expected, result
+            wrote[directory.name] = result["solution"]["beside"]
+    assert wrote == {"allowed": "written", "denied": 13}, wrote
+    assert (allowed / "out.csv").read_text() == "x,1\n"
+    assert not (denied / "out.csv").exists()
+
+
+def test_a_writable_dir_that_does_not_exist_stops_start_up(harness):
+    done = subprocess.run(
+        [harness.binary, "stdio"],
+        env=harness.server_env(SOLVERGATE_SANDBOX_WRITABLE="/nonexistent/solvergate-allowed"),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode != 0
+    assert done.stdout == ""
+    assert "SOLVERGATE_SANDBOX_WRITABLE" in done.stderr, done.stderr
