@@ -125,8 +125,11 @@ class Harness:
         toolset: str = "full",
         env: dict[str, str] | None = None,
         cwd: str | Path | None = None,
+        wrapper: list[str] | None = None,
     ) -> AsyncIterator[Launched]:
-        """Launches `solvergate stdio --toolset <toolset>` and initializes."""
+        """Launches `solvergate stdio --toolset <toolset>` and initializes.
+        `wrapper` is a command that execs the binary as its last arguments
+        (e.g. `setpriv --reuid=…`), so the server's comm is still ours."""
         stderr_path = self.scratch("server") / "stderr.txt"
         logs: list[Any] = []
 
@@ -136,9 +139,10 @@ class Harness:
         tag = f"SGTEST_OPEN_TAG={uuid.uuid4().hex}"
         server_env = dict(env if env is not None else self.server_env())
         server_env["SGTEST_OPEN_TAG"] = tag.partition("=")[2]
+        command = [*(wrapper or []), self.binary, "stdio", "--toolset", toolset]
         params = StdioServerParameters(
-            command=self.binary,
-            args=["stdio", "--toolset", toolset],
+            command=command[0],
+            args=command[1:],
             env=server_env,
             cwd=str(cwd) if cwd is not None else None,
         )
