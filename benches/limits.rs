@@ -33,7 +33,7 @@ fn main() {
             client
         })
         .collect();
-    let mut solve = |client: &mut Client| {
+    let solve = |client: &mut Client| {
         let started = Instant::now();
         let response = client.call("solve_minizinc_model", json!({"model": MODEL}));
         let elapsed = started.elapsed();

@@ -372,7 +372,10 @@ mod tests {
             ("SOLVERGATE_SCRATCH_LIMIT_MB", "1.5"),
             ("SOLVERGATE_LIMITS", "cgroup"),
             ("SOLVERGATE_SANDBOX_WRITABLE", "relative/dir"),
-            ("SOLVERGATE_SANDBOX_WRITABLE", "/nonexistent/solvergate-test"),
+            (
+                "SOLVERGATE_SANDBOX_WRITABLE",
+                "/nonexistent/solvergate-test",
+            ),
         ] {
             let error =
                 Settings::from_lookup(|name| (name == variable).then(|| value.into())).unwrap_err();

@@ -348,7 +348,7 @@ impl Forker {
         };
         let counted = match run_limits {
             Some(run_limits) => {
-                let tail = super::tail_of(&stderr, 16 * 1024).to_owned();
+                let tail = super::said_at_the_end(&stdout, &stderr);
                 tokio::task::spawn_blocking(move || run_limits.finish(return_code, &tail))
                     .await
                     .unwrap_or(None)

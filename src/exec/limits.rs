@@ -21,7 +21,7 @@
 //! unavailable`, `File too large`). That last is the one place the executor
 //! reads a child's output, and only of a run that failed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -449,7 +449,9 @@ impl RunLimits {
     /// The breach a finished run shows, if any: the kernel's counters
     /// first, then (under rlimits, for a failed run) its ending. The groups
     /// are emptied and removed.
-    pub fn finish(mut self, return_code: Option<i32>, stderr: &str) -> Option<Breach> {
+    /// `printed` is the end of what the run printed (stdout, then stderr).
+    pub fn finish(mut self, return_code: Option<i32>, printed: &str) -> Option<Breach> {
+        let stderr = printed;
         let counted = self.group.take().map(cgroup::RunGroup::finish);
         let limits = self.limits;
         let breach = |limit: LimitKind, via: Via, observed: String| Breach {
@@ -562,8 +564,8 @@ impl ScratchWatch {
                 tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
                 loop {
                     tick.tick().await;
-                    let dir = dir.clone();
-                    let Ok(bytes) = tokio::task::spawn_blocking(move || usage(&dir, limit)).await
+                    let dirs = dirs.clone();
+                    let Ok(bytes) = tokio::task::spawn_blocking(move || usage(&dirs, limit)).await
                     else {
                         return;
                     };
@@ -751,6 +753,12 @@ mod tests {
         assert_eq!(breach.observed, "MemoryError");
         assert_eq!(rlimited().finish(Some(0), python), None);
         let minizinc = "Error: error: out of memory\n";
+        let minizinc_json =
+            "{\"type\": \"error\", \"what\": \"error\", \"message\": \"out of memory\"}\n";
+        assert_eq!(
+            rlimited().finish(Some(1), minizinc_json).unwrap().limit,
+            LimitKind::Memory
+        );
         assert_eq!(
             rlimited().finish(Some(1), minizinc).unwrap().limit,
             LimitKind::Memory

@@ -615,7 +615,7 @@ pub async fn run_stoppable(
     // The groups are read, emptied and removed whatever the ending.
     let counted = match run_limits {
         Some(run_limits) => {
-            let tail = tail_of(&stderr, 16 * 1024).to_owned();
+            let tail = said_at_the_end(&stdout, &stderr);
             tokio::task::spawn_blocking(move || run_limits.finish(return_code, &tail))
                 .await
                 .unwrap_or(None)
@@ -818,6 +818,17 @@ fn exit_code(status: ExitStatus) -> i32 {
         (None, Some(signal)) => -signal,
         (None, None) => -1,
     }
+}
+
+/// The last 16 KiB of stdout and of stderr, where a failed run's runtime
+/// says why it failed (MiniZinc 2.6 reports a failed allocation only as a
+/// JSON error on stdout, Python and 2.9 on stderr).
+fn said_at_the_end(stdout: &str, stderr: &str) -> String {
+    format!(
+        "{}\n{}",
+        tail_of(stdout, 16 * 1024),
+        tail_of(stderr, 16 * 1024)
+    )
 }
 
 /// The last `bytes` of `text` (or all of it), cut at a character boundary.
