@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 use crate::budget::{Budget, DEFAULT_TIMEOUT_MS};
 use crate::cpsat::{canonical_problem, validate_seed};
 use crate::diagnostics::ToolError;
+use crate::exec::limits::LimitCaps;
 
 /// Reads a tool's arguments; a malformed one is an `invalid_request` that
 /// names the problem (rmcp's own extractor would answer without our
@@ -36,6 +37,20 @@ pub fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, ToolError>
 pub trait IntoRequest {
     type Request;
     fn into_request(self) -> Result<Self::Request, ToolError>;
+
+    /// The call's `limits` argument: lower resource limits for what it
+    /// runs (none for a tool without the argument).
+    fn limits(&self) -> LimitCaps {
+        LimitCaps::default()
+    }
+}
+
+/// The request `args` make and the limit caps the call runs under; a zero
+/// cap is refused before anything runs.
+pub fn capped_request<A: IntoRequest>(args: A) -> Result<(LimitCaps, A::Request), ToolError> {
+    let caps = args.limits();
+    caps.validate()?;
+    Ok((caps, args.into_request()?))
 }
 
 impl IntoRequest for JobIdArgs {
