@@ -698,8 +698,8 @@ mod tests {
         let queued = with_caps(caps(200), async { registry.submit((), cap_reader(0)) })
             .await
             .unwrap();
-        let plain = registry.wait(&first.id).await.unwrap();
-        assert_eq!(plain.result.as_deref(), Some(&300));
+        let first = registry.wait(&first.id).await.unwrap();
+        assert_eq!(first.result.as_deref(), Some(&300));
         let queued = registry.wait(&queued.id).await.unwrap();
         assert_eq!(queued.result.as_deref(), Some(&200));
         let uncapped = registry.submit((), cap_reader(0)).unwrap();

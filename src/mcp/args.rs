@@ -131,6 +131,43 @@ pub fn problem_text<'de, D: serde::Deserializer<'de>>(
     )))
 }
 
+/// Reads `limits`, naming the field a refusal is about (serde's own
+/// message for a nested field names only the value: "invalid value:
+/// integer `-5`").
+pub fn limits_arg<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<LimitCaps>, D::Error> {
+    use serde_json::{Map, Value};
+    let Some(value) = Option::<Value>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    // serde would read an array as the fields in order.
+    let kind = match &value {
+        Value::Object(_) => None,
+        Value::Array(_) => Some("an array"),
+        Value::String(_) => Some("text"),
+        Value::Number(_) => Some("a number"),
+        Value::Bool(_) => Some("a boolean"),
+        Value::Null => Some("null"),
+    };
+    if let Some(kind) = kind {
+        return Err(serde::de::Error::custom(format!(
+            "limits must be an object such as {{\"memory_mb\": 512}}, got {kind}"
+        )));
+    }
+    let read = |value: Value| serde_json::from_value::<LimitCaps>(value);
+    read(value.clone()).map(Some).map_err(|error| {
+        let culprit = value.as_object().and_then(|fields| {
+            fields.iter().find_map(|(name, field)| {
+                let alone = Map::from_iter([(name.clone(), field.clone())]);
+                read(Value::Object(alone)).is_err().then_some(name)
+            })
+        });
+        let at = culprit.map_or_else(|| "limits".to_owned(), |name| format!("limits.{name}"));
+        serde::de::Error::custom(format!("{at}: {error}"))
+    })
+}
+
 /// The schema `problem_text` accepts, stated exactly.
 pub fn problem_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({

@@ -10,7 +10,7 @@ use crate::diagnostics::ToolError;
 use crate::exec::limits::LimitCaps;
 use crate::jobs::CpsatJobRequest;
 use crate::mcp::args::{
-    IntoRequest, checked_budget, checked_seed, checker_budget, default_timeout_ms, one,
+    IntoRequest, checked_budget, checked_seed, checker_budget, default_timeout_ms, limits_arg, one,
     problem_schema, problem_text,
 };
 
@@ -35,7 +35,7 @@ pub struct RunCpsatArgs {
     #[serde(default)]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
     /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "limits_arg")]
     pub limits: Option<LimitCaps>,
 }
 
@@ -58,7 +58,7 @@ pub struct RunCpsatFileArgs {
     #[serde(default)]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
     /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "limits_arg")]
     pub limits: Option<LimitCaps>,
 }
 
@@ -92,7 +92,7 @@ pub struct RunCpsatFileCheckedArgs {
     #[serde(default)]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
     /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "limits_arg")]
     pub limits: Option<LimitCaps>,
 }
 
@@ -113,7 +113,7 @@ pub struct SubmitCpsatArgs {
     #[serde(default)]
     pub checker_timeout_ms: Option<i64>,
     /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "limits_arg")]
     pub limits: Option<LimitCaps>,
 }
 
@@ -138,7 +138,7 @@ pub struct SubmitCpsatFileArgs {
     #[serde(default)]
     pub checker_timeout_ms: Option<i64>,
     /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "limits_arg")]
     pub limits: Option<LimitCaps>,
 }
 
@@ -313,7 +313,7 @@ pub struct ExperimentArgs {
     #[serde(default = "yes")]
     pub include_winner_stdout: bool,
     /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "limits_arg")]
     pub limits: Option<LimitCaps>,
 }
 

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use crate::diagnostics::ToolError;
 use crate::exec::limits::LimitCaps;
 use crate::jobs::{MAX_SEEDS, PortfolioRequest, WinnerPolicy};
-use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms, one};
+use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms, limits_arg, one};
 use crate::minizinc::MAX_PARALLEL;
 
 /// Arguments of `submit_portfolio_job`.
@@ -54,7 +54,7 @@ pub struct PortfolioArgs {
     #[serde(default)]
     pub winner_policy: WinnerPolicy,
     /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "limits_arg")]
     pub limits: Option<LimitCaps>,
 }
 

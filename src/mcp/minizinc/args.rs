@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use crate::diagnostics::ToolError;
 use crate::exec::limits::LimitCaps;
-use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms};
+use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms, limits_arg};
 use crate::minizinc::{MAX_PARALLEL, PreflightRequest, SolveControls, SolveRequest, Sources};
 
 /// Arguments of `check_minizinc_model` and `inspect_minizinc_model`.
@@ -26,7 +26,7 @@ pub struct ModelArgs {
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
     /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "limits_arg")]
     pub limits: Option<LimitCaps>,
 }
 
@@ -68,7 +68,7 @@ pub struct FilesArgs {
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
     /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "limits_arg")]
     pub limits: Option<LimitCaps>,
 }
 
@@ -132,7 +132,7 @@ pub struct SolveModelArgs {
     #[serde(default)]
     pub num_solutions: Option<i64>,
     /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "limits_arg")]
     pub limits: Option<LimitCaps>,
 }
 
@@ -200,7 +200,7 @@ pub struct SolveFilesArgs {
     #[serde(default)]
     pub num_solutions: Option<i64>,
     /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "limits_arg")]
     pub limits: Option<LimitCaps>,
 }
 

@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::diagnostics::ToolError;
 use crate::exec::limits::LimitCaps;
-use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms};
+use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms, limits_arg};
 use crate::minizinc::Sources;
 use crate::unsat::UnsatCoreRequest;
 
@@ -31,7 +31,7 @@ pub struct UnsatModelArgs {
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
     /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "limits_arg")]
     pub limits: Option<LimitCaps>,
 }
 
@@ -73,7 +73,7 @@ pub struct UnsatFilesArgs {
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
     /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "limits_arg")]
     pub limits: Option<LimitCaps>,
 }
 
