@@ -117,3 +117,30 @@ fn run_cpsat_with_a_checker_exits_6_unless_it_accepts() {
         assert_eq!(output.status.code(), Some(*code), "{name}");
     }
 }
+
+/// `--memory-limit-mb` lowers the memory limit of the run: a script that
+/// allocates 1 GiB ends `resource_limit` at 256 MiB, under whichever
+/// mechanism the host offers; a zero is a usage error before anything runs.
+#[test]
+fn run_cpsat_limit_flags_lower_the_limits() {
+    let home = cpsat_home();
+    let script = home.path().join("hog.py");
+    std::fs::write(
+        &script,
+        "data = b'x' * (1024 ** 3)\nprint('{\"status\": \"feasible\", \"objective\": null, \"solution\": {}}')\n",
+    )
+    .unwrap();
+    let script = script.to_str().unwrap();
+    let output = home.run(&["run-cpsat", script, "--memory-limit-mb", "256", "--json"]);
+    assert_eq!(output.status.code(), Some(4), "{}", transcript(&output));
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["status"], "error", "{result}");
+    let diagnostic = &result["diagnostic"];
+    assert_eq!(diagnostic["category"], "resource_limit", "{result}");
+    assert_eq!(diagnostic["details"]["limit"], "memory", "{result}");
+    assert_eq!(diagnostic["details"]["value"], 256, "{result}");
+
+    let zero = home.run(&["run-cpsat", script, "--max-processes", "0"]);
+    snapshot("run_cpsat_zero_limit", &home, &zero);
+    assert_eq!(zero.status.code(), Some(2));
+}

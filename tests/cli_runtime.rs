@@ -1,8 +1,8 @@
 //! `check-runtime` as a person reads it, for every way a runtime can be
 //! chosen: the flag, the environment, the saved config, the default — each
 //! label naming the rule that applied (`from SOLVERGATE_CPSAT_PYTHON` for
-//! the interpreter, never the MiniZinc variable). Whole transcripts, with
-//! paths and versions filtered.
+//! the interpreter, never the MiniZinc variable) — and the limits line.
+//! Whole transcripts, with paths and versions filtered.
 
 use std::path::Path;
 use std::process::Output;
@@ -10,10 +10,16 @@ use std::process::Output;
 mod common;
 use common::{Home, regex_escape, test_python, test_runtime, transcript};
 
-/// Runs `solvergate ARGS` in `home` with the variables `env` as well.
+/// Runs `solvergate ARGS` in `home` with the variables `env` as well, and
+/// limits that do not depend on the host: the values set, rlimits only.
 fn run(home: &Home, args: &[&str], env: &[(&str, &Path)]) -> Output {
     home.command(args)
         .envs(env.iter().copied())
+        .env("SOLVERGATE_LIMITS", "rlimit")
+        .env("SOLVERGATE_MEMORY_LIMIT_MB", "12000")
+        .env("SOLVERGATE_MAX_PROCESSES", "256")
+        .env("SOLVERGATE_FILE_SIZE_LIMIT_MB", "1024")
+        .env("SOLVERGATE_SCRATCH_LIMIT_MB", "4096")
         .output()
         .unwrap()
 }
@@ -28,6 +34,13 @@ fn snapshot(name: &str, home: &Home, output: &Output) {
     settings.add_filter(r"version:     .*", "version:     [MINIZINC VERSION]");
     settings.add_filter(r"solvers:     \d+", "solvers:     [N]");
     settings.add_filter(r"ortools:     .*", "ortools:     [ORTOOLS VERSION]");
+    // The kernel exempts root from RLIMIT_NPROC: as root the process limit
+    // is not enforced under rlimits, and a note says so.
+    settings.add_filter(
+        r"processes (\d+) \((rlimit|none)\)",
+        "processes $1 ([rlimit, none as root])",
+    );
+    settings.add_filter(r"(?m)^  note: processes are not bounded: .*\n", "");
     let transcript = transcript(output);
     settings.bind(|| insta::assert_snapshot!(name, transcript));
 }

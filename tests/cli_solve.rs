@@ -369,3 +369,31 @@ fn a_long_solve_shows_its_progress_on_a_terminal_only() {
     assert!(!stderr.contains("solution(s)"), "{stderr}");
     assert!(!String::from_utf8_lossy(&on_a_pipe.stdout).contains("solution(s)"));
 }
+
+/// `--memory-limit-mb` lowers the memory limit of the solve: a model that
+/// needs GiBs to flatten ends `resource_limit` at 300 MiB (exit 4, a model
+/// error), under whichever mechanism the host offers.
+#[test]
+fn the_memory_limit_flag_lowers_the_limit_of_the_solve() {
+    let home = Home::new().on_test_runtime();
+    let model = home.write(
+        "table.mzn",
+        "int: n = 2500;\narray[1..n,1..n] of var 0..10: x;\nconstraint forall(i in 1..n)(sum(j in 1..n)(x[i,j]) <= 7);\nsolve satisfy;\n",
+    );
+    let output = home.run(&[
+        "solve",
+        &model,
+        "--solver",
+        "gecode",
+        "--memory-limit-mb",
+        "300",
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(4), "{}", transcript(&output));
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["status"], "error", "{result}");
+    let diagnostic = &result["diagnostic"];
+    assert_eq!(diagnostic["category"], "resource_limit", "{result}");
+    assert_eq!(diagnostic["details"]["limit"], "memory", "{result}");
+    assert_eq!(diagnostic["details"]["value"], 300, "{result}");
+}

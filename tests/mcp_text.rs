@@ -4,11 +4,12 @@
 //! binary over stdio. The structured content is tested by `tests/mcp/`;
 //! here only the words a model reads first.
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
 mod common;
-use common::{per_runtime, snapshot_settings, test_runtime};
+use common::{per_runtime, regex_escape, snapshot_settings, test_python, test_runtime};
 
 /// The text part may hold at most this many bytes (`render::TEXT_LIMIT`).
 const TEXT_LIMIT: usize = 16 * 1024;
@@ -24,6 +25,11 @@ struct Session {
 
 impl Session {
     fn start() -> Session {
+        Session::start_with(&[])
+    }
+
+    /// A session whose server gets the variables `env` as well.
+    fn start_with(env: &[(&str, &OsStr)]) -> Session {
         let home = tempfile::tempdir().unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_solvergate"))
             .arg("--runtime-dir")
@@ -33,6 +39,7 @@ impl Session {
             .env("XDG_DATA_HOME", home.path().join("data"))
             .env("HOME", home.path())
             .env_remove("SOLVERGATE_RUNTIME_DIR")
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -149,6 +156,39 @@ fn text_parts_of_typical_results() {
         let text = session.text(tool, arguments);
         assert_text(name, &text);
     }
+}
+
+/// `check_runtime`: both runtimes, then the limits every run is held to
+/// and how each is enforced, with its notes. Under rlimits only, so the
+/// mechanisms do not depend on the host's cgroups; root, whom the kernel
+/// exempts from RLIMIT_NPROC, is filtered to the words of anyone else.
+#[test]
+fn text_part_of_check_runtime() {
+    let python = test_python();
+    let mut session = Session::start_with(&[
+        ("SOLVERGATE_CPSAT_PYTHON", python.as_os_str()),
+        ("SOLVERGATE_LIMITS", OsStr::new("rlimit")),
+        ("SOLVERGATE_MEMORY_LIMIT_MB", OsStr::new("3000")),
+        ("SOLVERGATE_MAX_PROCESSES", OsStr::new("64")),
+        ("SOLVERGATE_FILE_SIZE_LIMIT_MB", OsStr::new("256")),
+        ("SOLVERGATE_SCRATCH_LIMIT_MB", OsStr::new("512")),
+    ]);
+    let text = session.text("check_runtime", serde_json::json!({}));
+    let mut settings = snapshot_settings();
+    settings.add_filter(&regex_escape(&python.to_string_lossy()), "[PYTHON]");
+    settings.add_filter(
+        &regex_escape(&test_runtime().to_string_lossy()),
+        "[RUNTIME]",
+    );
+    settings.add_filter(r"version [\d.]+", "version [VERSION]");
+    settings.add_filter(r"\d+ solvers listed", "[N] solvers listed");
+    settings.add_filter(r"OR-Tools [\d.]+", "OR-Tools [VERSION]");
+    settings.add_filter(
+        r"processes (\d+) \((rlimit|none)\)",
+        "processes $1 ([rlimit, none as root])",
+    );
+    settings.add_filter(r"(?m)^  note: processes are not bounded: .*\n", "");
+    settings.bind(|| insta::assert_snapshot!("check_runtime_limits", text));
 }
 
 /// A load plan: one line per card, the mode reads, the packing and the

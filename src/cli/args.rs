@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::budget::DEFAULT_TIMEOUT_MS;
+use crate::exec::limits::LimitCaps;
 use crate::mcp::Toolset;
 
 /// The whole command line: the global options and one subcommand.
@@ -166,6 +167,9 @@ pub struct RunCpsatArgs {
     /// The instance the checker validates against (a file, passed as text).
     #[arg(long, value_name = "FILE", requires = "checker")]
     pub problem: Option<PathBuf>,
+    /// Lower resource limits for this run.
+    #[command(flatten)]
+    pub limits: LimitFlags,
     /// Print the full result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -262,9 +266,51 @@ pub(crate) struct SolveArgs {
     /// At most this many solutions (satisfaction problems, solvers with -n).
     #[arg(short = 'n', long, allow_negative_numbers = true)]
     pub num_solutions: Option<i64>,
+    /// Lower resource limits for this run.
+    #[command(flatten)]
+    pub limits: LimitFlags,
     /// Print the full result as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `solve` and `run-cpsat`'s limit flags: each may only lower the value
+/// its variable gives every run (`SOLVERGATE_MEMORY_LIMIT_MB`, ...).
+#[derive(Debug, Args)]
+pub struct LimitFlags {
+    /// Lower the memory limit for this run, in MiB.
+    #[arg(long, value_name = "MIB", value_parser = at_least_one)]
+    pub memory_limit_mb: Option<u64>,
+    /// Lower the limit on processes and threads for this run.
+    #[arg(long, value_name = "N", value_parser = at_least_one)]
+    pub max_processes: Option<u64>,
+    /// Lower the largest file the run may write, in MiB.
+    #[arg(long, value_name = "MIB", value_parser = at_least_one)]
+    pub file_size_limit_mb: Option<u64>,
+    /// Lower what the run's scratch dir may hold, in MiB.
+    #[arg(long, value_name = "MIB", value_parser = at_least_one)]
+    pub scratch_limit_mb: Option<u64>,
+}
+
+/// A limit flag's value: a whole number, at least 1.
+fn at_least_one(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(value) => Ok(value),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+impl LimitFlags {
+    /// The flags as a call's limit caps.
+    pub fn caps(&self) -> LimitCaps {
+        LimitCaps {
+            memory_mb: self.memory_limit_mb,
+            processes: self.max_processes,
+            file_size_mb: self.file_size_limit_mb,
+            scratch_mb: self.scratch_limit_mb,
+        }
+    }
 }
 
 /// `solve --help`'s table of exit codes.

@@ -23,6 +23,7 @@ use super::terminal::{fail, interrupt_signal, out, refuse, refuse_error};
 use crate::budget::{Budget, DEFAULT_TIMEOUT_MS};
 use crate::cpsat::{CheckedRequest, Cpsat, CpsatPythonResult, ScriptRequest, ScriptSource};
 use crate::diagnostics::ToolError;
+use crate::exec::limits::with_caps;
 use crate::progress::Progress;
 use crate::runtime::cpsat::CpsatRuntime;
 
@@ -49,8 +50,11 @@ pub async fn run(args: RunCpsatArgs, cpsat: impl FnOnce() -> Arc<CpsatRuntime>) 
         seed,
         checker,
         problem,
+        limits,
         json,
     } = args;
+    let caps = limits.caps();
+    let quiet = Progress::none();
     if !script.is_file() {
         return refuse(format!(
             "{} is not a file; pass the path of the Python script to run",
@@ -80,7 +84,8 @@ pub async fn run(args: RunCpsatArgs, cpsat: impl FnOnce() -> Arc<CpsatRuntime>) 
     });
     let service = Cpsat::new(cpsat());
     let Some(checker) = checker else {
-        let result = match service.run(&request, &Progress::none(), &cancel).await {
+        let run = service.run(&request, &quiet, &cancel);
+        let result = match with_caps(caps, run).await {
             Ok(result) => result,
             Err(error) => return stopped(&cancel, &error),
         };
@@ -94,10 +99,8 @@ pub async fn run(args: RunCpsatArgs, cpsat: impl FnOnce() -> Arc<CpsatRuntime>) 
         checker_timeout_ms: None,
         test_checker: false,
     };
-    let result = match service
-        .run_checked(&checked, &Progress::none(), &cancel)
-        .await
-    {
+    let run = service.run_checked(&checked, &quiet, &cancel);
+    let result = match with_caps(caps, run).await {
         Ok(result) => result,
         Err(error) => return stopped(&cancel, &error),
     };

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::args::RuntimeKind;
 use crate::artifacts::{ArtifactList, ReplayResult};
 use crate::cpsat::CpsatPythonResult;
+use crate::exec::limits::Enforcement;
 use crate::minizinc::SolveResult;
 use crate::planner::PlanResult;
 use crate::runtime::{INSTALL_HINT, RuntimeStatus, SolverList};
@@ -66,6 +67,19 @@ pub fn runtime_status(status: &RuntimeStatus, only: Option<RuntimeKind>) -> Stri
                 );
             }
         }
+    }
+    if let Some(limits) = &status.limits {
+        text.push_str(&limits_lines(limits));
+    }
+    text
+}
+
+/// `limits: memory 512 MiB (cgroup_v1), …` and each note: in
+/// `check-runtime` and the servers' start-up banner.
+pub fn limits_lines(limits: &Enforcement) -> String {
+    let mut text = format!("limits: {}\n", limits.summary());
+    for note in &limits.notes {
+        let _ = writeln!(text, "  note: {note}");
     }
     text
 }

@@ -1,7 +1,7 @@
 //! What several commands set up the same way: the per-user data dir's
 //! folders (planner results, in-progress saves), the job backend of the two
 //! MCP servers (`stdio`, `serve --http`) and their start-up banner's
-//! runtime lines.
+//! runtime and limits lines.
 
 use crate::jobs::{BackendChoice, SlurmConfig};
 use crate::runtime::cpsat::CpsatRuntime;
@@ -63,7 +63,8 @@ pub(crate) fn backend_choice(
     }
 }
 
-/// The start-up banner's runtime lines (stdio and HTTP servers), on stderr.
+/// The start-up banner's runtime lines (stdio and HTTP servers), on
+/// stderr, and how the limits are enforced.
 pub(crate) fn print_runtimes(runtime: &Runtime, cpsat: &CpsatRuntime) {
     let location = runtime.location();
     eprintln!(
@@ -81,4 +82,7 @@ pub(crate) fn print_runtimes(runtime: &Runtime, cpsat: &CpsatRuntime) {
         cpsat.python.display(),
         cpsat.source.describe_python()
     );
+    if let Some(limits) = crate::exec::limits::enforcement() {
+        eprint!("{}", super::render::limits_lines(&limits));
+    }
 }

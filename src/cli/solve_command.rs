@@ -15,6 +15,7 @@ use super::args::SolveArgs;
 use super::render;
 use super::terminal::{fail, interrupt_signal, out};
 use crate::budget::{Budget, DEFAULT_TIMEOUT_MS};
+use crate::exec::limits::with_caps;
 use crate::minizinc::{MiniZinc, SolveControls, SolveRequest, SolveStatus, Sources};
 use crate::progress::Progress;
 use crate::runtime::Runtime;
@@ -72,9 +73,11 @@ pub async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
             }
         });
     }
-    let outcome = service
-        .solve_stoppable(&request, &progress, &cancel, &stop)
-        .await;
+    let outcome = with_caps(
+        args.limits.caps(),
+        service.solve_stoppable(&request, &progress, &cancel, &stop),
+    )
+    .await;
     if let Some(bar) = &spinner {
         bar.finish_and_clear();
     }

@@ -15,6 +15,11 @@
 //! waiter that subscribed in time gets it even after retention evicted the
 //! job. Results are stored once (`Arc`); snapshots share them.
 //!
+//! A job runs under the resource-limit caps of the call that admitted it
+//! (`exec::limits::with_caps`): they are read at admission and carried
+//! into the job's task, since a queued job starts from whichever task
+//! freed its slot.
+//!
 //! The one rule a maintainer must keep: the registry lock is never held
 //! across an `.await`.
 
@@ -29,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::exec::limits::{LimitCaps, current_caps, with_caps};
 use crate::settings::JobBounds;
 
 /// Where a job is in its life.
@@ -87,6 +93,11 @@ pub type Work<R> = Pin<Box<dyn Future<Output = Outcome<R>> + Send>>;
 /// Builds a job's work from its cancellation token; called once, when the job
 /// gets a slot.
 pub type Start<R> = Box<dyn FnOnce(CancellationToken) -> Work<R> + Send>;
+
+/// `start` with `caps` lowering the limits of every child its work starts.
+fn under_caps<R: Send + 'static>(caps: LimitCaps, start: Start<R>) -> Start<R> {
+    Box::new(move |token| Box::pin(with_caps(caps, async move { start(token).await })))
+}
 
 /// A job as a poll sees it. Cheap to clone: the meta and the result are
 /// shared, not copied.
@@ -312,6 +323,7 @@ impl<R: Send + Sync + 'static, M: Send + Sync + 'static> JobRegistry<R, M> {
         starts: Vec<(M, Start<R>)>,
     ) -> Result<Vec<Admitted<R, M>>, RegistryFull> {
         let mut to_start = Vec::new();
+        let caps = current_caps();
         let admitted = {
             let mut inner = self.lock();
             self.room_for(&inner, starts.len())?;
@@ -332,7 +344,7 @@ impl<R: Send + Sync + 'static, M: Send + Sync + 'static> JobRegistry<R, M> {
                         result: None,
                         message: None,
                         token: self.shared.shutdown.child_token(),
-                        start: Some(start),
+                        start: Some(under_caps(caps, start)),
                         done,
                     },
                 );
@@ -656,6 +668,43 @@ mod tests {
         assert_eq!(done.state, JobState::Succeeded);
         assert_eq!(done.result.as_deref(), Some(&3));
         assert!(done.started_at.unwrap() >= first.submitted_at);
+    }
+
+    /// Work that reports the memory cap it runs under, after `millis`.
+    fn cap_reader(millis: u64) -> Start<u32> {
+        Box::new(move |_token: CancellationToken| {
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_millis(millis)).await;
+                let memory = current_caps().memory_mb.unwrap_or(0);
+                Outcome::Succeeded(u32::try_from(memory).unwrap())
+            })
+        })
+    }
+
+    /// The caps of the submitting call reach the job's own task, also for a
+    /// queued job, which starts from the task of the job that freed its
+    /// slot (under that job's caps).
+    #[tokio::test]
+    async fn a_job_keeps_the_caps_it_was_admitted_under() {
+        let registry: JobRegistry<u32> =
+            JobRegistry::new("test job", bounds(1, 1, 10), CancellationToken::new());
+        let caps = |memory_mb| LimitCaps {
+            memory_mb: Some(memory_mb),
+            ..LimitCaps::default()
+        };
+        let first = with_caps(caps(300), async { registry.submit((), cap_reader(50)) })
+            .await
+            .unwrap();
+        let queued = with_caps(caps(200), async { registry.submit((), cap_reader(0)) })
+            .await
+            .unwrap();
+        let first = registry.wait(&first.id).await.unwrap();
+        assert_eq!(first.result.as_deref(), Some(&300));
+        let queued = registry.wait(&queued.id).await.unwrap();
+        assert_eq!(queued.result.as_deref(), Some(&200));
+        let uncapped = registry.submit((), cap_reader(0)).unwrap();
+        let uncapped = registry.wait(&uncapped.id).await.unwrap();
+        assert_eq!(uncapped.result.as_deref(), Some(&0));
     }
 
     #[tokio::test]

@@ -340,6 +340,9 @@ impl SlurmBackend {
             cpsat_python: self.config.cpsat_python.clone(),
             pythonpath: self.config.pythonpath.clone(),
             work,
+            // The caps the job was admitted under: the registry runs its
+            // work under them, and the node's worker lowers its limits by them.
+            limits: crate::exec::limits::current_caps(),
         };
         let workdir = self.config.workdir.clone();
         let worker = self.config.worker.clone();

@@ -7,7 +7,9 @@
 //! The work travels in the services' own types: a solve's [`Sources`]
 //! (with the files the server wrote sent as their text), an admitted
 //! [`CpsatJob`] and its [`CpsatJobOutput`] as they are, so nothing is
-//! converted on the way to the node and back. Both files are written whole and renamed into place
+//! converted on the way to the node and back. The call's limit caps
+//! travel beside the work, so the node lowers its own limits as the
+//! server would have. Both files are written whole and renamed into place
 //! ([`write_atomically`]): a reader sees a complete file or none.
 
 use std::path::{Path, PathBuf};
@@ -17,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::backend::{CpsatJob, CpsatJobOutput};
 use crate::budget::Budget;
 use crate::diagnostics::{Category, Diagnostic, ToolError};
+use crate::exec::limits::LimitCaps;
 use crate::minizinc::{SolveControls, SolveRequest, SolveResult, Sources};
 
 /// The task file's name in a job's directory.
@@ -35,6 +38,14 @@ pub struct WorkerTask {
     pub pythonpath: Option<String>,
     /// The job to run.
     pub work: WorkerWork,
+    /// The submitting call's limit caps, lowering the node's own limits
+    /// (absent from the file when there are none, as before they existed).
+    #[serde(default, skip_serializing_if = "no_caps")]
+    pub limits: LimitCaps,
+}
+
+fn no_caps(caps: &LimitCaps) -> bool {
+    *caps == LimitCaps::default()
 }
 
 /// What to run.
@@ -185,6 +196,7 @@ mod tests {
             runtime_dir: "/usr".into(),
             cpsat_python: "/venv/bin/python".into(),
             pythonpath: None,
+            limits: LimitCaps::default(),
             work: WorkerWork::Solve {
                 sources: Sources::Inline {
                     model: "var 1..3: x; solve maximize x;".into(),
@@ -213,6 +225,7 @@ mod tests {
             runtime_dir: "/usr".into(),
             cpsat_python: "/venv/bin/python".into(),
             pythonpath: Some("/opt/lib".into()),
+            limits: LimitCaps::default(),
             work: WorkerWork::Solve {
                 sources,
                 solver: None,
@@ -242,6 +255,7 @@ mod tests {
                     runtime_dir: "/usr".into(),
                     cpsat_python: "/venv/bin/python".into(),
                     pythonpath: None,
+                    limits: LimitCaps::default(),
                     work: WorkerWork::Cpsat(CpsatJob {
                         script: ScriptRequest {
                             source: ScriptSource::File("/s/model.py".into()),
@@ -265,6 +279,7 @@ mod tests {
                     runtime_dir: "/usr".into(),
                     cpsat_python: "/venv/bin/python".into(),
                     pythonpath: None,
+                    limits: LimitCaps::default(),
                     work: WorkerWork::Cpsat(CpsatJob {
                         script: ScriptRequest {
                             source: ScriptSource::Inline("print(2)".into()),
@@ -279,6 +294,21 @@ mod tests {
                     }),
                 },
                 r#"{"runtime_dir":"/usr","cpsat_python":"/venv/bin/python","pythonpath":null,"work":{"kind":"cpsat","script":{"inline":"print(2)"},"args":[],"seed":null,"config":null,"timeout_ms":5000,"checker":null,"problem":null,"checker_timeout_ms":null}}"#,
+            ),
+            (
+                WorkerTask {
+                    limits: LimitCaps {
+                        memory_mb: Some(256),
+                        processes: Some(32),
+                        ..LimitCaps::default()
+                    },
+                    ..solve(Sources::Inline {
+                        model: "var 1..3: x;".into(),
+                        data: None,
+                        checker: None,
+                    })
+                },
+                r#"{"runtime_dir":"/usr","cpsat_python":"/venv/bin/python","pythonpath":"/opt/lib","work":{"kind":"solve","sources":{"inline":{"model":"var 1..3: x;","data":null,"checker":null}},"solver":null,"timeout_ms":2000,"controls":{"free_search":false,"parallel":null,"random_seed":null,"all_solutions":false,"num_solutions":null}},"limits":{"memory_mb":256,"processes":32}}"#,
             ),
         ];
         for (task, pinned) in cases {

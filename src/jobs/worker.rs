@@ -1,7 +1,8 @@
 //! The node side of the Slurm backend: `solvergate worker DIR` reads the
 //! job's `task.json`, runs it through the same [`execute_solve`] / CP-SAT
 //! job code as the local backend (same executor, caps, checker and
-//! envelope rules), and renames `result.json` into place.
+//! envelope rules) under the node's limits lowered by the call's caps, and
+//! renames `result.json` into place.
 //!
 //! A cancelled run (Slurm's `scancel` sends SIGTERM, which the face turns
 //! into the token) writes no result: the server decided the job's end
@@ -19,6 +20,7 @@ use super::wire::{
     RESULT_FILE, TASK_FILE, WorkerOutcome, WorkerTask, WorkerWork, write_atomically,
 };
 use crate::cpsat::Cpsat;
+use crate::exec::limits::with_caps;
 use crate::minizinc::{MiniZinc, SolveRequest};
 use crate::progress::Progress;
 use crate::runtime::cpsat::CpsatRuntime;
@@ -59,7 +61,20 @@ pub async fn run(dir: &Path, cancel: &CancellationToken) -> Result<(), WorkerErr
             path: task_path.display().to_string(),
             problem,
         })?;
-    let outcome = match task.work {
+    let outcome = with_caps(task.limits, execute(task, cancel)).await;
+    if cancel.is_cancelled() {
+        return Err(WorkerError::Cancelled);
+    }
+    let result_path = dir.join(RESULT_FILE);
+    write_atomically(&result_path, &outcome).map_err(|source| WorkerError::Result {
+        path: result_path.display().to_string(),
+        source,
+    })
+}
+
+/// Runs the task's work as the local backend would.
+async fn execute(task: WorkerTask, cancel: &CancellationToken) -> WorkerOutcome {
+    match task.work {
         WorkerWork::Solve {
             sources,
             solver,
@@ -95,13 +110,5 @@ pub async fn run(dir: &Path, cancel: &CancellationToken) -> Result<(), WorkerErr
                 Err(error) => WorkerOutcome::refused(error),
             }
         }
-    };
-    if cancel.is_cancelled() {
-        return Err(WorkerError::Cancelled);
     }
-    let result_path = dir.join(RESULT_FILE);
-    write_atomically(&result_path, &outcome).map_err(|source| WorkerError::Result {
-        path: result_path.display().to_string(),
-        source,
-    })
 }

@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 use crate::budget::{Budget, DEFAULT_TIMEOUT_MS};
 use crate::cpsat::{canonical_problem, validate_seed};
 use crate::diagnostics::ToolError;
+use crate::exec::limits::LimitCaps;
 
 /// Reads a tool's arguments; a malformed one is an `invalid_request` that
 /// names the problem (rmcp's own extractor would answer without our
@@ -36,6 +37,20 @@ pub fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, ToolError>
 pub trait IntoRequest {
     type Request;
     fn into_request(self) -> Result<Self::Request, ToolError>;
+
+    /// The call's `limits` argument: lower resource limits for what it
+    /// runs (none for a tool without the argument).
+    fn limits(&self) -> LimitCaps {
+        LimitCaps::default()
+    }
+}
+
+/// The request `args` make and the limit caps the call runs under; a zero
+/// cap is refused before anything runs.
+pub fn capped_request<A: IntoRequest>(args: A) -> Result<(LimitCaps, A::Request), ToolError> {
+    let caps = args.limits();
+    caps.validate()?;
+    Ok((caps, args.into_request()?))
 }
 
 impl IntoRequest for JobIdArgs {
@@ -114,6 +129,43 @@ pub fn problem_text<'de, D: serde::Deserializer<'de>>(
     Err(serde::de::Error::custom(format!(
         "problem must be text, a JSON object or a JSON array (or null), got {kind}"
     )))
+}
+
+/// Reads `limits`, naming the field a refusal is about (serde's own
+/// message for a nested field names only the value: "invalid value:
+/// integer `-5`").
+pub fn limits_arg<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<LimitCaps>, D::Error> {
+    use serde_json::{Map, Value};
+    let Some(value) = Option::<Value>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    // serde would read an array as the fields in order.
+    let kind = match &value {
+        Value::Object(_) => None,
+        Value::Array(_) => Some("an array"),
+        Value::String(_) => Some("text"),
+        Value::Number(_) => Some("a number"),
+        Value::Bool(_) => Some("a boolean"),
+        Value::Null => Some("null"),
+    };
+    if let Some(kind) = kind {
+        return Err(serde::de::Error::custom(format!(
+            "limits must be an object such as {{\"memory_mb\": 512}}, got {kind}"
+        )));
+    }
+    let read = |value: Value| serde_json::from_value::<LimitCaps>(value);
+    read(value.clone()).map(Some).map_err(|error| {
+        let culprit = value.as_object().and_then(|fields| {
+            fields.iter().find_map(|(name, field)| {
+                let alone = Map::from_iter([(name.clone(), field.clone())]);
+                read(Value::Object(alone)).is_err().then_some(name)
+            })
+        });
+        let at = culprit.map_or_else(|| "limits".to_owned(), |name| format!("limits.{name}"));
+        serde::de::Error::custom(format!("{at}: {error}"))
+    })
 }
 
 /// The schema `problem_text` accepts, stated exactly.

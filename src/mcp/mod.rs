@@ -49,6 +49,7 @@ use crate::artifacts::Artifacts;
 use crate::cpsat::Cpsat;
 use crate::diagnostics::{Category, ToolError};
 use crate::equations::Equations;
+use crate::exec::limits::with_caps;
 use crate::jobs::{
     BackendChoice, BackgroundJobs, CpsatJobs, JobBackend, JobList, Portfolios, SolveJobs,
 };
@@ -491,7 +492,8 @@ impl SolvergateServer {
     }
 
     /// The shape of every long tool: parse the arguments, report stages,
-    /// run under the call's token, answer with the result or the error.
+    /// run under the call's token and its `limits` caps, answer with the
+    /// result or the error.
     async fn long_call<A, T>(
         &self,
         tool: &'static str,
@@ -504,19 +506,19 @@ impl SolvergateServer {
         A: DeserializeOwned + IntoRequest,
         T: Serialize,
     {
-        let request = match args::parse::<A>(arguments).and_then(IntoRequest::into_request) {
-            Ok(request) => request,
+        let (caps, request) = match args::parse::<A>(arguments).and_then(args::capped_request) {
+            Ok(parsed) => parsed,
             Err(error) => return refuse(&error),
         };
         let (cancel, _link) = self.call_token(context);
         let (progress, done) = progress::start(context, tool, self.wants_info_logs());
-        let outcome = contain_panic(call(request, &progress, &cancel)).await;
+        let outcome = with_caps(caps, contain_panic(call(request, &progress, &cancel))).await;
         progress::finish(progress, done).await;
         answer(outcome, render)
     }
 
-    /// The shape of every job tool: parse, call under the call's token,
-    /// answer at once (no progress notifications).
+    /// The shape of every job tool: parse, call under the call's token and
+    /// its `limits` caps, answer at once (no progress notifications).
     async fn quick_call<A, T>(
         &self,
         arguments: JsonObject,
@@ -528,12 +530,15 @@ impl SolvergateServer {
         A: DeserializeOwned + IntoRequest,
         T: Serialize,
     {
-        let request = match args::parse::<A>(arguments).and_then(IntoRequest::into_request) {
-            Ok(request) => request,
+        let (caps, request) = match args::parse::<A>(arguments).and_then(args::capped_request) {
+            Ok(parsed) => parsed,
             Err(error) => return refuse(&error),
         };
         let (cancel, _link) = self.call_token(context);
-        answer(contain_panic(call(request, &cancel)).await, render)
+        // A job admitted here keeps the caps in its own task (the registry
+        // carries them).
+        let outcome = with_caps(caps, contain_panic(call(request, &cancel))).await;
+        answer(outcome, render)
     }
 
     /// A submit tool of job kind `K`: parse `A`, then validate and admit

@@ -25,6 +25,16 @@ pub fn sandbox_line(text: &mut String, sandbox: Option<&crate::exec::SandboxRepo
     }
 }
 
+/// `Limits: memory 512 MiB (cgroup_v1), …` and each note, when limits are on.
+pub fn limits_lines(text: &mut String, limits: Option<&crate::exec::limits::Enforcement>) {
+    if let Some(limits) = limits {
+        let _ = writeln!(text, "Limits: {}", limits.summary());
+        for note in &limits.notes {
+            let _ = writeln!(text, "  note: {note}");
+        }
+    }
+}
+
 pub fn diagnostic_line(text: &mut String, diagnostic: Option<&Diagnostic>) {
     if let Some(diagnostic) = diagnostic {
         let _ = writeln!(

@@ -173,6 +173,8 @@ pub struct RuntimeStatus {
     pub solver_count: Option<usize>,
     /// The CP-SAT (Python + OR-Tools) runtime.
     pub cpsat: cpsat::CpsatStatus,
+    /// The limits every run is held to and how this host enforces each.
+    pub limits: Option<exec::limits::Enforcement>,
 }
 
 /// Both runtimes' status, probed concurrently.
@@ -206,6 +208,7 @@ pub async fn status(
         minizinc_version,
         solver_count,
         cpsat,
+        limits: exec::limits::enforcement(),
     }
 }
 

@@ -23,7 +23,10 @@ from helpers import OPT_MODEL, OPT_OBJECTIVE
 pytestmark = pytest.mark.anyio
 
 #: The full tools/list result, compact JSON, must stay at or below this.
-MAX_TOOLS_LIST_BYTES = 75_000
+#: Raised from 75,000 for the per-call `limits` argument of issue 26 (its
+#: LimitCaps schema on 16 tools): 83,486 measured, rounded up to the next
+#: 1,000 plus 1,000.
+MAX_TOOLS_LIST_BYTES = 85_000
 
 #: The formats JSON Schema 2020-12 defines; any other is unknown to a
 #: strict validator.

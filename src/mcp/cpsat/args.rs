@@ -7,9 +7,10 @@ use serde::Deserialize;
 use crate::budget::Budget;
 use crate::cpsat::{CheckedRequest, ScriptRequest, ScriptSource, attempt_error};
 use crate::diagnostics::ToolError;
+use crate::exec::limits::LimitCaps;
 use crate::jobs::CpsatJobRequest;
 use crate::mcp::args::{
-    IntoRequest, checked_budget, checked_seed, checker_budget, default_timeout_ms, one,
+    IntoRequest, checked_budget, checked_seed, checker_budget, default_timeout_ms, limits_arg, one,
     problem_schema, problem_text,
 };
 
@@ -33,6 +34,9 @@ pub struct RunCpsatArgs {
     /// Replay config, written to a JSON file named by SOLVERGATE_CPSAT_CONFIG.
     #[serde(default)]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Lower resource limits for this call; each may only lower the server's.
+    #[serde(default, deserialize_with = "limits_arg")]
+    pub limits: Option<LimitCaps>,
 }
 
 /// Arguments of `run_cpsat_python_file`.
@@ -53,6 +57,9 @@ pub struct RunCpsatFileArgs {
     /// Replay config, written to a JSON file named by SOLVERGATE_CPSAT_CONFIG.
     #[serde(default)]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Lower resource limits for this call; each may only lower the server's.
+    #[serde(default, deserialize_with = "limits_arg")]
+    pub limits: Option<LimitCaps>,
 }
 
 /// Arguments of `run_cpsat_python_file_checked`.
@@ -84,6 +91,9 @@ pub struct RunCpsatFileCheckedArgs {
     pub seed: Option<i64>,
     #[serde(default)]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Lower resource limits for this call; each may only lower the server's.
+    #[serde(default, deserialize_with = "limits_arg")]
+    pub limits: Option<LimitCaps>,
 }
 
 /// Arguments of `submit_cpsat_python_job`.
@@ -102,6 +112,9 @@ pub struct SubmitCpsatArgs {
     pub checker: Option<String>,
     #[serde(default)]
     pub checker_timeout_ms: Option<i64>,
+    /// Lower resource limits for this call; each may only lower the server's.
+    #[serde(default, deserialize_with = "limits_arg")]
+    pub limits: Option<LimitCaps>,
 }
 
 /// Arguments of `submit_cpsat_python_file_job`.
@@ -124,10 +137,17 @@ pub struct SubmitCpsatFileArgs {
     pub checker_path: Option<String>,
     #[serde(default)]
     pub checker_timeout_ms: Option<i64>,
+    /// Lower resource limits for this call; each may only lower the server's.
+    #[serde(default, deserialize_with = "limits_arg")]
+    pub limits: Option<LimitCaps>,
 }
 
 impl IntoRequest for RunCpsatArgs {
     type Request = ScriptRequest;
+
+    fn limits(&self) -> LimitCaps {
+        self.limits.unwrap_or_default()
+    }
 
     fn into_request(self) -> Result<ScriptRequest, ToolError> {
         Ok(ScriptRequest {
@@ -143,6 +163,10 @@ impl IntoRequest for RunCpsatArgs {
 impl IntoRequest for RunCpsatFileArgs {
     type Request = ScriptRequest;
 
+    fn limits(&self) -> LimitCaps {
+        self.limits.unwrap_or_default()
+    }
+
     fn into_request(self) -> Result<ScriptRequest, ToolError> {
         Ok(ScriptRequest {
             source: ScriptSource::File(self.script_path),
@@ -156,6 +180,10 @@ impl IntoRequest for RunCpsatFileArgs {
 
 impl IntoRequest for RunCpsatFileCheckedArgs {
     type Request = CheckedRequest;
+
+    fn limits(&self) -> LimitCaps {
+        self.limits.unwrap_or_default()
+    }
 
     fn into_request(self) -> Result<CheckedRequest, ToolError> {
         Ok(CheckedRequest {
@@ -177,6 +205,10 @@ impl IntoRequest for RunCpsatFileCheckedArgs {
 impl IntoRequest for SubmitCpsatArgs {
     type Request = CpsatJobRequest;
 
+    fn limits(&self) -> LimitCaps {
+        self.limits.unwrap_or_default()
+    }
+
     fn into_request(self) -> Result<CpsatJobRequest, ToolError> {
         Ok(CpsatJobRequest {
             script: ScriptRequest {
@@ -195,6 +227,10 @@ impl IntoRequest for SubmitCpsatArgs {
 
 impl IntoRequest for SubmitCpsatFileArgs {
     type Request = CpsatJobRequest;
+
+    fn limits(&self) -> LimitCaps {
+        self.limits.unwrap_or_default()
+    }
 
     fn into_request(self) -> Result<CpsatJobRequest, ToolError> {
         let checker = match (self.checker, self.checker_path) {
@@ -276,10 +312,17 @@ pub struct ExperimentArgs {
     /// Keep the winner's raw stdout in the result.
     #[serde(default = "yes")]
     pub include_winner_stdout: bool,
+    /// Lower resource limits for this call; each may only lower the server's.
+    #[serde(default, deserialize_with = "limits_arg")]
+    pub limits: Option<LimitCaps>,
 }
 
 impl IntoRequest for ExperimentArgs {
     type Request = crate::cpsat::ExperimentRequest;
+
+    fn limits(&self) -> LimitCaps {
+        self.limits.unwrap_or_default()
+    }
 
     fn into_request(self) -> Result<crate::cpsat::ExperimentRequest, ToolError> {
         let default = checked_budget("default_script_timeout_ms", self.default_script_timeout_ms)?;

@@ -18,7 +18,7 @@ use crate::runtime::{self, RuntimeStatus, SolverList};
 #[tool_router(router = minizinc_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Report whether the runtimes are installed: MiniZinc (directory, binary, version, which rule chose it) and CP-SAT (the Python interpreter and its OR-Tools version). Call first when a tool fails with runtime_missing.",
+        description = "Report whether the runtimes are installed: MiniZinc (directory, binary, version, which rule chose it) and CP-SAT (the Python interpreter and its OR-Tools version), and the resource limits every run is held to and how each is enforced. Call first when a tool fails with runtime_missing.",
         input_schema = schema::<NoArgs>(),
         output_schema = schema_for_output::<RuntimeStatus>()
     )]

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::mcp::render::{block, diagnostic_line, sandbox_line};
+use crate::mcp::render::{block, diagnostic_line, limits_lines, sandbox_line};
 use crate::minizinc::{CheckResult, ModelInspectionResult, PreflightStatus, SolveResult};
 use crate::runtime::{RuntimeStatus, SolverList};
 
@@ -62,6 +62,7 @@ pub fn runtime_status(status: &RuntimeStatus) -> String {
             );
         }
     }
+    limits_lines(&mut text, status.limits.as_ref());
     text
 }
 

@@ -4,7 +4,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::diagnostics::ToolError;
-use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms};
+use crate::exec::limits::LimitCaps;
+use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms, limits_arg};
 use crate::minizinc::Sources;
 use crate::unsat::UnsatCoreRequest;
 
@@ -29,10 +30,17 @@ pub struct UnsatModelArgs {
     /// runs; must be strictly positive.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
+    /// Lower resource limits for this call; each may only lower the server's.
+    #[serde(default, deserialize_with = "limits_arg")]
+    pub limits: Option<LimitCaps>,
 }
 
 impl IntoRequest for UnsatModelArgs {
     type Request = UnsatCoreRequest;
+
+    fn limits(&self) -> LimitCaps {
+        self.limits.unwrap_or_default()
+    }
 
     fn into_request(self) -> Result<UnsatCoreRequest, ToolError> {
         Ok(UnsatCoreRequest {
@@ -64,10 +72,17 @@ pub struct UnsatFilesArgs {
     /// Budget of the whole search in milliseconds; strictly positive.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
+    /// Lower resource limits for this call; each may only lower the server's.
+    #[serde(default, deserialize_with = "limits_arg")]
+    pub limits: Option<LimitCaps>,
 }
 
 impl IntoRequest for UnsatFilesArgs {
     type Request = UnsatCoreRequest;
+
+    fn limits(&self) -> LimitCaps {
+        self.limits.unwrap_or_default()
+    }
 
     fn into_request(self) -> Result<UnsatCoreRequest, ToolError> {
         Ok(UnsatCoreRequest {
