@@ -49,7 +49,7 @@ pub fn run(cli: Cli) -> ExitCode {
     let trampoline = crate::exec::confine::trampoline_of_this_binary();
     if settings.sandbox && !cli.no_sandbox {
         crate::exec::sandbox::allow_writes(settings.sandbox_writable.clone());
-        let support = crate::exec::sandbox::probe(&trampoline);
+        let support = crate::exec::confine::probe_sandbox(&trampoline);
         if support.landlock != "enforced" || support.network != "enforced" {
             eprintln!(
                 "solvergate: the sandbox is only partly enforced on this kernel (landlock {}, network {}); children run with what it allows",

@@ -23,22 +23,15 @@
 //! less confinement than it was given without saying so.
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
 use nix::sys::resource::{Resource, setrlimit};
 
-use super::sandbox;
+use super::sandbox::{self, SandboxReport};
 
 /// The hidden argument that makes the binary a trampoline.
 pub const CONFINE_ARG: &str = "__confine";
-
-/// The binary that confines children: the one limits were enabled with,
-/// else this executable.
-pub(super) fn trampoline() -> PathBuf {
-    super::limits::trampoline().unwrap_or_else(trampoline_of_this_binary)
-}
 
 /// This executable as a trampoline (`/proc/self/exe` when its file is gone,
 /// a rebuild having replaced it).
@@ -47,6 +40,39 @@ pub fn trampoline_of_this_binary() -> PathBuf {
         .ok()
         .filter(|path| path.is_file())
         .unwrap_or_else(|| PathBuf::from("/proc/self/exe"))
+}
+
+/// The sandbox's start-up probe: confines `/bin/true` through `trampoline`
+/// and reads what it reports; turns the sandbox on unless neither part
+/// could be enforced. Returns the
+/// report (`unsupported` twice when the probe itself could not run).
+pub fn probe_sandbox(trampoline: &Path) -> SandboxReport {
+    let unsupported = SandboxReport {
+        landlock: "unsupported".into(),
+        network: "unsupported".into(),
+    };
+    let Ok(dir) = tempfile::tempdir() else {
+        return unsupported;
+    };
+    let report = dir.path().join("report");
+    let confinement = Confinement {
+        sandbox: true,
+        write: vec![dir.path().to_path_buf()],
+        report: Some(report.clone()),
+        ..Confinement::default()
+    };
+    let ran = std::process::Command::new(trampoline)
+        .args(confinement.command_line(Path::new("/bin/true"), &[]))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    let found = match ran {
+        Ok(status) if status.success() => sandbox::read_report(&report).unwrap_or(unsupported),
+        _ => unsupported,
+    };
+    sandbox::record_support(found.clone());
+    found
 }
 
 /// What the trampoline is asked to do.
@@ -190,21 +216,66 @@ pub fn serve(args: impl Iterator<Item = OsString>) -> ExitCode {
         let landlock = sandbox::restrict_writes(&confinement.write);
         text.push_str(&format!("landlock={landlock}\nnetwork={network}\n"));
     }
-    if let Some((file, path)) = report {
-        let written =
-            file.and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()));
-        if let Err(error) = written {
+    // Kept open (it closes on a successful exec) to say why an exec failed.
+    let mut report = report.and_then(|(file, path)| {
+        let mut file = file.ok();
+        let written = file
+            .as_mut()
+            .map(|file| std::io::Write::write_all(file, text.as_bytes()));
+        if !matches!(written, Some(Ok(()))) {
             eprintln!(
-                "solvergate: could not write the confinement report {}: {error}",
+                "solvergate: could not write the confinement report {}",
                 path.display()
             );
         }
+        file
+    });
+    let error = exec(&program, args);
+    // The executor turns this into the spawn error a direct start gives.
+    if let (Some(file), Some(errno)) = (report.as_mut(), error.raw_os_error()) {
+        let _ = std::io::Write::write_all(file, format!("{EXEC_ERRNO}={errno}\n").as_bytes());
     }
-    let error = Command::new(&program).args(args).exec();
     refuse(&format!(
         "could not run {}: {error}",
         Path::new(&program).display()
     ))
+}
+
+/// Replaces this process with `program args` (`execv`: no `PATH` search,
+/// and no retry through `/bin/sh` of a file the kernel cannot run, so a
+/// broken program fails here as it would have failed to spawn). Returns
+/// only on failure.
+fn exec(program: &OsString, args: impl Iterator<Item = OsString>) -> std::io::Error {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStringExt;
+    let text = |value: OsString| {
+        CString::new(value.into_vec())
+            .map_err(|_| std::io::Error::from_raw_os_error(nix::libc::EINVAL))
+    };
+    let argv = std::iter::once(program.clone())
+        .chain(args)
+        .map(text)
+        .collect::<Result<Vec<CString>, _>>();
+    match argv {
+        Ok(argv) => match nix::unistd::execv(&argv[0], &argv) {
+            Err(errno) => std::io::Error::from(errno),
+        },
+        Err(error) => error,
+    }
+}
+
+/// The report line of an exec that failed: `exec_errno=N`.
+pub(super) const EXEC_ERRNO: &str = "exec_errno";
+
+/// Why the trampoline could not exec the program, from its report.
+pub(super) fn exec_error(report: &Path) -> Option<std::io::Error> {
+    let text = std::fs::read_to_string(report).ok()?;
+    let errno = text
+        .lines()
+        .find_map(|line| line.strip_prefix(EXEC_ERRNO)?.strip_prefix('='))?
+        .parse::<i32>()
+        .ok()?;
+    Some(std::io::Error::from_raw_os_error(errno))
 }
 
 fn refuse(problem: &str) -> ExitCode {

@@ -399,7 +399,7 @@ pub async fn run_stoppable(
                 None => confinement,
             };
             (
-                confine::trampoline(),
+                trampoline(),
                 confinement.command_line(&command.program, &command.args),
             )
         }
@@ -606,6 +606,14 @@ pub async fn run_stoppable(
         .unwrap_or_else(|error| Err(io::Error::other(error)))
         .map_err(io_error("read the output"))?,
     };
+    // A program the trampoline could not exec is the spawn error a direct
+    // start would have been.
+    if let Some(source) = jail
+        .as_ref()
+        .and_then(|jail| confine::exec_error(&jail.report))
+    {
+        return Err(ExecError::Spawn { program, source });
+    }
     let scratch_breach = match (&scratch, &run_limits) {
         (Some(scratch), Some(run_limits)) if ending == Ending::OverLimit => {
             Some(run_limits.scratch_breach(scratch.bytes()))
@@ -635,6 +643,12 @@ pub async fn run_stoppable(
         escaped,
         breach,
     })
+}
+
+/// The binary that confines children: the one limits were enabled with,
+/// else this executable.
+fn trampoline() -> PathBuf {
+    limits::trampoline().unwrap_or_else(confine::trampoline_of_this_binary)
 }
 
 /// A sandboxed child's temp dir (the only place it may write) beside the

@@ -5,7 +5,8 @@
 //! libraries live anywhere.
 //!
 //! Whether the kernel can enforce it is probed once at start-up
-//! ([`probe`]): the trampoline confines `/bin/true` and reports. A kernel
+//! (`confine::probe_sandbox`): the trampoline confines `/bin/true` and
+//! reports. A kernel
 //! that supports neither Landlock nor network namespaces leaves the
 //! sandbox off, said once on stderr and in `check_runtime`.
 //!
@@ -40,7 +41,7 @@ pub struct SandboxReport {
 static ENABLED: OnceLock<()> = OnceLock::new();
 
 /// Confines every child started from now on (except the installer's);
-/// [`probe`] calls it when the kernel supports the sandbox.
+/// called when the start-up probe found the kernel supports the sandbox.
 fn enable() {
     let _ = ENABLED.set(());
 }
@@ -70,42 +71,16 @@ pub(super) fn writable(scratch: &Path) -> Vec<PathBuf> {
 /// What the kernel let the trampoline enforce when probed at start-up.
 static SUPPORT: OnceLock<SandboxReport> = OnceLock::new();
 
-/// Confines `/bin/true` through `trampoline` and reads what it reports;
-/// turns the sandbox on unless neither part could be enforced. Returns the
-/// report (`unsupported` twice when the probe itself could not run).
-pub fn probe(trampoline: &Path) -> SandboxReport {
-    let unsupported = SandboxReport {
-        landlock: "unsupported".into(),
-        network: "unsupported".into(),
-    };
-    let Ok(dir) = tempfile::tempdir() else {
-        return unsupported;
-    };
-    let report = dir.path().join("report");
-    let confinement = super::confine::Confinement {
-        sandbox: true,
-        write: vec![dir.path().to_path_buf()],
-        report: Some(report.clone()),
-        ..super::confine::Confinement::default()
-    };
-    let ran = std::process::Command::new(trampoline)
-        .args(confinement.command_line(Path::new("/bin/true"), &[]))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status();
-    let found = match ran {
-        Ok(status) if status.success() => read_report(&report).unwrap_or(unsupported),
-        _ => unsupported,
-    };
+/// Records what the start-up probe found ([`super::confine::probe_sandbox`])
+/// and turns the sandbox on unless neither part could be enforced.
+pub(super) fn record_support(found: SandboxReport) {
     if found.landlock != "unsupported" || found.network != "unsupported" {
         enable();
     }
-    let _ = SUPPORT.set(found.clone());
-    found
+    let _ = SUPPORT.set(found);
 }
 
-/// The start-up probe's report, once [`probe`] ran.
+/// The start-up probe's report, once it ran.
 pub fn support() -> Option<&'static SandboxReport> {
     SUPPORT.get()
 }
