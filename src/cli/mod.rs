@@ -52,8 +52,8 @@ pub fn run(cli: Cli) -> ExitCode {
         let support = crate::exec::confine::probe_sandbox(&trampoline);
         if support.landlock != "enforced" || support.network != "enforced" {
             eprintln!(
-                "solvergate: the sandbox is only partly enforced on this kernel (landlock {}, network {}); children run with what it allows",
-                support.landlock, support.network
+                "solvergate: warning: the sandbox is {}",
+                crate::exec::sandbox::state_in_words()
             );
         }
     }

@@ -71,6 +71,7 @@ pub fn runtime_status(status: &RuntimeStatus, only: Option<RuntimeKind>) -> Stri
     if let Some(limits) = &status.limits {
         text.push_str(&limits_lines(limits));
     }
+    let _ = writeln!(text, "sandbox: {}", status.sandbox);
     text
 }
 

@@ -85,4 +85,5 @@ pub(crate) fn print_runtimes(runtime: &Runtime, cpsat: &CpsatRuntime) {
     if let Some(limits) = crate::exec::limits::enforcement() {
         eprint!("{}", super::render::limits_lines(&limits));
     }
+    eprintln!("sandbox: {}", crate::exec::sandbox::state_in_words());
 }

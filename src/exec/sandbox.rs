@@ -80,6 +80,18 @@ pub(super) fn record_support(found: SandboxReport) {
     let _ = SUPPORT.set(found);
 }
 
+/// What the sandbox is on this server, in words: `landlock enforced,
+/// network enforced`, or why it is off.
+pub fn state_in_words() -> String {
+    match (SUPPORT.get(), enabled()) {
+        (None, _) => "off (SOLVERGATE_SANDBOX=0 or --no-sandbox)".to_owned(),
+        (Some(_), false) => {
+            "unsupported by this kernel (no Landlock, no network namespaces): children run unsandboxed".to_owned()
+        }
+        (Some(found), true) => format!("landlock {}, network {}", found.landlock, found.network),
+    }
+}
+
 /// The start-up probe's report, once it ran.
 pub fn support() -> Option<&'static SandboxReport> {
     SUPPORT.get()

@@ -175,6 +175,9 @@ pub struct RuntimeStatus {
     pub cpsat: cpsat::CpsatStatus,
     /// The limits every run is held to and how this host enforces each.
     pub limits: Option<exec::limits::Enforcement>,
+    /// The sandbox: what the start-up probe found it can enforce here, or
+    /// why it is off.
+    pub sandbox: String,
 }
 
 /// Both runtimes' status, probed concurrently.
@@ -209,6 +212,7 @@ pub async fn status(
         solver_count,
         cpsat,
         limits: exec::limits::enforcement(),
+        sandbox: exec::sandbox::state_in_words(),
     }
 }
 

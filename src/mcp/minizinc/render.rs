@@ -63,6 +63,7 @@ pub fn runtime_status(status: &RuntimeStatus) -> String {
         }
     }
     limits_lines(&mut text, status.limits.as_ref());
+    let _ = writeln!(text, "Sandbox: {}", status.sandbox);
     text
 }
 
