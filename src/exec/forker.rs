@@ -200,34 +200,13 @@ impl Forker {
         let tag = RunTag::new();
         // The child confines itself as the trampoline would (forker.py's
         // `confine`), in a scratch dir of its own that is its TMPDIR.
-        let confined = super::limits::enabled() || super::sandbox::enabled();
-        let jail = match confined {
-            true => Some(
-                super::Jail::new()
-                    .map_err(|error| NotForked(format!("no scratch dir: {error}")))?,
-            ),
-            false => None,
-        };
-        let run_limits = match confined {
-            true => super::limits::RunLimits::prepare()
-                .map_err(|error| NotForked(format!("no cgroup: {error}")))?,
-            false => None,
-        };
+        let mut jail = super::Jail::prepare(command)
+            .map_err(|error| NotForked(format!("could not prepare the confinement: {error}")))?;
         let mut command = command.clone().env(escape::RUN_TAG, tag.value());
         let mut confinement = Value::Null;
         if let Some(jail) = &jail {
             command = command.env("TMPDIR", &jail.write_dir);
-            let base = super::confine::Confinement {
-                sandbox: super::sandbox::enabled(),
-                write: command.write_dirs(&jail.write_dir),
-                report: Some(jail.report.clone()),
-                ..super::confine::Confinement::default()
-            };
-            let full = match &run_limits {
-                Some(run_limits) => run_limits.confinement(base),
-                None => base,
-            };
-            confinement = full.to_json();
+            confinement = jail.confinement(&command).to_json();
         }
         let request = request_line(&command, confinement)?;
         self.busy = true;
@@ -283,16 +262,12 @@ impl Forker {
         };
 
         let deadline = tokio::time::Instant::from_std(started + limits.timeout);
-        let scratch = match (&jail, &run_limits) {
-            (Some(jail), Some(run_limits)) => Some(super::limits::ScratchWatch::start(
-                command.measured_dirs(&jail.write_dir),
-                run_limits.scratch_bytes(),
-            )),
-            _ => None,
-        };
+        if let Some(jail) = &mut jail {
+            jail.watch(&command);
+        }
         let over_scratch = async {
-            match &scratch {
-                Some(scratch) => scratch.exceeded().await,
+            match &jail {
+                Some(jail) => jail.over_scratch().await,
                 None => std::future::pending().await,
             }
         };
@@ -340,24 +315,10 @@ impl Forker {
             Ending::Exited => wait_status.map(decode_wait_status),
             _ => None,
         };
-        let scratch_breach = match (&scratch, &run_limits) {
-            (Some(scratch), Some(run_limits)) if ending == Ending::OverLimit => {
-                Some(run_limits.scratch_breach(scratch.bytes()))
-            }
-            _ => None,
+        let (sandbox, breach) = match jail {
+            Some(jail) => jail.finish(ending, return_code, &stdout, &stderr).await,
+            None => (None, None),
         };
-        let counted = match run_limits {
-            Some(run_limits) => {
-                let tail = super::said_at_the_end(&stdout, &stderr);
-                tokio::task::spawn_blocking(move || run_limits.finish(return_code, &tail))
-                    .await
-                    .unwrap_or(None)
-            }
-            None => None,
-        };
-        let sandbox = jail
-            .as_ref()
-            .and_then(|jail| super::sandbox::read_report(&jail.report));
         Ok(RunOutput {
             ending,
             return_code,
@@ -368,7 +329,7 @@ impl Forker {
             sandbox,
             late_output_bytes,
             escaped,
-            breach: scratch_breach.or(counted),
+            breach,
         })
     }
 

@@ -28,6 +28,7 @@ mod cgroup;
 pub mod confine;
 pub mod escape;
 mod forker;
+mod jail;
 pub mod limits;
 mod pipes;
 pub mod sandbox;
@@ -51,6 +52,7 @@ use nix::unistd::Pid;
 use process_wrap::tokio::{CommandWrap, ProcessSession};
 use tokio_util::sync::CancellationToken;
 
+use jail::Jail;
 use pipes::{HeadAndTail, Readers};
 
 /// The combined cap on captured stdout + stderr: 1 MiB.
@@ -374,35 +376,14 @@ pub async fn run_stoppable(
     // A confined child starts through the trampoline, under the run's
     // limits (and in the sandbox, when it is on), with a scratch dir of its
     // own as its TMPDIR: the only place it may write when sandboxed.
-    let confined = (limits::enabled() || sandbox::enabled()) && !command.unconfined;
-    let jail = match confined {
-        true => Some(Jail::new().map_err(io_error("create the run's scratch dir"))?),
-        false => None,
-    };
-    let run_limits = match confined {
-        true => limits::RunLimits::prepare().map_err(io_error("make the run's cgroup"))?,
-        false => None,
-    };
+    let mut jail = Jail::prepare(command).map_err(io_error("prepare the run's confinement"))?;
     let tag = escape::RunTag::new();
     let (launched, launched_args) = match &jail {
-        Some(jail) => {
-            let confinement = confine::Confinement {
-                cgroups: Vec::new(),
-                rlimits: Vec::new(),
-                userns: false,
-                sandbox: sandbox::enabled(),
-                write: command.write_dirs(&jail.write_dir),
-                report: Some(jail.report.clone()),
-            };
-            let confinement = match &run_limits {
-                Some(run_limits) => run_limits.confinement(confinement),
-                None => confinement,
-            };
-            (
-                trampoline(),
-                confinement.command_line(&command.program, &command.args),
-            )
-        }
+        Some(jail) => (
+            trampoline(),
+            jail.confinement(command)
+                .command_line(&command.program, &command.args),
+        ),
         None => (command.program.clone(), command.args.clone()),
     };
     let mut wrap = CommandWrap::with_new(&launched, |cmd| {
@@ -510,20 +491,16 @@ pub async fn run_stoppable(
     })?;
 
     let deadline = tokio::time::Instant::from_std(started + limits.timeout);
-    let scratch = match (&jail, &run_limits) {
-        (Some(jail), Some(run_limits)) => Some(limits::ScratchWatch::start(
-            command.measured_dirs(&jail.write_dir),
-            run_limits.scratch_bytes(),
-        )),
-        _ => None,
-    };
+    if let Some(jail) = &mut jail {
+        jail.watch(command);
+    }
     let over_scratch = async {
-        match &scratch {
-            Some(scratch) => scratch.exceeded().await,
+        match &jail {
+            Some(jail) => jail.over_scratch().await,
             None => std::future::pending().await,
         }
     };
-    tokio::pin!(over_scratch);
+    let mut over_scratch = Box::pin(over_scratch);
     let mut watched = Watched::default();
     let mut cap_check = tokio::time::interval(CAP_POLL);
     let (ending, status) = loop {
@@ -540,7 +517,7 @@ pub async fn run_stoppable(
             () = tokio::time::sleep_until(deadline) => break (Ending::TimedOut, None),
             () = cancel.cancelled() => break (Ending::Cancelled, None),
             () = stop.cancelled() => break (Ending::Stopped, None),
-            () = &mut over_scratch => break (Ending::OverLimit, None),
+            () = over_scratch.as_mut() => break (Ending::OverLimit, None),
             _ = cap_check.tick() => {
                 if let Some(watcher) = watcher {
                     watched.feed(&stdout_file, limits.output_cap, watcher);
@@ -606,31 +583,16 @@ pub async fn run_stoppable(
         .unwrap_or_else(|error| Err(io::Error::other(error)))
         .map_err(io_error("read the output"))?,
     };
+    drop(over_scratch);
     // A program the trampoline could not exec is the spawn error a direct
     // start would have been.
-    if let Some(source) = jail
-        .as_ref()
-        .and_then(|jail| confine::exec_error(&jail.report))
-    {
+    if let Some(source) = jail.as_ref().and_then(Jail::exec_error) {
         return Err(ExecError::Spawn { program, source });
     }
-    let scratch_breach = match (&scratch, &run_limits) {
-        (Some(scratch), Some(run_limits)) if ending == Ending::OverLimit => {
-            Some(run_limits.scratch_breach(scratch.bytes()))
-        }
-        _ => None,
+    let (sandbox, breach) = match jail {
+        Some(jail) => jail.finish(ending, return_code, &stdout, &stderr).await,
+        None => (None, None),
     };
-    // The groups are read, emptied and removed whatever the ending.
-    let counted = match run_limits {
-        Some(run_limits) => {
-            let tail = said_at_the_end(&stdout, &stderr);
-            tokio::task::spawn_blocking(move || run_limits.finish(return_code, &tail))
-                .await
-                .unwrap_or(None)
-        }
-        None => None,
-    };
-    let breach = scratch_breach.or(counted);
     Ok(RunOutput {
         ending,
         return_code,
@@ -638,7 +600,7 @@ pub async fn run_stoppable(
         elapsed_ms,
         stdout,
         stderr,
-        sandbox: jail.and_then(|jail| sandbox::read_report(&jail.report)),
+        sandbox,
         late_output_bytes,
         escaped,
         breach,
@@ -649,29 +611,6 @@ pub async fn run_stoppable(
 /// else this executable.
 fn trampoline() -> PathBuf {
     limits::trampoline().unwrap_or_else(confine::trampoline_of_this_binary)
-}
-
-/// A sandboxed child's temp dir (the only place it may write) beside the
-/// file its trampoline reports to (which the child cannot write).
-struct Jail {
-    _dir: tempfile::TempDir,
-    pub(super) write_dir: PathBuf,
-    pub(super) report: PathBuf,
-}
-
-impl Jail {
-    pub(super) fn new() -> io::Result<Jail> {
-        // scratch_dir already falls back to the system temp dir.
-        let dir = watchdog::scratch_dir("solvergate-sandbox-")
-            .map_err(|error| io::Error::other(error.0.message))?;
-        let write_dir = dir.path().join("tmp");
-        std::fs::create_dir(&write_dir)?;
-        Ok(Jail {
-            report: dir.path().join("report"),
-            write_dir,
-            _dir: dir,
-        })
-    }
 }
 
 /// How far a watcher has read the stdout capture.
@@ -832,26 +771,6 @@ fn exit_code(status: ExitStatus) -> i32 {
         (None, Some(signal)) => -signal,
         (None, None) => -1,
     }
-}
-
-/// The last 16 KiB of stdout and of stderr, where a failed run's runtime
-/// says why it failed (MiniZinc 2.6 reports a failed allocation only as a
-/// JSON error on stdout, Python and 2.9 on stderr).
-fn said_at_the_end(stdout: &str, stderr: &str) -> String {
-    format!(
-        "{}\n{}",
-        tail_of(stdout, 16 * 1024),
-        tail_of(stderr, 16 * 1024)
-    )
-}
-
-/// The last `bytes` of `text` (or all of it), cut at a character boundary.
-fn tail_of(text: &str, bytes: usize) -> &str {
-    let mut start = text.len().saturating_sub(bytes);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
 }
 
 fn captured_len(file: &File) -> u64 {

@@ -1,0 +1,146 @@
+//! One confined run's state, the same for a cold child and a warm-forked
+//! one: its scratch dir (the child's `TMPDIR`, beside the file the
+//! trampoline reports to), its limits and cgroups, and the watch on its
+//! scratch dir; at the end, what the sandbox enforced and the breach.
+
+use std::io;
+use std::path::PathBuf;
+
+use super::confine::Confinement;
+use super::limits::{Breach, RunLimits, ScratchWatch};
+use super::{ChildCommand, Ending, SandboxReport, limits, sandbox, watchdog};
+
+/// A confined run, from before its spawn to after its sweep.
+pub(super) struct Jail {
+    _dir: tempfile::TempDir,
+    /// The child's scratch dir: its `TMPDIR`, where it may write.
+    pub write_dir: PathBuf,
+    /// Where the trampoline reports (the child cannot write it).
+    pub report: PathBuf,
+    limits: Option<RunLimits>,
+    scratch: Option<ScratchWatch>,
+}
+
+impl Jail {
+    /// The jail of a run starting now, when children are confined at all
+    /// (limits or the sandbox on) and `command` is not an unconfined one.
+    pub fn prepare(command: &ChildCommand) -> io::Result<Option<Jail>> {
+        if !(limits::enabled() || sandbox::enabled()) || command.unconfined {
+            return Ok(None);
+        }
+        // scratch_dir already falls back to the system temp dir.
+        let dir = watchdog::scratch_dir("solvergate-sandbox-")
+            .map_err(|error| io::Error::other(error.0.message))?;
+        let write_dir = dir.path().join("tmp");
+        std::fs::create_dir(&write_dir)?;
+        Ok(Some(Jail {
+            report: dir.path().join("report"),
+            write_dir,
+            _dir: dir,
+            limits: RunLimits::prepare()?,
+            scratch: None,
+        }))
+    }
+
+    /// What the trampoline (or the forked child) applies for `command`.
+    pub fn confinement(&self, command: &ChildCommand) -> Confinement {
+        let base = Confinement {
+            sandbox: sandbox::enabled(),
+            write: command.write_dirs(&self.write_dir),
+            report: Some(self.report.clone()),
+            ..Confinement::default()
+        };
+        match &self.limits {
+            Some(limits) => limits.confinement(base),
+            None => base,
+        }
+    }
+
+    /// Starts measuring the scratch dir (and `command`'s own writable
+    /// dirs) against the scratch limit, from the spawn on.
+    pub fn watch(&mut self, command: &ChildCommand) {
+        if let Some(limits) = &self.limits {
+            self.scratch = Some(ScratchWatch::start(
+                command.measured_dirs(&self.write_dir),
+                limits.scratch_bytes(),
+            ));
+        }
+    }
+
+    /// Resolves once the scratch dir went over its limit (never, when it
+    /// is not watched).
+    pub async fn over_scratch(&self) {
+        match &self.scratch {
+            Some(scratch) => scratch.exceeded().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Why the trampoline could not exec the program, when it could not.
+    pub fn exec_error(&self) -> Option<io::Error> {
+        super::confine::exec_error(&self.report)
+    }
+
+    /// What the sandbox enforced and the breach, once the run is swept:
+    /// the scratch breach that stopped it, else what the run's cgroups
+    /// counted or its ending shows. The cgroups are emptied and removed
+    /// (on the blocking pool) whatever the ending.
+    pub async fn finish(
+        self,
+        ending: Ending,
+        return_code: Option<i32>,
+        stdout: &str,
+        stderr: &str,
+    ) -> (Option<SandboxReport>, Option<Breach>) {
+        let sandbox = sandbox::read_report(&self.report);
+        let scratch_breach = match (&self.scratch, &self.limits) {
+            (Some(scratch), Some(limits)) if ending == Ending::OverLimit => {
+                Some(limits.scratch_breach(scratch.bytes()))
+            }
+            _ => None,
+        };
+        drop(self.scratch);
+        let counted = match self.limits {
+            Some(limits) => {
+                let said = said_at_the_end(stdout, stderr);
+                tokio::task::spawn_blocking(move || limits.finish(return_code, &said))
+                    .await
+                    .unwrap_or(None)
+            }
+            None => None,
+        };
+        (sandbox, scratch_breach.or(counted))
+    }
+}
+
+/// The last 16 KiB of stdout and of stderr, where a failed run's runtime
+/// says why it failed (MiniZinc 2.6 reports a failed allocation only as a
+/// JSON error on stdout, Python and 2.9 on stderr).
+fn said_at_the_end(stdout: &str, stderr: &str) -> String {
+    format!(
+        "{}\n{}",
+        tail_of(stdout, 16 * 1024),
+        tail_of(stderr, 16 * 1024)
+    )
+}
+
+/// The last `bytes` of `text` (or all of it), cut at a character boundary.
+fn tail_of(text: &str, bytes: usize) -> &str {
+    let mut start = text.len().saturating_sub(bytes);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tail_is_cut_at_a_character_boundary() {
+        assert_eq!(tail_of("héllo", 4), "llo");
+        assert_eq!(tail_of("abc", 10), "abc");
+        assert_eq!(said_at_the_end("out", "err"), "out\nerr");
+    }
+}
