@@ -5,7 +5,7 @@
 use std::process::Output;
 
 mod common;
-use common::{Home, test_python, transcript};
+use common::{Home, assert_memory_breach, test_python, transcript};
 
 const SCRIPT: &str = r#"import json, sys
 from ortools.sat.python import cp_model
@@ -134,11 +134,7 @@ fn run_cpsat_limit_flags_lower_the_limits() {
     let output = home.run(&["run-cpsat", script, "--memory-limit-mb", "256", "--json"]);
     assert_eq!(output.status.code(), Some(4), "{}", transcript(&output));
     let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(result["status"], "error", "{result}");
-    let diagnostic = &result["diagnostic"];
-    assert_eq!(diagnostic["category"], "resource_limit", "{result}");
-    assert_eq!(diagnostic["details"]["limit"], "memory", "{result}");
-    assert_eq!(diagnostic["details"]["value"], 256, "{result}");
+    assert_memory_breach(&result, 256);
 
     let zero = home.run(&["run-cpsat", script, "--max-processes", "0"]);
     snapshot("run_cpsat_zero_limit", &home, &zero);

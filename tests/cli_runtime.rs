@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Output;
 
 mod common;
-use common::{Home, regex_escape, test_python, test_runtime, transcript};
+use common::{Home, limit_filters, regex_escape, test_python, test_runtime, transcript};
 
 /// Runs `solvergate ARGS` in `home` with the variables `env` as well, and
 /// limits that do not depend on the host: the values set, rlimits only.
@@ -34,13 +34,7 @@ fn snapshot(name: &str, home: &Home, output: &Output) {
     settings.add_filter(r"version:     .*", "version:     [MINIZINC VERSION]");
     settings.add_filter(r"solvers:     \d+", "solvers:     [N]");
     settings.add_filter(r"ortools:     .*", "ortools:     [ORTOOLS VERSION]");
-    // The kernel exempts root from RLIMIT_NPROC: as root the process limit
-    // is not enforced under rlimits, and a note says so.
-    settings.add_filter(
-        r"processes (\d+) \((rlimit|none)\)",
-        "processes $1 ([rlimit, none as root])",
-    );
-    settings.add_filter(r"(?m)^  note: processes are not bounded: .*\n", "");
+    limit_filters(&mut settings);
     let transcript = transcript(output);
     settings.bind(|| insta::assert_snapshot!(name, transcript));
 }

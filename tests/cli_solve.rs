@@ -8,7 +8,7 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{Home, per_runtime, transcript};
+use common::{Home, assert_memory_breach, per_runtime, transcript};
 
 /// A home on the test runtime whose every process carries its marker.
 fn marked_home() -> Home {
@@ -391,9 +391,5 @@ fn the_memory_limit_flag_lowers_the_limit_of_the_solve() {
     ]);
     assert_eq!(output.status.code(), Some(4), "{}", transcript(&output));
     let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(result["status"], "error", "{result}");
-    let diagnostic = &result["diagnostic"];
-    assert_eq!(diagnostic["category"], "resource_limit", "{result}");
-    assert_eq!(diagnostic["details"]["limit"], "memory", "{result}");
-    assert_eq!(diagnostic["details"]["value"], 300, "{result}");
+    assert_memory_breach(&result, 300);
 }

@@ -9,7 +9,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 
 mod common;
-use common::{per_runtime, regex_escape, snapshot_settings, test_python, test_runtime};
+use common::{
+    limit_filters, per_runtime, regex_escape, snapshot_settings, test_python, test_runtime,
+};
 
 /// The text part may hold at most this many bytes (`render::TEXT_LIMIT`).
 const TEXT_LIMIT: usize = 16 * 1024;
@@ -183,11 +185,7 @@ fn text_part_of_check_runtime() {
     settings.add_filter(r"version [\d.]+", "version [VERSION]");
     settings.add_filter(r"\d+ solvers listed", "[N] solvers listed");
     settings.add_filter(r"OR-Tools [\d.]+", "OR-Tools [VERSION]");
-    settings.add_filter(
-        r"processes (\d+) \((rlimit|none)\)",
-        "processes $1 ([rlimit, none as root])",
-    );
-    settings.add_filter(r"(?m)^  note: processes are not bounded: .*\n", "");
+    limit_filters(&mut settings);
     settings.bind(|| insta::assert_snapshot!("check_runtime_limits", text));
 }
 

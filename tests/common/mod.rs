@@ -244,6 +244,28 @@ pub const REPLAY_VERSIONS: (&str, &str) = (
 );
 
 /// `text` as a regular expression that matches it literally.
+/// The kernel exempts root from RLIMIT_NPROC: as root the process limit is
+/// not enforced under rlimits, and a note says so. The same snapshot holds
+/// for root and for an ordinary user.
+#[allow(dead_code)]
+pub fn limit_filters(settings: &mut insta::Settings) {
+    settings.add_filter(
+        r"processes (\d+) \((rlimit|none)\)",
+        "processes $1 ([rlimit, none as root])",
+    );
+    settings.add_filter(r"(?m)^  note: processes are not bounded: .*\n", "");
+}
+
+/// A `--json` result that ended at the memory limit of `value` MiB.
+#[allow(dead_code)]
+pub fn assert_memory_breach(result: &serde_json::Value, value: u64) {
+    assert_eq!(result["status"], "error", "{result}");
+    let diagnostic = &result["diagnostic"];
+    assert_eq!(diagnostic["category"], "resource_limit", "{result}");
+    assert_eq!(diagnostic["details"]["limit"], "memory", "{result}");
+    assert_eq!(diagnostic["details"]["value"], value, "{result}");
+}
+
 pub fn regex_escape(text: &str) -> String {
     let mut escaped = String::new();
     for c in text.chars() {
