@@ -139,10 +139,10 @@ impl Confinement {
     }
 
     /// Reads the options back; the rest (`PROGRAM ARGS…`) stays in `args`.
-    fn parse(args: &mut impl Iterator<Item = OsString>) -> Result<Confinement, String> {
+    fn parse(args: &mut impl Iterator<Item = OsString>) -> Result<Confinement, BadArguments> {
         let mut confinement = Confinement::default();
         while let Some(arg) = args.next() {
-            let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+            let mut value = |name: &'static str| args.next().ok_or(BadArguments::NoValue(name));
             match arg.to_str() {
                 Some("--cgroup") => confinement.cgroups.push(value("--cgroup")?.into()),
                 Some("--write") => confinement.write.push(value("--write")?.into()),
@@ -154,18 +154,35 @@ impl Confinement {
                         Some((name.to_owned(), number.parse::<u64>().ok()?))
                     });
                     let Some(rlimit) = parsed else {
-                        return Err(format!("--rlimit wants NAME=NUMBER, got {text:?}"));
+                        return Err(BadArguments::Rlimit(text));
                     };
                     confinement.rlimits.push(rlimit);
                 }
                 Some("--userns") => confinement.userns = true,
                 Some("--sandbox") => confinement.sandbox = true,
                 Some("--") => return Ok(confinement),
-                _ => return Err(format!("unexpected argument {arg:?}")),
+                _ => return Err(BadArguments::Unexpected(arg)),
             }
         }
-        Err("no `--` before the program".to_owned())
+        Err(BadArguments::NoProgram)
     }
+}
+
+/// A trampoline command line the executor would never write.
+#[derive(Debug, thiserror::Error)]
+enum BadArguments {
+    /// An option without its value.
+    #[error("{0} needs a value")]
+    NoValue(&'static str),
+    /// An `--rlimit` that is not `NAME=NUMBER`.
+    #[error("--rlimit wants NAME=NUMBER, got {0:?}")]
+    Rlimit(OsString),
+    /// Something that is not an option.
+    #[error("unexpected argument {0:?}")]
+    Unexpected(OsString),
+    /// No `--` (and no program after it).
+    #[error("no `--` before the program")]
+    NoProgram,
 }
 
 /// The trampoline: confine this process, report, exec the program.
@@ -173,7 +190,7 @@ pub fn serve(args: impl Iterator<Item = OsString>) -> ExitCode {
     let mut args = args;
     let confinement = match Confinement::parse(&mut args) {
         Ok(confinement) => confinement,
-        Err(problem) => return refuse(&problem),
+        Err(problem) => return refuse(&problem.to_string()),
     };
     let Some(program) = args.next() else {
         return refuse("no program to run");
