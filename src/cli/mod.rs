@@ -46,10 +46,9 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let trampoline = crate::exec::confine::trampoline_of_this_binary();
     if settings.sandbox && !cli.no_sandbox {
         crate::exec::sandbox::allow_writes(settings.sandbox_writable.clone());
-        let support = crate::exec::confine::probe_sandbox(&trampoline);
+        let support = crate::exec::confine::probe_sandbox(&crate::exec::confine::trampoline());
         if support.landlock != "enforced" || support.network != "enforced" {
             eprintln!(
                 "solvergate: warning: the sandbox is {}",
@@ -59,7 +58,7 @@ pub fn run(cli: Cli) -> ExitCode {
     }
     // Before any other thread starts: on cgroup v2 this process moves into
     // a leaf of its group.
-    crate::exec::limits::enable(settings.limits, settings.limits_mode, trampoline);
+    crate::exec::limits::enable(settings.limits, settings.limits_mode);
     let Some(dirs) = UserDirs::discover() else {
         eprintln!(
             "solvergate: could not find a home directory for the per-user config and data dirs; pass --runtime-dir"

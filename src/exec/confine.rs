@@ -33,9 +33,10 @@ use super::sandbox::{self, SandboxReport};
 /// The hidden argument that makes the binary a trampoline.
 pub const CONFINE_ARG: &str = "__confine";
 
-/// This executable as a trampoline (`/proc/self/exe` when its file is gone,
-/// a rebuild having replaced it).
-pub fn trampoline_of_this_binary() -> PathBuf {
+/// The binary confined children start through: this executable, read at
+/// each start (`/proc/self/exe` when its file is gone, a rebuild having
+/// replaced it).
+pub fn trampoline() -> PathBuf {
     std::env::current_exe()
         .ok()
         .filter(|path| path.is_file())

@@ -16,8 +16,8 @@
 //! from what the kernel counted (an OOM kill, a refused fork), from the
 //! scratch measurement that stopped the tree, or — under rlimits, where the
 //! kernel counts nothing — from how a failed run ended: SIGXFSZ, or the
-//! runtimes' own words for a refused allocation, fork or write on stderr
-//! (`MemoryError`, `std::bad_alloc`, `out of memory`, `Resource temporarily
+//! runtimes' own words for a refused allocation, fork or write at the end
+//! of its stderr or stdout (`MemoryError`, `std::bad_alloc`, `out of memory`, `Resource temporarily
 //! unavailable`, `File too large`). That last is the one place the executor
 //! reads a child's output, and only of a run that failed.
 
@@ -291,28 +291,37 @@ pub enum Mode {
 struct Config {
     limits: ResourceLimits,
     host: Host,
-    /// The binary that confines a child before it execs the program.
-    trampoline: PathBuf,
-    root: bool,
+    /// How memory and processes are bounded, decided once from `host`.
+    memory_via: Via,
+    processes_via: Via,
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
 
 /// Applies `limits` to every child started from now on (except an
-/// unconfined one), through `trampoline` (this binary). Called once, at
-/// start-up, before any thread but the main one runs: on cgroup v2 it moves
-/// this process into a leaf group.
-pub fn enable(limits: ResourceLimits, mode: Mode, trampoline: PathBuf) {
+/// unconfined one), through the trampoline. Called once, at start-up,
+/// before any thread but the main one runs: on cgroup v2 it moves this
+/// process into a leaf group.
+pub fn enable(limits: ResourceLimits, mode: Mode) {
     let host = match mode {
         Mode::Auto => Host::discover(),
         Mode::Rlimit => Host::default(),
         Mode::Off => return,
     };
+    let memory_via = host
+        .memory
+        .as_ref()
+        .map_or(Via::Rlimit, |parent| Via::of(parent.version));
+    let processes_via = match &host.pids {
+        Some(parent) => Via::of(parent.version),
+        None if nix::unistd::geteuid().is_root() => Via::None,
+        None => Via::Rlimit,
+    };
     let _ = CONFIG.set(Config {
         limits,
         host,
-        trampoline,
-        root: nix::unistd::geteuid().is_root(),
+        memory_via,
+        processes_via,
     });
 }
 
@@ -321,29 +330,10 @@ pub fn enabled() -> bool {
     CONFIG.get().is_some()
 }
 
-/// The binary confined children start through, when enabled.
-pub(super) fn trampoline() -> Option<PathBuf> {
-    CONFIG.get().map(|config| config.trampoline.clone())
-}
-
-/// The server's limits, when enabled.
-pub fn server() -> Option<ResourceLimits> {
-    CONFIG.get().map(|config| config.limits)
-}
-
 /// How the server's limits are enforced, when enabled.
 pub fn enforcement() -> Option<Enforcement> {
     let config = CONFIG.get()?;
-    let memory_via = config
-        .host
-        .memory
-        .as_ref()
-        .map_or(Via::Rlimit, |parent| Via::of(parent.version));
-    let processes_via = match &config.host.pids {
-        Some(parent) => Via::of(parent.version),
-        None if config.root => Via::None,
-        None => Via::Rlimit,
-    };
+    let (memory_via, processes_via) = (config.memory_via, config.processes_via);
     let mut notes = Vec::new();
     if memory_via == Via::Rlimit {
         notes.push(
@@ -409,14 +399,11 @@ impl RunLimits {
             )?),
             false => None,
         };
-        let enforcement = enforcement();
         Ok(Some(RunLimits {
             limits,
             group,
-            memory_via: enforcement.as_ref().map_or(Via::Rlimit, |e| e.memory_via),
-            processes_via: enforcement
-                .as_ref()
-                .map_or(Via::Rlimit, |e| e.processes_via),
+            memory_via: config.memory_via,
+            processes_via: config.processes_via,
         }))
     }
 
@@ -451,7 +438,6 @@ impl RunLimits {
     /// are emptied and removed.
     /// `printed` is the end of what the run printed (stdout, then stderr).
     pub fn finish(mut self, return_code: Option<i32>, printed: &str) -> Option<Breach> {
-        let stderr = printed;
         let counted = self.group.take().map(cgroup::RunGroup::finish);
         let limits = self.limits;
         let breach = |limit: LimitKind, via: Via, observed: String| Breach {
@@ -495,17 +481,17 @@ impl RunLimits {
         if !failed {
             return None;
         }
-        // SIGXFSZ, or EFBIG where the program ignores the signal (Python).
-        if return_code == Some(-(nix::sys::signal::Signal::SIGXFSZ as i32))
-            || said(stderr, &["File too large", "[Errno 27]"]).is_some()
-        {
-            let observed = said(stderr, &["File too large", "[Errno 27]"])
-                .unwrap_or_else(|| "a write past the limit (SIGXFSZ)".to_owned());
+        // EFBIG where the program ignores the signal (Python), else SIGXFSZ.
+        let too_large = said(printed, &["File too large", "[Errno 27]"]);
+        let sigxfsz = return_code == Some(-(nix::sys::signal::Signal::SIGXFSZ as i32));
+        if too_large.is_some() || sigxfsz {
+            let observed =
+                too_large.unwrap_or_else(|| "a write past the limit (SIGXFSZ)".to_owned());
             return Some(breach(LimitKind::FileSize, Via::Rlimit, observed));
         }
         if self.memory_via == Via::Rlimit
             && let Some(line) = said(
-                stderr,
+                printed,
                 &[
                     "MemoryError",
                     "std::bad_alloc",
@@ -517,7 +503,7 @@ impl RunLimits {
             return Some(breach(LimitKind::Memory, Via::Rlimit, line));
         }
         if self.processes_via == Via::Rlimit
-            && let Some(line) = said(stderr, &["Resource temporarily unavailable", "[Errno 11]"])
+            && let Some(line) = said(printed, &["Resource temporarily unavailable", "[Errno 11]"])
         {
             return Some(breach(LimitKind::Processes, Via::Rlimit, line));
         }
@@ -624,10 +610,10 @@ fn usage(dirs: &[PathBuf], limit: u64) -> u64 {
     total
 }
 
-/// The last stderr line that contains one of `phrases`, trimmed and
+/// The last line of `printed` that contains one of `phrases`, trimmed and
 /// shortened to 200 characters.
-fn said(stderr: &str, phrases: &[&str]) -> Option<String> {
-    let line = stderr
+fn said(printed: &str, phrases: &[&str]) -> Option<String> {
+    let line = printed
         .lines()
         .rev()
         .find(|line| phrases.iter().any(|phrase| line.contains(phrase)))?;

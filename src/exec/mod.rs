@@ -380,7 +380,7 @@ pub async fn run_stoppable(
     let tag = escape::RunTag::new();
     let (launched, launched_args) = match &jail {
         Some(jail) => (
-            trampoline(),
+            confine::trampoline(),
             jail.confinement(command)
                 .command_line(&command.program, &command.args),
         ),
@@ -605,12 +605,6 @@ pub async fn run_stoppable(
         escaped,
         breach,
     })
-}
-
-/// The binary that confines children: the one limits were enabled with,
-/// else this executable.
-fn trampoline() -> PathBuf {
-    limits::trampoline().unwrap_or_else(confine::trampoline_of_this_binary)
 }
 
 /// How far a watcher has read the stdout capture.
