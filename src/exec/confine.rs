@@ -52,28 +52,51 @@ pub fn probe_sandbox(trampoline: &Path) -> SandboxReport {
         landlock: "unsupported".into(),
         network: "unsupported".into(),
     };
-    let Ok(dir) = tempfile::tempdir() else {
-        return unsupported;
-    };
+    let found = probe(trampoline, |dir| Confinement {
+        sandbox: true,
+        write: vec![dir.to_path_buf()],
+        ..Confinement::default()
+    })
+    .and_then(|report| sandbox::parse_report(&report))
+    .unwrap_or(unsupported);
+    sandbox::record_support(found.clone());
+    found
+}
+
+/// Whether a child gets a user namespace of its own, in which
+/// `RLIMIT_NPROC` counts only its run's processes: the start-up probe asks
+/// the trampoline for one (and an `nproc` of `processes`) and reads what
+/// it enforced. Some kernels refuse unprivileged user namespaces (Ubuntu's
+/// AppArmor restriction, `user.max_user_namespaces` at 0).
+pub fn probe_user_namespace(trampoline: &Path, processes: u64) -> bool {
+    probe(trampoline, |_| Confinement {
+        rlimits: vec![("nproc".into(), processes)],
+        userns: true,
+        ..Confinement::default()
+    })
+    .is_some_and(|report| sandbox::report_field(&report, "processes") == Some("rlimit"))
+}
+
+/// Runs `/bin/true` through `trampoline` under `confinement` (given a
+/// fresh dir of its own) and returns what it reported; `None` when the
+/// probe could not run or the trampoline refused.
+fn probe(trampoline: &Path, confinement: impl FnOnce(&Path) -> Confinement) -> Option<String> {
+    let dir = tempfile::tempdir().ok()?;
     let report = dir.path().join("report");
     let confinement = Confinement {
-        sandbox: true,
-        write: vec![dir.path().to_path_buf()],
         report: Some(report.clone()),
-        ..Confinement::default()
+        ..confinement(dir.path())
     };
-    let ran = std::process::Command::new(trampoline)
+    let status = std::process::Command::new(trampoline)
         .args(confinement.command_line(Path::new("/bin/true"), &[]))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .status();
-    let found = match ran {
-        Ok(status) if status.success() => sandbox::read_report(&report).unwrap_or(unsupported),
-        _ => unsupported,
-    };
-    sandbox::record_support(found.clone());
-    found
+        .status()
+        .ok()?;
+    status
+        .success()
+        .then(|| std::fs::read_to_string(&report).ok())?
 }
 
 /// What the trampoline is asked to do.
@@ -288,9 +311,7 @@ pub(super) const EXEC_ERRNO: &str = "exec_errno";
 /// Why the trampoline could not exec the program, from its report.
 pub(super) fn exec_error(report: &Path) -> Option<std::io::Error> {
     let text = std::fs::read_to_string(report).ok()?;
-    let errno = text
-        .lines()
-        .find_map(|line| line.strip_prefix(EXEC_ERRNO)?.strip_prefix('='))?
+    let errno = sandbox::report_field(&text, EXEC_ERRNO)?
         .parse::<i32>()
         .ok()?;
     Some(std::io::Error::from_raw_os_error(errno))

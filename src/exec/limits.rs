@@ -8,7 +8,7 @@
 //! | limit | cgroup available | otherwise |
 //! |---|---|---|
 //! | memory | the tree's group: `memory.max` / `memory.limit_in_bytes` | `RLIMIT_DATA`, per process |
-//! | processes | the tree's group: `pids.max` | `RLIMIT_NPROC` in a user namespace of the run's own (not for root, whom the kernel exempts) |
+//! | processes | the tree's group: `pids.max` | `RLIMIT_NPROC` in a user namespace of the run's own (not for root, whom the kernel exempts, nor where the kernel refuses the namespace: probed at start-up) |
 //! | file size | `RLIMIT_FSIZE` | `RLIMIT_FSIZE` |
 //! | scratch | the executor measures the run's scratch dir | the same |
 //!
@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::cgroup::{self, Host};
-use super::confine::Confinement;
+use super::confine::{self, Confinement};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 
 /// One mebibyte.
@@ -294,6 +294,8 @@ struct Config {
     /// How memory and processes are bounded, decided once from `host`.
     memory_via: Via,
     processes_via: Via,
+    /// Why processes are not bounded, when they are not.
+    processes_unbounded: Option<&'static str>,
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -312,16 +314,28 @@ pub fn enable(limits: ResourceLimits, mode: Mode) {
         .memory
         .as_ref()
         .map_or(Via::Rlimit, |parent| Via::of(parent.version));
-    let processes_via = match &host.pids {
-        Some(parent) => Via::of(parent.version),
-        None if nix::unistd::geteuid().is_root() => Via::None,
-        None => Via::Rlimit,
+    let (processes_via, unbounded) = match &host.pids {
+        Some(parent) => (Via::of(parent.version), None),
+        None if nix::unistd::geteuid().is_root() => (
+            Via::None,
+            Some(
+                "the kernel exempts root from RLIMIT_NPROC and no writable cgroup has a pids controller",
+            ),
+        ),
+        None if !confine::probe_user_namespace(&confine::trampoline(), limits.processes) => (
+            Via::None,
+            Some(
+                "this kernel refuses a user namespace of the run's own, in which alone RLIMIT_NPROC counts only the run's processes (Ubuntu's AppArmor restriction of unprivileged user namespaces, or user.max_user_namespaces at 0), and no writable cgroup has a pids controller",
+            ),
+        ),
+        None => (Via::Rlimit, None),
     };
     let _ = CONFIG.set(Config {
         limits,
         host,
         memory_via,
         processes_via,
+        processes_unbounded: unbounded,
     });
 }
 
@@ -340,10 +354,8 @@ pub fn enforcement() -> Option<Enforcement> {
             "memory is bounded per process (RLIMIT_DATA), not for the tree as a whole: no writable cgroup with a memory controller".to_owned(),
         );
     }
-    if processes_via == Via::None {
-        notes.push(
-            "processes are not bounded: the kernel exempts root from RLIMIT_NPROC and no writable cgroup has a pids controller".to_owned(),
-        );
+    if let Some(why) = config.processes_unbounded {
+        notes.push(format!("processes are not bounded: {why}"));
     }
     Some(Enforcement {
         memory_mb: config.limits.memory_mb,

@@ -100,16 +100,21 @@ pub fn support() -> Option<&'static SandboxReport> {
 /// Reads what the trampoline wrote; `None` if it never got that far or
 /// the run was not sandboxed.
 pub(super) fn read_report(report: &Path) -> Option<SandboxReport> {
-    let text = std::fs::read_to_string(report).ok()?;
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix('='))
-            .map(str::to_owned)
-    };
+    parse_report(&std::fs::read_to_string(report).ok()?)
+}
+
+/// The sandbox's part of a trampoline's report.
+pub(super) fn parse_report(text: &str) -> Option<SandboxReport> {
     Some(SandboxReport {
-        landlock: field("landlock")?,
-        network: field("network")?,
+        landlock: report_field(text, "landlock")?.to_owned(),
+        network: report_field(text, "network")?.to_owned(),
     })
+}
+
+/// The value of `name` in a trampoline's report (`name=value` lines).
+pub(super) fn report_field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix('='))
 }
 
 /// A network namespace of our own; as a non-root user, inside a user

@@ -142,26 +142,28 @@ pub fn limits_arg<'de, D: serde::Deserializer<'de>>(
         return Ok(None);
     };
     // serde would read an array as the fields in order.
-    let kind = match &value {
-        Value::Object(_) => None,
-        Value::Array(_) => Some("an array"),
-        Value::String(_) => Some("text"),
-        Value::Number(_) => Some("a number"),
-        Value::Bool(_) => Some("a boolean"),
-        Value::Null => Some("null"),
+    let fields = match value {
+        Value::Object(fields) => fields,
+        other => {
+            let kind = match other {
+                Value::Array(_) => "an array",
+                Value::String(_) => "text",
+                Value::Number(_) => "a number",
+                _ => "a boolean",
+            };
+            return Err(serde::de::Error::custom(format!(
+                "limits must be an object such as {{\"memory_mb\": 512}}, got {kind}"
+            )));
+        }
     };
-    if let Some(kind) = kind {
-        return Err(serde::de::Error::custom(format!(
-            "limits must be an object such as {{\"memory_mb\": 512}}, got {kind}"
-        )));
-    }
-    let read = |value: Value| serde_json::from_value::<LimitCaps>(value);
-    read(value.clone()).map(Some).map_err(|error| {
-        let culprit = value.as_object().and_then(|fields| {
-            fields.iter().find_map(|(name, field)| {
-                let alone = Map::from_iter([(name.clone(), field.clone())]);
-                read(Value::Object(alone)).is_err().then_some(name)
-            })
+    let read =
+        |fields: Map<String, Value>| serde_json::from_value::<LimitCaps>(Value::Object(fields));
+    read(fields.clone()).map(Some).map_err(|error| {
+        // The first field that is refused on its own is the one to name.
+        let culprit = fields.iter().find_map(|(name, field)| {
+            read(Map::from_iter([(name.clone(), field.clone())]))
+                .is_err()
+                .then_some(name)
         });
         let at = culprit.map_or_else(|| "limits".to_owned(), |name| format!("limits.{name}"));
         serde::de::Error::custom(format!("{at}: {error}"))

@@ -601,37 +601,68 @@ def nobody_home():
         shutil.rmtree(home, ignore_errors=True)
 
 
-async def test_a_fork_bomb_as_an_unprivileged_user_under_rlimits(harness, nobody_home):
+def unprivileged(harness: Any, home: Path) -> tuple[dict[str, str], list[str]]:
+    """The environment and command prefix that start a server as uid
+    NOBODY with its dirs in `home`; skips where that cannot be done."""
     if os.geteuid() != 0:
-        pytest.skip("not root: test_a_fork_bomb_ends_at_the_process_limit[rlimit] already runs unprivileged")
+        pytest.skip("not root: the rlimit tests already run unprivileged")
     if shutil.which("setpriv") is None:
         pytest.skip("root without setpriv: cannot start the server as an unprivileged user")
-    binary = as_nobody(harness.binary, "--version", cwd=str(nobody_home))
+    binary = as_nobody(harness.binary, "--version", cwd=str(home))
     if binary.returncode != 0:
         pytest.skip(f"uid {NOBODY} cannot run {harness.binary}: {binary.stderr.strip()[-200:]}")
-    python, why = python_for(nobody_home)
+    python, why = python_for(home)
     if python is None:
         pytest.skip(f"no Python with ortools usable by uid {NOBODY}: {why}")
-    tmpdir = nobody_home / "tmp"
     for name in ("home", "config", "data", "tmp"):
-        (nobody_home / name).mkdir()
-        (nobody_home / name).chmod(0o777)
+        (home / name).mkdir()
+        (home / name).chmod(0o777)
     env_extra = {
-        "HOME": str(nobody_home / "home"),
-        "XDG_CONFIG_HOME": str(nobody_home / "config"),
-        "XDG_DATA_HOME": str(nobody_home / "data"),
+        "HOME": str(home / "home"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_DATA_HOME": str(home / "data"),
         "SOLVERGATE_CPSAT_PYTHON": python,
         # The suite's writable work dir lies in pytest's root-only tree,
         # which this user cannot see (start-up would refuse it).
         "SOLVERGATE_SANDBOX_WRITABLE": "",
     }
-    wrapper = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
-    async with limited_server(harness, tmpdir, "rlimit", env_extra, wrapper=wrapper) as server:
+    return env_extra, ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+
+
+async def test_a_fork_bomb_as_an_unprivileged_user_under_rlimits(harness, nobody_home):
+    env_extra, wrapper = unprivileged(harness, nobody_home)
+    async with limited_server(harness, nobody_home / "tmp", "rlimit", env_extra, wrapper=wrapper) as server:
         assert os.stat(f"/proc/{server.launched.pid}").st_uid == NOBODY, "the server runs unprivileged"
         assert server.processes_via == "rlimit", server
         result = await run_script(server, FORK_BOMB)
         assert_breach(result, "processes", 64, "rlimit")
         await server.assert_nothing_left("the unprivileged fork bomb")
+
+
+#: What check_runtime says when no user namespace can be made.
+NO_USER_NAMESPACE_NOTE = (
+    "processes are not bounded: this kernel refuses a user namespace of the run's own, in which alone"
+    " RLIMIT_NPROC counts only the run's processes (Ubuntu's AppArmor restriction of unprivileged user"
+    " namespaces, or user.max_user_namespaces at 0), and no writable cgroup has a pids controller"
+)
+
+
+async def test_a_refused_user_namespace_is_said_and_runs_go_on(harness, nobody_home):
+    """Unprivileged, under rlimits, on a kernel that refuses user
+    namespaces: the process limit is reported as not enforced, with why,
+    rather than claimed, and scripts still run (without it)."""
+    env_extra, wrapper = unprivileged(harness, nobody_home)
+    refuse = [sys.executable, str(Path(__file__).with_name("no_user_namespaces.py"))]
+    async with limited_server(harness, nobody_home / "tmp", "rlimit", env_extra, wrapper=refuse + wrapper) as server:
+        assert os.stat(f"/proc/{server.launched.pid}").st_uid == NOBODY, "the server runs unprivileged"
+        enforcement = find_enforcement(structured(await server.session.call_tool("check_runtime", {})))
+        assert enforcement is not None
+        assert enforcement["processes_via"] == "none", enforcement
+        assert [note for note in enforcement["notes"] if note.startswith("processes")] == [NO_USER_NAMESPACE_NOTE]
+        result = await run_script(server, knapsack_script())
+        check_knapsack_answer(result)
+        assert result["diagnostic"] is None, result["diagnostic"]
+        await server.assert_nothing_left("a script without a user namespace")
 
 
 # --------------------------------------------------------------------------
