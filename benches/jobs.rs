@@ -8,7 +8,8 @@
 //!   winner's verdict to the last loser process gone (target <= 100 ms);
 //! - 64 finished jobs that each printed a few hundred kilobytes: the size of
 //!   the `list_solve_jobs` answer (target < 64 KiB) beside one full
-//!   `get_solve_job`.
+//!   `get_solve_job`, and how long after a poll first shows a job ended its
+//!   full status is on disk (written off the job's path; target <= 2 ms).
 //!
 //! Run: `cargo bench --bench jobs` (runtime at `SOLVERGATE_BENCH_RUNTIME`,
 //! default `/usr`). Everything stays on loopback pipes and stops by itself.
@@ -141,7 +142,7 @@ fn main() {
         client.call("get_portfolio_job", json!({"job_id": job_id}));
     }
 
-    let (list_bytes, one_bytes) = list_sizes(&runtime, &mark);
+    let (list_bytes, one_bytes, kept) = list_sizes(&runtime, &mark);
 
     println!(
         "500 submits at once: {} admitted, {refused} refused (caps 4 running + 16 queued) in {:.1} ms",
@@ -169,15 +170,33 @@ fn main() {
     println!(
         "list_solve_jobs with 64 finished jobs: {list_bytes} bytes (target < 65536); one get_solve_job of them: {one_bytes} bytes"
     );
+    if !kept.is_empty() {
+        let worst = kept.iter().max().copied().unwrap_or_default();
+        println!(
+            "a finished job's status on disk after a poll first shows it ended: median {:.2} ms, worst {:.2} ms over {} jobs (target <= 2 ms)",
+            ms(median(kept.clone())),
+            ms(worst),
+            kept.len()
+        );
+    }
 }
 
 /// Sizes of the list answer with 64 finished chatty jobs retained, and of
-/// one full job.
-fn list_sizes(runtime: &std::path::Path, mark: &str) -> (usize, usize) {
+/// one full job; and for each job, how long after a poll first showed it
+/// ended its done file appeared (the server keeps jobs in a data dir of
+/// the bench's own).
+fn list_sizes(runtime: &std::path::Path, mark: &str) -> (usize, usize, Vec<Duration>) {
+    let data = tempfile::tempdir().expect("a data dir");
+    let data_dir = data.path().to_string_lossy().into_owned();
+    let done = data.path().join("solvergate/jobs/solve/done");
     let mut client = Client::start(
         runtime,
         &["--toolset", "full"],
-        &[(MARK, mark), ("SOLVERGATE_MAX_QUEUED_JOBS", "60")],
+        &[
+            (MARK, mark),
+            ("SOLVERGATE_MAX_QUEUED_JOBS", "60"),
+            ("XDG_DATA_HOME", &data_dir),
+        ],
     );
     client.initialize();
     let submit = json!({"model": CHATTY_MODEL, "solver": "gecode", "all_solutions": true, "timeout_ms": 60_000});
@@ -190,6 +209,7 @@ fn list_sizes(runtime: &std::path::Path, mark: &str) -> (usize, usize) {
         })
         .collect();
     let mut one_bytes = 0;
+    let mut kept = Vec::new();
     for id in &ids {
         loop {
             let job = client.call("get_solve_job", json!({"job_id": id}));
@@ -198,6 +218,12 @@ fn list_sizes(runtime: &std::path::Path, mark: &str) -> (usize, usize) {
                 .unwrap_or("failed")
                 .to_owned();
             if !matches!(state.as_str(), "queued" | "running") {
+                let ended = Instant::now();
+                let file = done.join(format!("{id}.json"));
+                while !file.exists() && ended.elapsed() < Duration::from_secs(5) {
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+                kept.push(ended.elapsed());
                 one_bytes = job.to_string().len();
                 break;
             }
@@ -205,5 +231,5 @@ fn list_sizes(runtime: &std::path::Path, mark: &str) -> (usize, usize) {
         }
     }
     let list = client.call("list_solve_jobs", json!({}));
-    (list.to_string().len(), one_bytes)
+    (list.to_string().len(), one_bytes, kept)
 }

@@ -39,9 +39,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::ServeArgs;
 use super::setup::{
-    ARTIFACT_JOURNAL, JOB_SHUTDOWN_DEADLINE, PLANNER_STORE, backend_choice, print_runtimes,
+    ARTIFACT_JOURNAL, JOB_SHUTDOWN_DEADLINE, JOB_STORE, PLANNER_STORE, backend_choice,
+    print_runtimes,
 };
 use super::terminal::{refuse_error, shutdown_signal};
+use crate::jobs::store::{JobScope, JobStoreSetup};
 use crate::mcp::{JobPools, ServerSetup, SolvergateServer, Toolset};
 use crate::planner::ResultStore;
 use crate::runtime::cpsat::CpsatRuntime;
@@ -112,11 +114,12 @@ pub async fn serve_http(
             dirs.data_dir.join(PLANNER_STORE),
             settings.planner_max_results,
         ),
+        job_store: dirs.data_dir.join(JOB_STORE),
         sessionless_jobs: None,
     };
     // The server whose job registries every request without a session
     // shares; they end only with the whole server.
-    let sessionless = template.build(shutdown.child_token());
+    let sessionless = template.build(shutdown.child_token(), JobScope::Sessionless);
     let sessions = Arc::new(Sessions {
         template: Template {
             sessionless_jobs: Some(sessionless.job_pools()),
@@ -271,12 +274,15 @@ struct Template {
     job_backend: crate::jobs::BackendChoice,
     artifact_journal: std::path::PathBuf,
     planner_store: ResultStore,
+    /// Where every session's jobs are kept (each in its own scope).
+    job_store: std::path::PathBuf,
     /// The job registries of requests without a session.
     sessionless_jobs: Option<JobPools>,
 }
 
 impl Template {
-    fn build(&self, shutdown: CancellationToken) -> SolvergateServer {
+    /// A server whose jobs belong to `scope`.
+    fn build(&self, shutdown: CancellationToken, scope: JobScope) -> SolvergateServer {
         let server = SolvergateServer::new(ServerSetup {
             minizinc: self.minizinc.clone(),
             cpsat: self.cpsat.clone(),
@@ -292,6 +298,10 @@ impl Template {
             // scripts over HTTP start cold.
             cpsat_warm: 0,
             job_backend: self.job_backend.clone(),
+            job_store: Some(JobStoreSetup {
+                root: self.job_store.clone(),
+                scope,
+            }),
         });
         match &self.sessionless_jobs {
             Some(pools) => server.with_sessionless_jobs(pools.clone()),
@@ -318,7 +328,7 @@ impl Sessions {
     /// A fresh server for a new session.
     fn open(&self) -> SolvergateServer {
         let token = self.shutdown.child_token();
-        let server = self.template.build(token.clone());
+        let server = self.template.build(token.clone(), JobScope::new_session());
         self.sweep();
         let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         live.push(Session {

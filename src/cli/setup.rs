@@ -1,5 +1,5 @@
 //! What several commands set up the same way: the per-user data dir's
-//! folders (planner results, in-progress saves), the job backend of the two
+//! folders (planner results, jobs, in-progress saves), the job backend of the two
 //! MCP servers (`stdio`, `serve --http`) and their start-up banner's
 //! runtime and limits lines.
 
@@ -10,6 +10,9 @@ use crate::settings::{JobBackendKind, SLURM_WORKDIR_VAR, Settings};
 
 /// The per-user data dir's folder of planner results.
 pub(crate) const PLANNER_STORE: &str = "planner";
+
+/// The per-user data dir's folder of background jobs' states and results.
+pub(crate) const JOB_STORE: &str = "jobs";
 
 /// The per-user data dir's folder recording in-progress saves.
 pub(crate) const ARTIFACT_JOURNAL: &str = "saves-in-progress";

@@ -9,7 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::{JobBackendArg, StdioArgs};
 use super::setup::{
-    ARTIFACT_JOURNAL, JOB_SHUTDOWN_DEADLINE, PLANNER_STORE, backend_choice, print_runtimes,
+    ARTIFACT_JOURNAL, JOB_SHUTDOWN_DEADLINE, JOB_STORE, PLANNER_STORE, backend_choice,
+    print_runtimes,
 };
 use super::terminal::{refuse_error, shutdown_signal};
 use crate::jobs::BackendChoice;
@@ -89,6 +90,10 @@ async fn serve_stdio(
         ),
         cpsat_warm: settings.cpsat_warm,
         job_backend,
+        job_store: Some(crate::jobs::store::JobStoreSetup {
+            root: dirs.data_dir.join(JOB_STORE),
+            scope: crate::jobs::store::JobScope::Stdio,
+        }),
     });
     eprintln!("{}", server.job_backend_line());
     server.warm_up();

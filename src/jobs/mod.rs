@@ -6,7 +6,8 @@
 //! kind by, and what every status says). Where admitted work
 //! runs is the backend's business ([`backend`]): in this process, or on a
 //! Slurm cluster ([`slurm`], whose nodes run [`worker`], talking through
-//! the files of [`wire`]).
+//! the files of [`wire`]). What a job was survives its server on disk
+//! ([`store`]).
 
 pub mod backend;
 pub mod cpsat;
@@ -16,6 +17,7 @@ pub mod registry;
 pub mod slurm;
 pub mod solve;
 pub mod status;
+pub mod store;
 pub mod winner;
 pub mod wire;
 pub mod worker;

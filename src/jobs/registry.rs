@@ -20,13 +20,20 @@
 //! into the job's task, since a queued job starts from whichever task
 //! freed its slot.
 //!
+//! A registry may keep a journal ([`Journal`], [`JobRegistry::keep_in`]):
+//! it is told of every job at admission, before its work can start, and
+//! again with its final snapshot (on the blocking pool, never under the
+//! lock) — except a job that shutdown ended, whose journal entry stays as
+//! admitted, so a later server reads it as interrupted.
+//!
 //! The one rule a maintainer must keep: the registry lock is never held
 //! across an `.await`.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use schemars::JsonSchema;
@@ -140,6 +147,16 @@ impl<R, M> Clone for JobSnapshot<R, M> {
     }
 }
 
+/// Where a registry keeps its jobs beyond this process ([`super::store`]).
+pub trait Journal<R, M>: Send + Sync {
+    /// A job was admitted; called before its work can start.
+    fn admitted(&self, job: &JobSnapshot<R, M>);
+    /// A job ended; called with its final snapshot, on the blocking pool.
+    fn ended(&self, job: JobSnapshot<R, M>);
+    /// The stored status of a job the registry does not hold.
+    fn find(&self, id: &str) -> Option<serde_json::Value>;
+}
+
 /// Resolves to a job's final snapshot, whether or not the registry still
 /// retains the job.
 pub struct Completion<R, M> {
@@ -208,6 +225,9 @@ struct Shared<R, M> {
     bounds: JobBounds,
     shutdown: CancellationToken,
     inner: Mutex<Inner<R, M>>,
+    journal: OnceLock<Arc<dyn Journal<R, M>>>,
+    /// Set by [`JobRegistry::shutdown`]: what ends from now on was ended by it.
+    stopping: AtomicBool,
 }
 
 /// The registry; cloning shares it. `R` is what a job produces, `M` what
@@ -239,7 +259,46 @@ impl<R: Send + Sync + 'static, M: Send + Sync + 'static> JobRegistry<R, M> {
                     running: 0,
                     terminal: VecDeque::new(),
                 }),
+                journal: OnceLock::new(),
+                stopping: AtomicBool::new(false),
             }),
+        }
+    }
+
+    /// Keeps every job admitted from now on in `journal` too; the first
+    /// journal given stays.
+    pub fn keep_in(&self, journal: Arc<dyn Journal<R, M>>) {
+        let _ = self.shared.journal.set(journal);
+    }
+
+    /// The stored status of job `id`, which this registry does not hold
+    /// (an earlier server's, or one retention evicted), from its journal.
+    pub fn stored(&self, id: &str) -> Option<serde_json::Value> {
+        self.shared.journal.get()?.find(id)
+    }
+
+    /// Tells the journal of each admitted job, and of its end when it comes.
+    fn journal_admitted(&self, admitted: &[Admitted<R, M>]) {
+        let Some(journal) = self.shared.journal.get() else {
+            return;
+        };
+        for (snapshot, completion) in admitted {
+            journal.admitted(snapshot);
+            let journal = journal.clone();
+            let registry = self.clone();
+            let done = Completion {
+                done: completion.done.clone(),
+            };
+            tokio::spawn(async move {
+                let Some(last) = done.finished().await else {
+                    return;
+                };
+                let by_shutdown = registry.shared.stopping.load(Ordering::Relaxed)
+                    && matches!(last.state, JobState::Cancelled | JobState::Failed);
+                if !by_shutdown {
+                    let _ = tokio::task::spawn_blocking(move || journal.ended(last)).await;
+                }
+            });
         }
     }
 
@@ -362,6 +421,7 @@ impl<R: Send + Sync + 'static, M: Send + Sync + 'static> JobRegistry<R, M> {
                 })
                 .collect::<Vec<_>>()
         };
+        self.journal_admitted(&admitted);
         for (id, token, start) in to_start {
             self.spawn(id, token, start);
         }
@@ -535,6 +595,7 @@ impl<R: Send + Sync + 'static, M: Send + Sync + 'static> JobRegistry<R, M> {
     /// Cancels every job and waits until none runs, or until `deadline`
     /// passes; returns how many jobs had not ended by then.
     pub async fn shutdown(&self, deadline: Duration) -> usize {
+        self.shared.stopping.store(true, Ordering::Relaxed);
         let ids: Vec<String> = self.lock().order.clone();
         for id in &ids {
             self.request_cancel(id);
@@ -862,5 +923,58 @@ mod tests {
         let after = registry.get(&job.id).unwrap();
         assert_eq!(after.state, JobState::Failed);
         assert!(registry.check_room(1).is_ok(), "the slot is free again");
+    }
+
+    /// A journal that remembers what it was told.
+    #[derive(Default)]
+    struct Recorder {
+        told: Mutex<Vec<(String, JobState)>>,
+    }
+
+    impl Journal<u32, ()> for Recorder {
+        fn admitted(&self, job: &JobSnapshot<u32, ()>) {
+            self.told.lock().unwrap().push((job.id.clone(), job.state));
+        }
+        fn ended(&self, job: JobSnapshot<u32, ()>) {
+            self.told.lock().unwrap().push((job.id, job.state));
+        }
+        fn find(&self, _id: &str) -> Option<serde_json::Value> {
+            None
+        }
+    }
+
+    #[tokio::test]
+    async fn a_journal_hears_of_admission_and_end_but_not_of_an_end_by_shutdown() {
+        let registry: JobRegistry<u32> =
+            JobRegistry::new("test job", bounds(1, 1, 8), CancellationToken::new());
+        let journal = Arc::new(Recorder::default());
+        registry.keep_in(journal.clone());
+        let quick = registry.submit((), sleeper(5, 1)).unwrap();
+        let queued = registry.submit((), sleeper(5, 2)).unwrap();
+        registry.wait(&quick.id).await.unwrap();
+        registry.wait(&queued.id).await.unwrap();
+        let slow = registry.submit((), sleeper(60_000, 3)).unwrap();
+        assert_eq!(registry.shutdown(Duration::from_secs(10)).await, 0);
+        // The end writes run on the blocking pool: give them a moment.
+        for _ in 0..100 {
+            if journal.told.lock().unwrap().len() >= 5 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut told = journal.told.lock().unwrap().clone();
+        // Admissions are told at once, ends when they come (on the
+        // blocking pool): compare what was told, not the order.
+        let mut expected = vec![
+            (quick.id.clone(), JobState::Running),
+            (queued.id.clone(), JobState::Queued),
+            (quick.id.clone(), JobState::Succeeded),
+            (queued.id.clone(), JobState::Succeeded),
+            (slow.id.clone(), JobState::Running),
+        ];
+        told.sort_by_key(|(id, state)| (id.clone(), state.as_str()));
+        expected.sort_by_key(|(id, state)| (id.clone(), state.as_str()));
+        assert_eq!(told, expected, "the slow job's end by shutdown is not told");
     }
 }

@@ -39,7 +39,7 @@ pub trait BackgroundJobs: Send + Sync {
     /// What the submitter attaches to a job (its budgets, its slots).
     type Meta: Send + Sync + 'static;
     /// What submit, get and cancel return.
-    type Status: Serialize + Send;
+    type Status: Serialize + serde::de::DeserializeOwned + Send;
     /// The kind a list names.
     const KIND: JobKind;
 

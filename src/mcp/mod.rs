@@ -50,6 +50,7 @@ use crate::cpsat::Cpsat;
 use crate::diagnostics::{Category, ToolError};
 use crate::equations::Equations;
 use crate::exec::limits::with_caps;
+use crate::jobs::store::{JobJournal, JobStoreSetup};
 use crate::jobs::{
     BackendChoice, BackgroundJobs, CpsatJobs, JobBackend, JobList, Portfolios, SolveJobs,
 };
@@ -87,6 +88,8 @@ pub struct ServerSetup {
     pub cpsat_warm: usize,
     /// Where background jobs run.
     pub job_backend: BackendChoice,
+    /// Where jobs are kept beyond this process, and whose they are.
+    pub job_store: Option<JobStoreSetup>,
 }
 
 /// Which tools the server advertises.
@@ -241,6 +244,29 @@ impl JobPools {
         }
     }
 
+    /// Keeps every kind's jobs in `store` too (see [`crate::jobs::store`]).
+    fn keep_in(&self, store: &JobStoreSetup, bounds: JobBounds, cpsat_bounds: JobBounds) {
+        let (root, scope) = (&store.root, &store.scope);
+        let retained = bounds.max_retained_terminal;
+        self.solve_jobs
+            .registry()
+            .keep_in(Arc::new(JobJournal::<SolveJobs>::new(
+                root, scope, retained,
+            )));
+        self.portfolios
+            .registry()
+            .keep_in(Arc::new(JobJournal::<Portfolios>::new(
+                root, scope, retained,
+            )));
+        self.cpsat_jobs
+            .registry()
+            .keep_in(Arc::new(JobJournal::<CpsatJobs>::new(
+                root,
+                scope,
+                cpsat_bounds.max_retained_terminal,
+            )));
+    }
+
     /// Stops every job and waits until their processes are gone, or until
     /// `deadline` passes; returns how many jobs had not ended by then.
     pub async fn shutdown(&self, deadline: std::time::Duration) -> usize {
@@ -278,6 +304,33 @@ enum JobAction {
     Get,
     /// Cancel it and wait until its processes are gone.
     Cancel,
+}
+
+/// A job's status: from this server's registry, or as its journal stored
+/// it (sent exactly as it was written).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Polled<S> {
+    /// The registry holds the job.
+    Live(S),
+    /// An earlier server's job, or one retention evicted.
+    Stored(serde_json::Value),
+}
+
+/// The text part of a polled status; a stored one this version cannot
+/// read as its status type says where its state is.
+fn render_polled<K: JobTools>(polled: &Polled<K::Status>) -> String {
+    match polled {
+        Polled::Live(status) => K::RENDER(status),
+        Polled::Stored(value) => match serde_json::from_value::<K::Status>(value.clone()) {
+            Ok(status) => K::RENDER(&status),
+            Err(_) => format!(
+                "job {}: {} (kept by an earlier solvergate version; the structured content has its status)",
+                value["job_id"].as_str().unwrap_or("?"),
+                value["state"].as_str().unwrap_or("?")
+            ),
+        },
+    }
 }
 
 /// Whether a request came without a session: a protocol revision without
@@ -335,6 +388,7 @@ impl SolvergateServer {
             planner_store,
             cpsat_warm,
             job_backend,
+            job_store,
         } = setup;
         let mut tool_router = Self::minizinc_router()
             + Self::job_router()
@@ -366,6 +420,9 @@ impl SolvergateServer {
             cpsat_jobs,
             &shutdown,
         );
+        if let Some(store) = &job_store {
+            jobs.keep_in(store, bounds, cpsat_jobs);
+        }
         let planner = Planner::new(minizinc.clone(), planner_store);
         let equations = Equations::new(minizinc.clone());
         let artifacts = Artifacts::new(
@@ -563,6 +620,9 @@ impl SolvergateServer {
 
     /// The get and cancel tools of job kind `K`: the status of the job
     /// the id names, after cancelling it for [`JobAction::Cancel`].
+    /// A job this server does not hold is looked up in its registry's
+    /// journal: an earlier server's job is answered as stored, and
+    /// cancelling one that has ended returns it as it is.
     async fn job_by_id<K: JobTools>(
         &self,
         action: JobAction,
@@ -574,12 +634,20 @@ impl SolvergateServer {
             context,
             async |id, _cancel| {
                 let jobs = K::of(self.jobs(context));
-                match action {
+                let live = match action {
                     JobAction::Get => jobs.get(&id),
                     JobAction::Cancel => jobs.cancel(&id).await,
+                };
+                match live {
+                    Ok(status) => Ok(Polled::Live(status)),
+                    Err(unknown) => jobs
+                        .registry()
+                        .stored(&id)
+                        .map(Polled::Stored)
+                        .ok_or(unknown),
                 }
             },
-            K::RENDER,
+            render_polled::<K>,
         )
         .await
     }

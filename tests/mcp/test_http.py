@@ -312,6 +312,28 @@ async def test_sessionless_and_session_jobs_do_not_mix(harness):
                 assert cancelled["state"] == "cancelled", cancelled
 
 
+async def test_sessionless_jobs_outlive_the_server_and_session_jobs_do_not(harness, tmp_path):
+    """Stopped and started again on the same data dir, the server answers a
+    sessionless job's id with the status it gave before; a session's job
+    is readable from no one once its session is gone (issue 27)."""
+    data = tmp_path / "data"
+    with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full", XDG_DATA_HOME=str(data)) as server:
+        async with sessionless_client(server.url) as client, http_session(server.url) as session:
+            loose = await call_ok(client, "submit_solve_job", {"model": OPT_MODEL})
+            before, _ = await wait_job(client, loose["job_id"])
+            owned = await call_ok(session, "submit_solve_job", {"model": OPT_MODEL})
+            await wait_job(session, owned["job_id"])
+    with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full", XDG_DATA_HOME=str(data)) as server:
+        async with sessionless_client(server.url) as client, http_session(server.url) as session:
+            after = await call_ok(client, "get_solve_job", {"job_id": loose["job_id"]})
+            assert after == before
+            for caller in (client, session):
+                error = await call_error(caller, "get_solve_job", {"job_id": owned["job_id"]})
+                assert error.category == "invalid_request" and owned["job_id"] in error.message, error
+            error = await call_error(session, "get_solve_job", {"job_id": loose["job_id"]})
+            assert error.category == "invalid_request", error
+
+
 def call_in_background(url: str, name: str, arguments: dict) -> threading.Thread:
     """A raw session whose tools/call is left waiting in a thread (the
     server's exit ends it)."""

@@ -1,0 +1,312 @@
+//! Background jobs on disk, so a job id from one server process resolves
+//! in a later one: MCP clients restart their stdio servers all the time.
+//!
+//! A registry with a journal ([`super::registry::Journal`]) hands it every
+//! job twice: at admission, and with its final snapshot. [`JobJournal`]
+//! writes each as the status a get tool returns, one JSON file per job:
+//! `<kind>/running/<id>.json` while it runs, then `<kind>/done/<id>.json`
+//! (written first, atomically, then the running file removed). At most
+//! `max_terminal` done files are kept per kind, oldest removed first.
+//!
+//! Each file names the server process that wrote it (pid, start time, boot)
+//! and the scope the job belongs to: this machine's stdio servers share
+//! one, each HTTP session has its own (so its jobs are not readable from
+//! another), and HTTP requests without a session share another. A lookup
+//! of an id the registry does not hold ([`JobJournal::find`]) returns the
+//! stored status of a job of the same scope: a finished one exactly as it
+//! was written; a running one whose server is gone as `failed`, saying so
+//! (its processes died with that server), and from then on stored as done;
+//! one still running in another live server as that server last wrote it.
+
+use std::fs;
+use std::io::Write;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::registry::{JobSnapshot, Journal};
+use super::status::{BackgroundJobs, JobKind};
+use crate::diagnostics::{Category, Diagnostic};
+
+/// Where a server's registries keep their jobs, and whose they are.
+#[derive(Debug, Clone)]
+pub struct JobStoreSetup {
+    /// The folder of every kind's journal (the data dir's `jobs`).
+    pub root: PathBuf,
+    /// Who may read them.
+    pub scope: JobScope,
+}
+
+/// Which clients may read a stored job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobScope {
+    /// Every stdio server of this user on this machine: a client that
+    /// restarts its server reads its earlier jobs.
+    Stdio,
+    /// One HTTP session: readable only from it.
+    Session(String),
+    /// HTTP requests without a session: by id alone.
+    Sessionless,
+}
+
+impl JobScope {
+    /// A new HTTP session's scope, unguessable.
+    pub fn new_session() -> JobScope {
+        JobScope::Session(uuid::Uuid::new_v4().simple().to_string())
+    }
+
+    fn key(&self) -> String {
+        match self {
+            JobScope::Stdio => "stdio".to_owned(),
+            JobScope::Session(id) => format!("session:{id}"),
+            JobScope::Sessionless => "sessionless".to_owned(),
+        }
+    }
+}
+
+/// The server process that wrote a record: enough to tell whether it still
+/// runs (a pid alone could have been reused).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Writer {
+    pid: u32,
+    /// The process's start time, in clock ticks after boot.
+    started: u64,
+    /// The kernel's boot id.
+    boot: String,
+}
+
+impl Writer {
+    fn this_process() -> Writer {
+        let pid = std::process::id();
+        Writer {
+            pid,
+            started: start_time(pid).unwrap_or(0),
+            boot: boot_id(),
+        }
+    }
+
+    fn is_alive(&self) -> bool {
+        self.boot == boot_id() && start_time(self.pid) == Some(self.started)
+    }
+}
+
+/// Field 22 of `/proc/PID/stat`, after the command name (which may itself
+/// hold spaces and parentheses).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, after_name) = stat.rsplit_once(')')?;
+    after_name.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn boot_id() -> String {
+    fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|id| id.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// One job on disk.
+#[derive(Debug, Serialize, Deserialize)]
+struct Record {
+    scope: String,
+    writer: Writer,
+    /// The status the get tool returned when this was written.
+    status: Value,
+}
+
+/// The journal of one kind of job: where its files go and whose they are.
+pub struct JobJournal<K> {
+    running: PathBuf,
+    done: PathBuf,
+    max_terminal: usize,
+    scope: String,
+    writer: Writer,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K: BackgroundJobs> JobJournal<K> {
+    /// The journal of `K`'s jobs of `scope` under `root`, keeping at most
+    /// `max_terminal` finished ones (at least 1).
+    pub fn new(root: &Path, scope: &JobScope, max_terminal: usize) -> Self {
+        let kind = match K::KIND {
+            JobKind::Solve => "solve",
+            JobKind::Portfolio => "portfolio",
+            JobKind::CpsatPython => "cpsat_python",
+        };
+        JobJournal {
+            running: root.join(kind).join("running"),
+            done: root.join(kind).join("done"),
+            max_terminal: max_terminal.max(1),
+            scope: scope.key(),
+            writer: Writer::this_process(),
+            kind: PhantomData,
+        }
+    }
+
+    /// The stored status of job `id` of this journal's scope, if any.
+    pub fn find(&self, id: &str) -> Option<Value> {
+        if !is_job_id(id) {
+            return None;
+        }
+        let name = format!("{id}.json");
+        if let Some(record) = self.read(&self.done.join(&name)) {
+            return Some(record.status);
+        }
+        let record = self.read(&self.running.join(&name))?;
+        if record.writer.is_alive() {
+            let mut status = record.status;
+            set(
+                &mut status,
+                "message",
+                Value::from(format!(
+                    "this job runs in another solvergate server on this machine (pid {}); its state here is as that server wrote it at admission",
+                    record.writer.pid
+                )),
+            );
+            return Some(status);
+        }
+        // Its server is gone, and the job's processes with it.
+        let message = format!(
+            "the server that ran this job (pid {}) stopped before the job finished; its processes stopped with it. Submit it again",
+            record.writer.pid
+        );
+        let mut status = record.status;
+        set(&mut status, "state", Value::from("failed"));
+        set(&mut status, "message", Value::from(message.clone()));
+        let diagnostic = Diagnostic::new(Category::JobFailed, message);
+        set(
+            &mut status,
+            "diagnostic",
+            serde_json::to_value(diagnostic).unwrap_or(Value::Null),
+        );
+        let interrupted = Record { status, ..record };
+        self.write(&self.done, id, &interrupted);
+        let _ = fs::remove_file(self.running.join(&name));
+        self.evict();
+        Some(interrupted.status)
+    }
+
+    fn read(&self, path: &Path) -> Option<Record> {
+        let record: Record = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
+        (record.scope == self.scope).then_some(record)
+    }
+
+    /// Writes `record` as `dir/<id>.json`, whole or not at all. A journal
+    /// that cannot write says so on stderr and the job goes on.
+    fn write(&self, dir: &Path, id: &str, record: &Record) {
+        let written = (|| -> std::io::Result<()> {
+            fs::create_dir_all(dir)?;
+            let mut staged = tempfile::Builder::new()
+                .prefix(&format!(".{id}."))
+                .suffix(".tmp")
+                .tempfile_in(dir)?;
+            serde_json::to_writer(&mut staged, record)?;
+            staged.flush()?;
+            staged.persist(dir.join(format!("{id}.json")))?;
+            Ok(())
+        })();
+        if let Err(error) = written {
+            eprintln!(
+                "solvergate: could not keep job {id} in {}: {error}",
+                dir.display()
+            );
+        }
+    }
+
+    fn record(&self, status: &K::Status) -> Option<Record> {
+        Some(Record {
+            scope: self.scope.clone(),
+            writer: self.writer.clone(),
+            status: serde_json::to_value(status).ok()?,
+        })
+    }
+
+    /// Removes the oldest done files past the bound.
+    fn evict(&self) {
+        let Ok(entries) = fs::read_dir(&self.done) else {
+            return;
+        };
+        let mut stored: Vec<(SystemTime, PathBuf)> = entries
+            .flatten()
+            .filter(|entry| entry.file_name().to_string_lossy().ends_with(".json"))
+            .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+            .collect();
+        if stored.len() <= self.max_terminal {
+            return;
+        }
+        stored.sort();
+        let excess = stored.len() - self.max_terminal;
+        for (_, path) in stored.into_iter().take(excess) {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+impl<K: BackgroundJobs> Journal<K::Result, K::Meta> for JobJournal<K> {
+    fn admitted(&self, job: &JobSnapshot<K::Result, K::Meta>) {
+        if let Some(record) = self.record(&K::status(job.clone())) {
+            self.write(&self.running, &job.id, &record);
+        }
+    }
+
+    fn ended(&self, job: JobSnapshot<K::Result, K::Meta>) {
+        let id = job.id.clone();
+        if let Some(record) = self.record(&K::status(job)) {
+            self.write(&self.done, &id, &record);
+        }
+        let _ = fs::remove_file(self.running.join(format!("{id}.json")));
+        self.evict();
+    }
+
+    fn find(&self, id: &str) -> Option<Value> {
+        JobJournal::find(self, id)
+    }
+}
+
+/// Whether `id` is one the registry could have made (a UUID in simple
+/// form), so nothing else is ever turned into a path.
+fn is_job_id(id: &str) -> bool {
+    id.len() == 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+}
+
+/// Sets a top-level field of a status object.
+fn set(status: &mut Value, field: &str, value: Value) {
+    if let Some(fields) = status.as_object_mut() {
+        fields.insert(field.to_owned(), value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_registry_ids_become_paths() {
+        assert!(is_job_id("0123456789abcdef0123456789abcdef"));
+        assert!(!is_job_id("../../../../etc/passwd"));
+        assert!(!is_job_id("0123456789ABCDEF0123456789abcdef"));
+        assert!(!is_job_id(""));
+    }
+
+    #[test]
+    fn this_process_is_alive_and_a_made_up_one_is_not() {
+        let me = Writer::this_process();
+        assert!(me.started > 0);
+        assert!(me.is_alive());
+        let gone = Writer {
+            started: me.started + 1,
+            ..me.clone()
+        };
+        assert!(!gone.is_alive());
+        let other_boot = Writer {
+            boot: "not-this-boot".to_owned(),
+            ..me
+        };
+        assert!(!other_boot.is_alive());
+    }
+}
