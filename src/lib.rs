@@ -23,6 +23,7 @@ pub mod diagnostics;
 pub mod equations;
 pub mod exec;
 pub mod jobs;
+pub mod kept;
 pub mod mcp;
 pub mod minizinc;
 pub mod planner;

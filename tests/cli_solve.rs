@@ -361,7 +361,7 @@ fn a_long_solve_shows_its_progress_on_a_terminal_only() {
         .expect("util-linux script must be installed");
     let seen = String::from_utf8_lossy(&on_a_terminal.stdout);
     assert!(seen.contains("solving with org.gecode.gecode"), "{seen}");
-    assert!(seen.contains("solution(s), objective "), "{seen}");
+    assert!(seen.contains("solution(s), best objective "), "{seen}");
     assert!(seen.contains("status:    satisfied"), "{seen}");
 
     let on_a_pipe = home.run(&["solve", &hard, "--solver", "gecode", "--timeout-ms", "1500"]);

@@ -288,7 +288,10 @@ fn capture_modes() -> [(&'static str, Limits); 3] {
     [
         ("files", limits(20_000)),
         ("head and tail", limits(20_000).keep_head_and_tail()),
-        ("filter", limits(20_000).filter_stdout(keep)),
+        (
+            "filter",
+            limits(20_000).filter_stdout(|| Box::new(exec::EachLine(keep))),
+        ),
     ]
 }
 

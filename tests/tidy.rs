@@ -51,6 +51,7 @@ const FOUNDATION: &[&str] = &[
     "src/runtime/",
     "src/budget.rs",
     "src/diagnostics.rs",
+    "src/kept.rs",
     "src/progress.rs",
     "src/settings.rs",
     "src/userfiles.rs",

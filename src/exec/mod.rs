@@ -164,14 +164,35 @@ pub struct Limits {
     /// What happens past the cap.
     pub overflow: Overflow,
     /// Rewrites stdout line by line before it reaches the capture (and the
-    /// cap): the service's own way to keep one copy of what it needs.
-    pub stdout_filter: Option<LineFilter>,
+    /// cap): the service's own way to keep one copy of what it needs. Each
+    /// run makes its own filter.
+    pub stdout_filter: Option<NewLineFilter>,
 }
 
-/// A stdout rewrite, called with each line (without its newline): `None`
-/// keeps the line as it is, `Some(text)` replaces it. A line longer than
-/// the cap is never handed over; it is captured as it is.
-pub type LineFilter = fn(&str) -> Option<String>;
+/// A stdout rewrite, fed each line (without its newline) in order. A line
+/// longer than the cap is never handed over; it is captured as it is.
+pub trait LineFilter: Send {
+    /// `None` keeps the line as it is, `Some(text)` replaces it (with
+    /// several lines as the filter needs; an empty text drops the line).
+    fn line(&mut self, line: &str) -> Option<String>;
+
+    /// At the end of the stream, what the filter held back, if anything.
+    fn finish(&mut self) -> Option<String> {
+        None
+    }
+}
+
+/// A [`LineFilter`] that looks at each line alone.
+pub struct EachLine(pub fn(&str) -> Option<String>);
+
+impl LineFilter for EachLine {
+    fn line(&mut self, line: &str) -> Option<String> {
+        (self.0)(line)
+    }
+}
+
+/// Makes a run's own [`LineFilter`] (a filter may keep state between lines).
+pub type NewLineFilter = fn() -> Box<dyn LineFilter>;
 
 /// What a run does when its output goes over the cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,7 +221,7 @@ impl Limits {
 
     /// Rewrite stdout through `filter` before capturing it (with
     /// [`Overflow::Stop`] only; a head-and-tail run keeps its text as is).
-    pub fn filter_stdout(mut self, filter: LineFilter) -> Self {
+    pub fn filter_stdout(mut self, filter: NewLineFilter) -> Self {
         self.stdout_filter = Some(filter);
         self
     }
@@ -435,7 +456,7 @@ pub async fn run_stoppable(
             .stdout(Stdio::from(out_write))
             .stderr(Stdio::from(child_stderr));
         readers
-            .filter(out_read, child_stdout, filter, cap)
+            .filter(out_read, child_stdout, filter(), cap)
             .map_err(io_error("start a pipe reader"))?;
     } else {
         wrap.command_mut()
@@ -925,7 +946,8 @@ mod tests {
             "-c",
             "for i in 1 2 3; do echo abc$i; echo keep$i; done; echo err >&2; printf abz",
         ]);
-        let limits = Limits::new(Duration::from_secs(10)).filter_stdout(shout);
+        let limits =
+            Limits::new(Duration::from_secs(10)).filter_stdout(|| Box::new(EachLine(shout)));
         let output = run(&command, limits, &CancellationToken::new())
             .await
             .unwrap();
@@ -945,7 +967,8 @@ mod tests {
         fn halve(line: &str) -> Option<String> {
             Some(line[..line.len() / 2].to_owned())
         }
-        let limits = Limits::new(Duration::from_secs(20)).filter_stdout(halve);
+        let limits =
+            Limits::new(Duration::from_secs(20)).filter_stdout(|| Box::new(EachLine(halve)));
         let output = run(&command, limits, &CancellationToken::new())
             .await
             .unwrap();
@@ -957,7 +980,8 @@ mod tests {
             "-c",
             "yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa | head -c 1600000",
         ]);
-        let limits = Limits::new(Duration::from_secs(20)).filter_stdout(halve);
+        let limits =
+            Limits::new(Duration::from_secs(20)).filter_stdout(|| Box::new(EachLine(halve)));
         let output = run(&command, limits, &CancellationToken::new())
             .await
             .unwrap();
@@ -975,7 +999,8 @@ mod tests {
             "-c",
             "echo ab; head -c 2000000 /dev/zero | tr '\\0' a; echo; echo ab",
         ]);
-        let limits = Limits::new(Duration::from_secs(20)).filter_stdout(shout);
+        let limits =
+            Limits::new(Duration::from_secs(20)).filter_stdout(|| Box::new(EachLine(shout)));
         let output = run(&command, limits, &CancellationToken::new())
             .await
             .unwrap();

@@ -188,7 +188,7 @@ impl Readers {
         &mut self,
         pipe: io::PipeReader,
         capture: File,
-        filter: LineFilter,
+        filter: Box<dyn LineFilter>,
         cap: u64,
     ) -> io::Result<()> {
         self.start(pipe, move |pipe| filter_lines(pipe, capture, filter, cap))
@@ -283,7 +283,7 @@ fn drain(pipe: &Pipe, capture: &SharedCapture) {
 /// appends what it keeps to the capture file. Writing stops just past `cap`
 /// (the cap check then stops the tree); a line that grows past `cap`
 /// without a newline is written as it is, unfiltered.
-fn filter_lines(pipe: &Pipe, capture: File, filter: LineFilter, cap: u64) {
+fn filter_lines(pipe: &Pipe, capture: File, mut filter: Box<dyn LineFilter>, cap: u64) {
     let limit = usize::try_from(cap).unwrap_or(usize::MAX);
     let mut out = CappedWriter {
         file: capture,
@@ -309,7 +309,7 @@ fn filter_lines(pipe: &Pipe, capture: File, filter: LineFilter, cap: u64) {
             }
             line.extend_from_slice(part);
             if newline.is_some() {
-                out.write(&filtered(&line, filter));
+                out.write(&filtered(&line, filter.as_mut()));
                 line.clear();
             } else if line.len() > limit {
                 out.write(&line);
@@ -319,7 +319,11 @@ fn filter_lines(pipe: &Pipe, capture: File, filter: LineFilter, cap: u64) {
         }
     }
     if !line.is_empty() {
-        out.write(&filtered(&line, filter));
+        out.write(&filtered(&line, filter.as_mut()));
+    }
+    if let Some(mut held) = filter.finish() {
+        held.push('\n');
+        out.write(held.as_bytes());
     }
 }
 
@@ -341,13 +345,18 @@ impl CappedWriter {
     }
 }
 
-/// One line (with its newline, if it had one) as the filter keeps it.
-fn filtered(line: &[u8], filter: LineFilter) -> std::borrow::Cow<'_, [u8]> {
+/// One line (with its newline, if it had one) as the filter keeps it:
+/// nothing when the filter dropped it.
+fn filtered<'a>(line: &'a [u8], filter: &mut dyn LineFilter) -> std::borrow::Cow<'a, [u8]> {
     let (body, newline) = match line.strip_suffix(b"\n") {
         Some(body) => (body, "\n"),
         None => (line, ""),
     };
-    match std::str::from_utf8(body).ok().and_then(filter) {
+    match std::str::from_utf8(body)
+        .ok()
+        .and_then(|text| filter.line(text))
+    {
+        Some(kept) if kept.is_empty() => std::borrow::Cow::Borrowed(&[]),
         Some(mut kept) => {
             kept.push_str(newline);
             std::borrow::Cow::Owned(kept.into_bytes())

@@ -19,10 +19,8 @@
 //! one still running in another live server as that server last wrote it.
 
 use std::fs;
-use std::io::Write;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -196,17 +194,9 @@ impl<K: BackgroundJobs> JobJournal<K> {
     /// Writes `record` as `dir/<id>.json`, whole or not at all. A journal
     /// that cannot write says so on stderr and the job goes on.
     fn write(&self, dir: &Path, id: &str, record: &Record) {
-        let written = (|| -> std::io::Result<()> {
-            fs::create_dir_all(dir)?;
-            let mut staged = tempfile::Builder::new()
-                .prefix(&format!(".{id}."))
-                .suffix(".tmp")
-                .tempfile_in(dir)?;
-            serde_json::to_writer(&mut staged, record)?;
-            staged.flush()?;
-            staged.persist(dir.join(format!("{id}.json")))?;
-            Ok(())
-        })();
+        let written = serde_json::to_vec(record)
+            .map_err(std::io::Error::from)
+            .and_then(|bytes| crate::kept::write_whole(dir, &format!("{id}.json"), &bytes));
         if let Err(error) = written {
             eprintln!(
                 "solvergate: could not keep job {id} in {}: {error}",
@@ -225,22 +215,7 @@ impl<K: BackgroundJobs> JobJournal<K> {
 
     /// Removes the oldest done files past the bound.
     fn evict(&self) {
-        let Ok(entries) = fs::read_dir(&self.done) else {
-            return;
-        };
-        let mut stored: Vec<(SystemTime, PathBuf)> = entries
-            .flatten()
-            .filter(|entry| entry.file_name().to_string_lossy().ends_with(".json"))
-            .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
-            .collect();
-        if stored.len() <= self.max_terminal {
-            return;
-        }
-        stored.sort();
-        let excess = stored.len() - self.max_terminal;
-        for (_, path) in stored.into_iter().take(excess) {
-            let _ = fs::remove_file(path);
-        }
+        crate::kept::keep_newest(&self.done, self.max_terminal);
     }
 }
 

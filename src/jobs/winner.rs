@@ -263,6 +263,7 @@ mod tests {
             checker: None,
             diagnostic: None,
             sandbox: None,
+            trajectory: Vec::new(),
         }
     }
 

@@ -101,7 +101,7 @@ pub fn start(
     (progress, task)
 }
 
-/// `solving with org.gecode.gecode — 15 s, 3 solution(s), objective 42`.
+/// `solving with org.gecode.gecode — 15 s, 3 solution(s), best objective 42`.
 fn running_message(stage: &str, started: Instant, live: Option<&LiveFigures>) -> String {
     let seconds = started.elapsed().as_secs();
     match live {

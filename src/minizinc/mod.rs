@@ -197,6 +197,8 @@ impl MiniZinc {
             .await?;
         request.controls.gate(&solver)?;
         let prepared = request.sources.prepare_async().await?;
+        let intermediate =
+            watches_incumbents(&request.controls, &solver, prepared.checker.is_some());
         if self.test_hooks {
             panic_on_marker(&prepared.model);
         }
@@ -210,8 +212,13 @@ impl MiniZinc {
             ])
             .args(["--statistics", "--solver", &solver.id])
             .args(["--time-limit", &timeout_ms.as_millis().to_string()])
-            .args(request.controls.args())
-            .args(model_and_data(&prepared));
+            .args(request.controls.args());
+        if intermediate {
+            // With each solution's time: the trajectory's clock. Only here,
+            // so every other solve's stream stays as it was.
+            command = command.args(["--intermediate", "--output-time"]);
+        }
+        command = command.args(model_and_data(&prepared));
         if let Some(checker) = &prepared.checker {
             // 2.9 names the checker with --solution-checker; 2.6 has no such
             // flag and recognises a positional *.mzc.mzn instead.
@@ -225,12 +232,15 @@ impl MiniZinc {
         let watcher = |line: &str| seen.line(line);
         let watcher: Option<exec::LineWatcher<'_>> = progress.is_listening().then_some(&watcher);
         // Without a checker, each solution is captured once (a record of its
-        // text and values); with one, the checker's transcript is the raw
-        // stream, so the stream stays as MiniZinc printed it.
-        let filter = prepared
-            .checker
-            .is_none()
-            .then_some(stream::compact_solution as exec::LineFilter);
+        // text and values), or, when only we asked for the improving ones,
+        // as its objective and time with the latest kept whole; with a
+        // checker, the checker's transcript is the raw stream, so the
+        // stream stays as MiniZinc printed it.
+        let filter: Option<exec::NewLineFilter> = match (&prepared.checker, intermediate) {
+            (Some(_), _) => None,
+            (None, true) => Some(stream::incumbent_filter),
+            (None, false) => Some(stream::solution_filter),
+        };
         let run = self
             .run_until(&command, timeout_ms, cancel, stop, watcher, filter)
             .await?;
@@ -380,7 +390,7 @@ impl MiniZinc {
         cancel: &CancellationToken,
         stop: &CancellationToken,
         watcher: Option<exec::LineWatcher<'_>>,
-        filter: Option<exec::LineFilter>,
+        filter: Option<exec::NewLineFilter>,
     ) -> Result<RunOutput, ToolError> {
         let mut limits = Limits::new(timeout_ms.with_grace());
         limits.stdout_filter = filter;
@@ -419,7 +429,10 @@ impl<'a> SolutionWatch<'a> {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
-        state.0 += 1;
+        // An incumbent record says how many came (some were not kept).
+        state.0 = stream::solutions_so_far(line)
+            .and_then(|count| usize::try_from(count).ok())
+            .unwrap_or(state.0 + 1);
         if objective.is_some() {
             state.1 = objective;
         }
@@ -438,12 +451,56 @@ impl<'a> SolutionWatch<'a> {
     }
 }
 
-/// `3 solution(s), objective 42`.
+/// `3 solution(s), best objective 42` (the latest of an improving run is its best).
 pub fn live_text(live: &LiveFigures) -> String {
     match &live.objective {
-        Some(objective) => format!("{} solution(s), objective {objective}", live.solutions),
+        Some(objective) => format!("{} solution(s), best objective {objective}", live.solutions),
         None => format!("{} solution(s)", live.solutions),
     }
+}
+
+/// Whether a solve asks for the improving solutions of an optimisation
+/// (`--intermediate`) so its incumbents can be watched: when the solver
+/// declares `-a` or `-i`, the caller asked for neither every solution nor
+/// a number of them, and no checker would grade each one. On a
+/// satisfaction model the flag changes nothing.
+fn watches_incumbents(controls: &SolveControls, solver: &SolverInfo, checker: bool) -> bool {
+    let declares = |flag: &str| solver.capabilities.std_flags.iter().any(|f| f == flag);
+    !checker
+        && !controls.all_solutions
+        && controls.num_solutions.is_none()
+        && (declares("-a") || declares("-i"))
+}
+
+/// The path of an optimisation's objective: from the incumbent records when
+/// the solve watched its incumbents, else from its solutions; the solver's
+/// bound (`objectiveBound`) on the last point.
+fn trajectory(report: &stream::StreamReport) -> Vec<results::TrajectoryPoint> {
+    let path: Vec<(Option<serde_json::Number>, Option<u64>)> = match report.incumbents.is_empty() {
+        false => report.incumbents.clone(),
+        true => report
+            .solutions
+            .iter()
+            .map(|solution| (solution.objective.clone(), solution.time_ms))
+            .collect(),
+    };
+    let mut points: Vec<results::TrajectoryPoint> = path
+        .into_iter()
+        .filter_map(|(objective, time_ms)| {
+            Some(results::TrajectoryPoint {
+                time_ms,
+                objective: objective?,
+                bound: None,
+            })
+        })
+        .collect();
+    if let Some(last) = points.last_mut() {
+        last.bound = report
+            .statistics
+            .get("objectiveBound")
+            .and_then(|bound| serde_json::from_str::<serde_json::Number>(bound).ok());
+    }
+    results::thinned(points, results::MAX_TRAJECTORY)
 }
 
 /// The test hook: panics when the model holds [`TEST_PANIC_MARKER`].
@@ -497,6 +554,7 @@ fn solve_result(
         checker,
         diagnostic: None,
         sandbox: run.sandbox.clone(),
+        trajectory: trajectory(&report),
     };
     result.diagnostic = match &run.breach {
         Some(breach) => Some(verdict::breach_diagnostic(&result, breach)),

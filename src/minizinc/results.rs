@@ -290,11 +290,72 @@ pub struct SolveResult {
     /// Only with the sandbox on: what it enforced for this run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::exec::SandboxReport>,
+    /// On an optimisation: the objective of each solution as it came, at
+    /// most [`MAX_TRAJECTORY`] points (first and last always kept); the
+    /// last carries the solver's bound when it reports one. Absent when no
+    /// solution had an objective.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trajectory: Vec<TrajectoryPoint>,
+}
+
+/// Most points a [`SolveResult::trajectory`] keeps.
+pub const MAX_TRAJECTORY: usize = 100;
+
+/// One solution on an optimisation's path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TrajectoryPoint {
+    /// When the solver printed it, in milliseconds since MiniZinc started;
+    /// `null` when every solution was asked for (`all_solutions`), whose
+    /// stream carries no times.
+    pub time_ms: Option<u64>,
+    /// Its objective.
+    pub objective: Number,
+    /// The solver's bound on the objective (MiniZinc's `objectiveBound`
+    /// statistic), on the last point, when the solver reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<Number>,
+}
+
+/// `points` thinned to at most `max` (at least 2), evenly over the path,
+/// the first and the last kept.
+pub fn thinned(points: Vec<TrajectoryPoint>, max: usize) -> Vec<TrajectoryPoint> {
+    let max = max.max(2);
+    if points.len() <= max {
+        return points;
+    }
+    let last = points.len() - 1;
+    let mut kept: Vec<usize> = (0..max).map(|i| i * last / (max - 1)).collect();
+    kept.dedup();
+    let mut points: Vec<Option<TrajectoryPoint>> = points.into_iter().map(Some).collect();
+    kept.into_iter()
+        .filter_map(|index| points.get_mut(index).and_then(Option::take))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_path_is_thinned_evenly_keeping_both_ends() {
+        let point = |n: u64| TrajectoryPoint {
+            time_ms: Some(n),
+            objective: Number::from(n),
+            bound: None,
+        };
+        let path: Vec<TrajectoryPoint> = (0..1000).map(point).collect();
+        let kept = thinned(path, 100);
+        assert_eq!(kept.len(), 100);
+        assert_eq!(kept.first(), Some(&point(0)));
+        assert_eq!(kept.last(), Some(&point(999)));
+        assert!(
+            kept.windows(2)
+                .all(|pair| pair[0].time_ms < pair[1].time_ms)
+        );
+        let short: Vec<TrajectoryPoint> = (0..5).map(point).collect();
+        assert_eq!(thinned(short.clone(), 100), short);
+        assert_eq!(thinned((0..7).map(point).collect(), 1).len(), 2);
+    }
 
     fn text<T: Serialize>(value: &T) -> String {
         serde_json::to_string(value).unwrap()

@@ -20,15 +20,30 @@
 //! it is captured: a solution line carries the printed text up to three
 //! times (`default`, `raw`, user sections) beside the `json` values, so it
 //! becomes a *solution record* — a JSON array `[default text or null,
-//! json section]`, MiniZinc's whitespace dropped — holding exactly what
+//! json section]`, plus the solution's `time` (milliseconds, with
+//! `--output-time`) as a third item when it has one, MiniZinc's whitespace
+//! dropped — holding exactly what
 //! [`parse`] reads. MiniZinc's own messages are always objects, so a record
 //! is never mistaken for one; the record form is ours, and a line of that
 //! form is read as a solution whatever wrote it. Must not break: `parse` of the compacted
 //! stream equals `parse` of the original (a property test below).
+//!
+//! A solve that asked for intermediate solutions only to watch them
+//! ([`incumbent_filter`]) keeps less: a solution becomes an *incumbent
+//! record* `["_incumbent", objective or null, time or null, n]` (n: the
+//! solutions so far), and only the latest full record is held, written
+//! (with n as a fourth item, so a live count does not count it twice)
+//! before the status line or at the end. Incumbent records are
+//! themselves thinned as the run goes on (at most one per 50 ms, then one
+//! per thousandth of the time so far: about 8,500 in a day), so a run that
+//! improves by one a million times cannot fill the cap either; the capture
+//! holds the objective's path and the final solution.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Number, Value};
+
+use crate::exec::{EachLine, LineFilter};
 
 /// A `status` word of MiniZinc's stream, in MiniZinc's own spelling.
 ///
@@ -104,6 +119,9 @@ pub struct StreamSolution {
     pub text: String,
     /// The checker's verdict on this solution, when a checker ran.
     pub check: Option<SolutionCheck>,
+    /// When the solver printed it, in milliseconds since MiniZinc started
+    /// (`--output-time`).
+    pub time_ms: Option<u64>,
 }
 
 /// What the checker said about one solution, as the stream carried it
@@ -162,6 +180,12 @@ pub struct StreamReport {
     pub notes: Vec<String>,
     /// The `interface` message of `--model-interface-only`.
     pub interface: Option<Map<String, Value>>,
+    /// The objective and time of each solution an [`incumbent_filter`]
+    /// kept an incumbent record of, in order (and of the final one).
+    pub incumbents: Vec<(Option<Number>, Option<u64>)>,
+    /// How many solutions the solver printed in a watched run (0 if not
+    /// watched): the filter keeps one of them whole.
+    pub watched: u64,
 }
 
 impl StreamReport {
@@ -185,8 +209,23 @@ pub fn parse(text: &str, checker: bool) -> StreamReport {
         match serde_json::from_str::<Value>(line.trim()) {
             Ok(Value::Object(message)) => parser.message(&message),
             Ok(Value::Array(record)) => {
-                if let Some((text, json)) = solution_record(&record) {
-                    parser.solution(text, Some(json));
+                if let Some((text, json, time_ms)) = solution_record(&record) {
+                    parser.solution(text, Some(json), time_ms);
+                    // A held solution past the last incumbent record kept
+                    // ends the path.
+                    if let Some(count) = held_count(&record)
+                        && count > parser.report.watched
+                    {
+                        if let Some(last) = parser.report.solutions.last() {
+                            let point = (last.objective.clone(), last.time_ms);
+                            parser.report.incumbents.push(point);
+                        }
+                        parser.report.watched = count;
+                    }
+                } else if let Some(incumbent) = incumbent_record(&record) {
+                    parser.report.incumbents.push(incumbent);
+                    let count = incumbent_count(&record).unwrap_or(0);
+                    parser.report.watched = parser.report.watched.max(count);
                 }
             }
             _ => {}
@@ -212,18 +251,166 @@ pub fn compact_solution(line: &str) -> Option<String> {
     let output = message.get("output").and_then(Value::as_object)?;
     let json = output.get("json").filter(|json| json.is_object())?;
     let text = output.get("default").filter(|text| text.is_string());
-    let record = Value::Array(vec![text.cloned().unwrap_or(Value::Null), json.clone()]);
-    Some(record.to_string())
+    let mut record = vec![text.cloned().unwrap_or(Value::Null), json.clone()];
+    if let Some(time) = message.get("time").filter(|time| time.is_u64()) {
+        record.push(time.clone());
+    }
+    Some(Value::Array(record).to_string())
 }
 
-/// A solution record's printed text and `json` section.
-fn solution_record(record: &[Value]) -> Option<(Option<&str>, &Map<String, Value>)> {
+/// The stdout filter of a solve without a checker: [`compact_solution`]
+/// on each line.
+pub fn solution_filter() -> Box<dyn LineFilter> {
+    Box::new(EachLine(compact_solution))
+}
+
+/// The stdout filter of a solve that asked for intermediate solutions only
+/// to watch them: see the module doc.
+pub fn incumbent_filter() -> Box<dyn LineFilter> {
+    Box::new(Incumbents::with_gap(INCUMBENT_GAP))
+}
+
+/// The shortest gap between two kept incumbent records.
+const INCUMBENT_GAP: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The tag of an incumbent record.
+const INCUMBENT: &str = "_incumbent";
+
+struct Incumbents {
+    /// The latest solution's full record, not yet written.
+    held: Option<Value>,
+    /// Solutions so far.
+    seen: u64,
+    started: std::time::Instant,
+    /// When the last incumbent record was kept.
+    last_kept: Option<std::time::Instant>,
+    /// The shortest gap between two kept incumbent records.
+    gap: std::time::Duration,
+}
+
+impl Incumbents {
+    fn with_gap(gap: std::time::Duration) -> Self {
+        Incumbents {
+            held: None,
+            seen: 0,
+            started: std::time::Instant::now(),
+            last_kept: None,
+            gap,
+        }
+    }
+
+    /// Whether an incumbent record is due: the first, or one the gap since
+    /// the last allows (`gap`, or a thousandth of the run so far).
+    fn due(&mut self) -> bool {
+        let now = std::time::Instant::now();
+        let gap = self.gap.max(self.started.elapsed() / 1000);
+        let due = self.last_kept.is_none_or(|last| now - last >= gap);
+        if due {
+            self.last_kept = Some(now);
+        }
+        due
+    }
+}
+
+impl LineFilter for Incumbents {
+    fn line(&mut self, line: &str) -> Option<String> {
+        if let Some(record) = compact_solution(line) {
+            let Ok(Value::Array(mut record)) = serde_json::from_str::<Value>(&record) else {
+                return Some(record);
+            };
+            let objective = record
+                .get(1)
+                .and_then(|json| json.get("_objective"))
+                .filter(|objective| objective.is_number())
+                .cloned()
+                .unwrap_or(Value::Null);
+            let time = record.get(2).cloned().unwrap_or(Value::Null);
+            self.seen += 1;
+            record.resize(3, Value::Null);
+            record.push(Value::from(self.seen));
+            self.held = Some(Value::Array(record));
+            if !self.due() {
+                return Some(String::new());
+            }
+            let incumbent = vec![
+                Value::from(INCUMBENT),
+                objective,
+                time,
+                Value::from(self.seen),
+            ];
+            return Some(Value::Array(incumbent).to_string());
+        }
+        // The status ends the solutions: the final one goes before it.
+        let is_status = line.contains("\"status\"")
+            && serde_json::from_str::<Value>(line.trim())
+                .is_ok_and(|message| message["type"] == "status");
+        if !is_status {
+            return None;
+        }
+        let held = self.held.take()?;
+        Some(format!("{held}\n{line}"))
+    }
+
+    fn finish(&mut self) -> Option<String> {
+        self.held.take().map(|held| held.to_string())
+    }
+}
+
+/// What a solution record holds: its printed text, `json` section and time.
+type RecordParts<'a> = (Option<&'a str>, &'a Map<String, Value>, Option<u64>);
+
+/// A solution record's parts (a held full record's included).
+fn solution_record(record: &[Value]) -> Option<RecordParts<'_>> {
     match record {
         [text @ (Value::String(_) | Value::Null), Value::Object(json)] => {
-            Some((text.as_str(), json))
+            Some((text.as_str(), json, None))
+        }
+        [
+            text @ (Value::String(_) | Value::Null),
+            Value::Object(json),
+            time @ (Value::Number(_) | Value::Null),
+        ]
+        | [
+            text @ (Value::String(_) | Value::Null),
+            Value::Object(json),
+            time @ (Value::Number(_) | Value::Null),
+            Value::Number(_),
+        ] => Some((text.as_str(), json, time.as_u64())),
+        _ => None,
+    }
+}
+
+/// An incumbent record's objective and time.
+fn incumbent_record(record: &[Value]) -> Option<(Option<Number>, Option<u64>)> {
+    match record {
+        [Value::String(tag), objective, time, _] if tag == INCUMBENT => {
+            Some((objective.as_number().cloned(), time.as_u64()))
         }
         _ => None,
     }
+}
+
+/// How many solutions the run had printed by an incumbent record.
+fn incumbent_count(record: &[Value]) -> Option<u64> {
+    match record {
+        [Value::String(tag), _, _, count] if tag == INCUMBENT => count.as_u64(),
+        _ => None,
+    }
+}
+
+/// How many solutions the run had printed by a held full record (its
+/// fourth item; read only of a record [`solution_record`] accepts).
+fn held_count(record: &[Value]) -> Option<u64> {
+    record.get(3).and_then(Value::as_u64)
+}
+
+/// For a live count: the solutions so far when the line (an incumbent
+/// record) says, `None` for a line that counts as one more.
+pub fn solutions_so_far(line: &str) -> Option<u64> {
+    let Ok(Value::Array(record)) = serde_json::from_str::<Value>(line.trim()) else {
+        return None;
+    };
+    incumbent_count(&record)
 }
 
 /// For a live count: `Some(objective)` when the line (a message or a
@@ -234,7 +421,14 @@ pub fn solution_objective(line: &str) -> Option<Option<Value>> {
             Some(message.pointer("/output/json/_objective").cloned())
         }
         Value::Array(record) => {
-            let (_, json) = solution_record(&record)?;
+            if let Some((objective, _)) = incumbent_record(&record) {
+                return Some(objective.map(Value::Number));
+            }
+            // A held record was counted as its incumbent record already.
+            if record.len() == 4 {
+                return None;
+            }
+            let (_, json, _) = solution_record(&record)?;
             Some(json.get("_objective").cloned())
         }
         _ => None,
@@ -263,6 +457,7 @@ impl Parser {
                     output
                         .and_then(|out| out.get("json"))
                         .and_then(Value::as_object),
+                    message.get("time").and_then(Value::as_u64),
                 );
             }
             "checker" => self.checker_message(message),
@@ -323,7 +518,12 @@ impl Parser {
     }
 
     /// A solution: its `default` text and its `json` section.
-    fn solution(&mut self, text: Option<&str>, json: Option<&Map<String, Value>>) {
+    fn solution(
+        &mut self,
+        text: Option<&str>,
+        json: Option<&Map<String, Value>>,
+        time_ms: Option<u64>,
+    ) {
         let mut values = json.cloned().unwrap_or_default();
         let objective = match values.remove("_objective") {
             Some(Value::Number(number)) => Some(number),
@@ -350,6 +550,7 @@ impl Parser {
             objective,
             text,
             check,
+            time_ms,
         });
     }
 
@@ -515,6 +716,101 @@ mod tests {
         ] {
             assert_eq!(compact_solution(line), None, "{line}");
         }
+    }
+
+    /// What an `Incumbents` filter whose records are `gap` apart makes of
+    /// `lines`, as the capture holds it.
+    fn through_incumbents(lines: &[&str], gap: std::time::Duration) -> String {
+        let mut filter = Incumbents::with_gap(gap);
+        let mut kept = String::new();
+        for line in lines {
+            match filter.line(line) {
+                Some(text) if text.is_empty() => continue,
+                Some(text) => kept.push_str(&text),
+                None => kept.push_str(line),
+            }
+            kept.push('\n');
+        }
+        if let Some(held) = filter.finish() {
+            kept.push_str(&held);
+            kept.push('\n');
+        }
+        kept
+    }
+
+    const IMPROVING: [&str; 4] = [
+        r#"{"type": "solution", "output": {"default": "x=1\n", "json": {  "x" : 1,  "_objective" : 1}}, "sections": ["default", "json"], "time": 5}"#,
+        r#"{"type": "trace", "message": "between\n"}"#,
+        r#"{"type": "solution", "output": {"default": "x=2\n", "json": {  "x" : 2,  "_objective" : 4}}, "sections": ["default", "json"], "time": 9}"#,
+        r#"{"type": "status", "status": "OPTIMAL_SOLUTION", "time": 9}"#,
+    ];
+
+    #[test]
+    fn watched_incumbents_keep_their_path_and_only_the_last_solution() {
+        let kept = through_incumbents(&IMPROVING, std::time::Duration::ZERO);
+        assert_eq!(
+            kept,
+            concat!(
+                "[\"_incumbent\",1,5,1]\n",
+                "{\"type\": \"trace\", \"message\": \"between\\n\"}\n",
+                "[\"_incumbent\",4,9,2]\n",
+                "[\"x=2\\n\",{\"_objective\":4,\"x\":2},9,2]\n",
+                "{\"type\": \"status\", \"status\": \"OPTIMAL_SOLUTION\", \"time\": 9}\n",
+            )
+        );
+        let report = parse(&kept, false);
+        let full = parse(&IMPROVING.join("\n"), false);
+        assert_eq!(report.solutions, full.solutions[1..]);
+        assert_eq!(report.status, Some(StreamStatus::OptimalSolution));
+        assert_eq!(
+            report.incumbents,
+            [
+                (Some(Number::from(1)), Some(5)),
+                (Some(Number::from(4)), Some(9))
+            ]
+        );
+        // The live count sees each solution once.
+        let counted = kept
+            .lines()
+            .filter_map(solution_objective)
+            .collect::<Vec<_>>();
+        assert_eq!(counted, [Some(json!(1)), Some(json!(4))]);
+        assert_eq!(report.watched, 2);
+    }
+
+    #[test]
+    fn incumbents_that_come_too_fast_are_counted_not_kept() {
+        let kept = through_incumbents(&IMPROVING, std::time::Duration::from_secs(3600));
+        assert_eq!(
+            kept,
+            concat!(
+                "[\"_incumbent\",1,5,1]\n",
+                "{\"type\": \"trace\", \"message\": \"between\\n\"}\n",
+                "[\"x=2\\n\",{\"_objective\":4,\"x\":2},9,2]\n",
+                "{\"type\": \"status\", \"status\": \"OPTIMAL_SOLUTION\", \"time\": 9}\n",
+            )
+        );
+        let report = parse(&kept, false);
+        // The held final solution still ends the path.
+        assert_eq!(
+            report.incumbents,
+            [
+                (Some(Number::from(1)), Some(5)),
+                (Some(Number::from(4)), Some(9))
+            ]
+        );
+        assert_eq!(report.watched, 2);
+        assert_eq!(solutions_so_far(kept.lines().next().unwrap()), Some(1));
+    }
+
+    #[test]
+    fn a_run_cut_off_before_its_status_still_keeps_its_incumbent() {
+        let kept = through_incumbents(&IMPROVING[..3], std::time::Duration::ZERO);
+        let report = parse(&kept, false);
+        assert_eq!(report.solutions.len(), 1);
+        assert_eq!(report.solutions[0].objective, Some(Number::from(4)));
+        assert_eq!(report.solutions[0].time_ms, Some(9));
+        assert_eq!(report.status, None);
     }
 
     #[test]

@@ -101,6 +101,8 @@ pub fn solve_diagnostic(
             ),
         ));
     }
+    // A watched run kept one of the solutions it found: count them all.
+    let found = found.max(usize::try_from(report.watched).unwrap_or(usize::MAX));
     let diagnostic = match result.status {
         SolveStatus::Timeout if found > 0 => base(
             Category::TimeoutWithIncumbent,

@@ -7,7 +7,6 @@
 //! tampered, never served.
 
 use std::fs;
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
@@ -51,24 +50,17 @@ impl ResultStore {
 
     /// Stores canonical result bytes under their id (blocking).
     pub fn put(&self, id: &str, bytes: &[u8]) -> Result<(), ToolError> {
-        let path = self.path(id)?;
+        // The id is checked before it names a file.
+        self.path(id)?;
         let io = |error: std::io::Error| {
             ToolError::invalid(format!(
                 "could not store the result in {}: {error}",
                 self.dir.display()
             ))
         };
-        fs::create_dir_all(&self.dir).map_err(io)?;
-        // A staging file of its own per call: two calls storing the same
-        // cohort at once must not rename each other's file away.
-        let mut staged = tempfile::Builder::new()
-            .prefix(&format!(".{id}."))
-            .suffix(".tmp")
-            .tempfile_in(&self.dir)
-            .map_err(io)?;
-        staged.write_all(bytes).map_err(io)?;
-        staged.persist(&path).map_err(|error| io(error.error))?;
-        self.evict();
+        // Two calls storing the same cohort at once each stage their own.
+        crate::kept::write_whole(&self.dir, &format!("{id}.json"), bytes).map_err(io)?;
+        crate::kept::keep_newest(&self.dir, self.max_results);
         Ok(())
     }
 
@@ -104,29 +96,6 @@ impl ResultStore {
             let _ = file.set_modified(SystemTime::now());
         }
         Ok(plan)
-    }
-
-    /// Removes the least recently used results past the bound.
-    fn evict(&self) {
-        let Ok(entries) = fs::read_dir(&self.dir) else {
-            return;
-        };
-        let mut stored: Vec<(SystemTime, PathBuf)> = entries
-            .flatten()
-            .filter(|entry| entry.file_name().to_string_lossy().ends_with(".json"))
-            .filter_map(|entry| {
-                let modified = entry.metadata().ok()?.modified().ok()?;
-                Some((modified, entry.path()))
-            })
-            .collect();
-        if stored.len() <= self.max_results {
-            return;
-        }
-        stored.sort();
-        let excess = stored.len() - self.max_results;
-        for (_, path) in stored.into_iter().take(excess) {
-            let _ = fs::remove_file(path);
-        }
     }
 }
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import time
 
+import anyio
 import pytest
 
-from helpers import HARD_MODEL, OPT_MODEL, SYNTAX_ERROR_MODEL, structured
+from helpers import HARD_MODEL, OPT_MODEL, SYNTAX_ERROR_MODEL, call_ok, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -108,3 +109,66 @@ async def test_a_long_solve_is_never_silent_and_its_figures_rise(full):
     assert counts == sorted(counts) and counts[-1] >= 1, counts
     assert any("objective" in message for message in running), running
     assert all(re.search(r"— \d+ s", message) for message in running), running
+
+
+async def test_an_optimisation_shows_its_incumbents_as_they_improve(full):
+    """Without all_solutions, the server still asks the solver for its
+    improving solutions (issue 27): the running updates carry a rising best
+    objective before the end, the result keeps one solution (the best) and
+    the path of the objective as its trajectory, and a job's status carries
+    the same figures while it runs."""
+    seen: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message or "")
+
+    result = structured(
+        await full.session.call_tool(
+            "solve_minizinc_model", {"model": HARD_MODEL, "timeout_ms": 6000}, progress_callback=on_progress
+        )
+    )
+    best = [int(match.group(1)) for message in seen if (match := re.search(r"best objective (-?\d+)", message))]
+    assert len(set(best)) >= 2, f"no improving incumbent was shown before the end: {seen}"
+    assert best == sorted(best), best
+    assert len(result["solutions"]) == 1 and result["solution"] == result["solutions"][0], result["solutions"]
+    path = result["trajectory"]
+    assert 2 <= len(path) <= 100, path
+    objectives = [point["objective"] for point in path]
+    assert objectives == sorted(objectives) and objectives[-1] == result["objective"], path
+    times = [point["time_ms"] for point in path]
+    assert all(isinstance(t, int) for t in times) and times == sorted(times), path
+    assert max(best) <= result["objective"]
+
+    job = await call_ok(full.session, "submit_solve_job", {"model": HARD_MODEL, "timeout_ms": 6000})
+    live: list[int] = []
+    with anyio.fail_after(30):
+        while True:
+            status = await call_ok(full.session, "get_solve_job", {"job_id": job["job_id"]})
+            if status["state"] != "running":
+                break
+            if status.get("live") and status["live"].get("objective") is not None:
+                live.append(status["live"]["objective"])
+            await anyio.sleep(0.2)
+    assert len(set(live)) >= 2 and live == sorted(live), f"the job's live figures did not rise: {live}"
+
+
+#: Improves by one, millions of times: every solution printed would fill
+#: the 1 MiB output cap within a second.
+CREEPING_MODEL = """var 0..100000000: x;
+solve :: int_search([x], input_order, indomain_min) maximize x;
+"""
+
+
+async def test_a_run_that_improves_a_million_times_keeps_its_best_within_the_cap(full):
+    result = structured(
+        await full.session.call_tool("solve_minizinc_model", {"model": CREEPING_MODEL, "timeout_ms": 4000})
+    )
+    assert result["truncated"] is False, result["diagnostic"]
+    assert result["diagnostic"]["category"] == "timeout_with_incumbent", result["diagnostic"]
+    assert len(result["solutions"]) == 1 and result["solution"] == {"x": result["objective"]}, result["solutions"]
+    assert result["objective"] > 10_000, result["objective"]
+    # MiniZinc counts what the solver printed: every one reached us.
+    printed = result["statistics"].get("nSolutions")
+    assert printed is None or int(printed) == result["objective"] + 1, result["statistics"]
+    path = result["trajectory"]
+    assert 2 <= len(path) <= 100 and path[-1]["objective"] == result["objective"], path
