@@ -344,24 +344,20 @@ fn a_reader_that_goes_away_ends_the_output_quietly() {
 fn a_long_solve_shows_its_progress_on_a_terminal_only() {
     let home = marked_home();
     let hard = home.write("hard.mzn", HARD);
-    // With -a MiniZinc prints every improving solution as it is found
-    // (without it, only the last one), so the status line has news to show.
+    // The solve asks for the improving solutions on its own (no -a), so
+    // the status line has news to show: the figures and the path so far.
     let on_a_terminal = home
-        .on_a_terminal(&[
-            "solve",
-            &hard,
-            "--solver",
-            "gecode",
-            "--timeout-ms",
-            "2500",
-            "-a",
-        ])
+        .on_a_terminal(&["solve", &hard, "--solver", "gecode", "--timeout-ms", "2500"])
         .stdin(Stdio::null())
         .output()
         .expect("util-linux script must be installed");
     let seen = String::from_utf8_lossy(&on_a_terminal.stdout);
     assert!(seen.contains("solving with org.gecode.gecode"), "{seen}");
     assert!(seen.contains("solution(s), best objective "), "{seen}");
+    assert!(
+        seen.contains(['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█']),
+        "{seen}"
+    );
     assert!(seen.contains("status:    satisfied"), "{seen}");
 
     let on_a_pipe = home.run(&["solve", &hard, "--solver", "gecode", "--timeout-ms", "1500"]);

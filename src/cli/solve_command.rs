@@ -68,8 +68,21 @@ pub async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
     };
     if let (Some(bar), Some(mut updates)) = (spinner.clone(), updates.take()) {
         tokio::spawn(async move {
+            // The objective's path so far, drawn after the figures.
+            let mut path: Vec<f64> = Vec::new();
             while let Some(update) = updates.recv().await {
-                bar.set_message(update.message);
+                let objective = update
+                    .live
+                    .as_ref()
+                    .and_then(|live| live.objective.as_ref())
+                    .and_then(serde_json::Value::as_f64);
+                match objective {
+                    Some(objective) => {
+                        path.push(objective);
+                        bar.set_message(format!("{} {}", update.message, sparkline(&path)));
+                    }
+                    None => bar.set_message(update.message),
+                }
             }
         });
     }
@@ -110,6 +123,29 @@ fn solve_spinner() -> indicatif::ProgressBar {
     bar
 }
 
+/// The last [`SPARK_WIDTH`] values of `path` as a one-line chart, lowest
+/// `▁` to highest `█` (all `▄` when they are equal).
+fn sparkline(path: &[f64]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let recent = &path[path.len().saturating_sub(SPARK_WIDTH)..];
+    let (low, high) = recent
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), value| {
+            (low.min(*value), high.max(*value))
+        });
+    recent
+        .iter()
+        .map(|value| match high > low {
+            // In 0..=7 by construction; the cast only drops the fraction.
+            true => BARS[(((value - low) / (high - low)) * 7.0).round() as usize],
+            false => BARS[3],
+        })
+        .collect()
+}
+
+/// How many of the latest objectives the status line draws.
+const SPARK_WIDTH: usize = 24;
+
 /// `solve`'s exit codes (also in `solve --help` and the README).
 const SOLVE_NO_SOLUTION_EXISTS: u8 = 3;
 const SOLVE_MODEL_ERROR: u8 = 4;
@@ -132,5 +168,21 @@ fn solve_exit_code(result: &crate::minizinc::SolveResult) -> u8 {
         }
         SolveStatus::Error => SOLVE_MODEL_ERROR,
         SolveStatus::Timeout | SolveStatus::Unknown => SOLVE_NO_ANSWER_IN_TIME,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_draws_from_lowest_to_highest() {
+        assert_eq!(sparkline(&[1.0, 2.0, 3.0, 8.0]), "▁▂▃█");
+        assert_eq!(sparkline(&[5.0, 5.0]), "▄▄");
+        assert_eq!(sparkline(&[]), "");
+        let long: Vec<f64> = (0..100).map(f64::from).collect();
+        let drawn = sparkline(&long);
+        assert_eq!(drawn.chars().count(), SPARK_WIDTH);
+        assert!(drawn.starts_with('▁') && drawn.ends_with('█'), "{drawn}");
     }
 }
