@@ -110,6 +110,9 @@ fn boot_id() -> String {
 struct Record {
     scope: String,
     writer: Writer,
+    /// The job was handed to Slurm, where it may outlive its server.
+    #[serde(default)]
+    on_slurm: bool,
     /// The status the get tool returned when this was written.
     status: Value,
 }
@@ -121,13 +124,15 @@ pub struct JobJournal<K> {
     max_terminal: usize,
     scope: String,
     writer: Writer,
+    on_slurm: bool,
     kind: PhantomData<fn() -> K>,
 }
 
 impl<K: BackgroundJobs> JobJournal<K> {
     /// The journal of `K`'s jobs of `scope` under `root`, keeping at most
-    /// `max_terminal` finished ones (at least 1).
-    pub fn new(root: &Path, scope: &JobScope, max_terminal: usize) -> Self {
+    /// `max_terminal` finished ones (at least 1); `on_slurm` when the
+    /// server hands its jobs to Slurm.
+    pub fn new(root: &Path, scope: &JobScope, max_terminal: usize, on_slurm: bool) -> Self {
         let kind = match K::KIND {
             JobKind::Solve => "solve",
             JobKind::Portfolio => "portfolio",
@@ -139,6 +144,7 @@ impl<K: BackgroundJobs> JobJournal<K> {
             max_terminal: max_terminal.max(1),
             scope: scope.key(),
             writer: Writer::this_process(),
+            on_slurm,
             kind: PhantomData,
         }
     }
@@ -165,11 +171,18 @@ impl<K: BackgroundJobs> JobJournal<K> {
             );
             return Some(status);
         }
-        // Its server is gone, and the job's processes with it.
-        let message = format!(
-            "the server that ran this job (pid {}) stopped before the job finished; its processes stopped with it. Submit it again",
-            record.writer.pid
-        );
+        // Its server is gone, and the job's processes with it (on Slurm:
+        // cancelled by a server that stopped cleanly, else left to run).
+        let message = match record.on_slurm {
+            false => format!(
+                "the server that ran this job (pid {}) stopped before the job finished; its processes stopped with it. Submit it again",
+                record.writer.pid
+            ),
+            true => format!(
+                "the server that ran this job (pid {}) stopped before the job finished. The job was handed to Slurm: it may still run there until its time limit, but no server follows it any more (re-attaching a Slurm job is not supported yet). Submit it again",
+                record.writer.pid
+            ),
+        };
         let mut status = record.status;
         set(&mut status, "state", Value::from("failed"));
         set(&mut status, "message", Value::from(message.clone()));
@@ -209,6 +222,7 @@ impl<K: BackgroundJobs> JobJournal<K> {
         Some(Record {
             scope: self.scope.clone(),
             writer: self.writer.clone(),
+            on_slurm: self.on_slurm,
             status: serde_json::to_value(status).ok()?,
         })
     }

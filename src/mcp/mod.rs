@@ -245,18 +245,25 @@ impl JobPools {
     }
 
     /// Keeps every kind's jobs in `store` too (see [`crate::jobs::store`]).
-    fn keep_in(&self, store: &JobStoreSetup, bounds: JobBounds, cpsat_bounds: JobBounds) {
+    fn keep_in(
+        &self,
+        store: &JobStoreSetup,
+        bounds: JobBounds,
+        cpsat_bounds: JobBounds,
+        on_slurm: bool,
+    ) {
         let (root, scope) = (&store.root, &store.scope);
         let retained = bounds.max_retained_terminal;
         self.solve_jobs
             .registry()
             .keep_in(Arc::new(JobJournal::<SolveJobs>::new(
-                root, scope, retained,
+                root, scope, retained, on_slurm,
             )));
+        // A race runs in this process; its attempts are the solve jobs.
         self.portfolios
             .registry()
             .keep_in(Arc::new(JobJournal::<Portfolios>::new(
-                root, scope, retained,
+                root, scope, retained, false,
             )));
         self.cpsat_jobs
             .registry()
@@ -264,6 +271,7 @@ impl JobPools {
                 root,
                 scope,
                 cpsat_bounds.max_retained_terminal,
+                on_slurm,
             )));
     }
 
@@ -410,6 +418,7 @@ impl SolvergateServer {
         schema::finish(&mut tool_router);
         let minizinc = MiniZinc::new(runtime).with_test_hooks(test_hooks);
         let cpsat_service = Cpsat::new(cpsat.clone());
+        let on_slurm = matches!(job_backend, BackendChoice::Slurm(_));
         let job_backend =
             crate::jobs::local::build(&job_backend, minizinc.clone(), cpsat_service.clone());
         let jobs = JobPools::new(
@@ -421,7 +430,7 @@ impl SolvergateServer {
             &shutdown,
         );
         if let Some(store) = &job_store {
-            jobs.keep_in(store, bounds, cpsat_jobs);
+            jobs.keep_in(store, bounds, cpsat_jobs, on_slurm);
         }
         let planner = Planner::new(minizinc.clone(), planner_store);
         let equations = Equations::new(minizinc.clone());

@@ -16,6 +16,7 @@ without it every test here is skipped with that reason.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -237,6 +238,42 @@ async def test_closing_the_server_cancels_its_slurm_jobs(harness, workdir):
     assert slurm_state(slurm_id) == "CANCELLED"
     left = await anyio.to_thread.run_sync(lambda: solver_procs(marker))
     assert not left, f"solver processes alive after the server exited: {describe(left)}"
+
+
+async def test_a_slurm_job_whose_server_was_killed_reads_as_failed_saying_where_it_ran(harness, workdir, tmp_path):
+    """After a SIGKILL of its server (on a real cluster the job may run on;
+    on this one-node cluster the server's watchdog ends it), a new server
+    on the same data dir says the job failed with its server and that
+    Slurm may still run it (issue 27; re-attaching is not built)."""
+    data = tmp_path / "data"
+    env, marker = slurm_env(harness, workdir, XDG_DATA_HOME=str(data))
+    launched_pid = 0
+    try:
+        async with harness.open("full", env=env) as launched:
+            launched_pid = launched.pid
+            submitted = await call_ok(launched.session, "submit_solve_job", LONG_JOB)
+            running = await wait_slurm_state(launched.session, submitted["job_id"], {"RUNNING"})
+            slurm_id = running["slurm"]["job_id"]
+            os.kill(launched.pid, signal.SIGKILL)
+            with anyio.fail_after(10):
+                while Path(f"/proc/{launched.pid}/stat").exists() and Path(f"/proc/{launched.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    await anyio.sleep(0.05)
+    except BaseException:  # noqa: BLE001 - the client's teardown of a killed server
+        if not launched_pid:
+            raise
+    try:
+        env, _ = slurm_env(harness, workdir, XDG_DATA_HOME=str(data))
+        async with harness.open("full", env=env) as second:
+            status = await call_ok(second.session, "get_solve_job", {"job_id": submitted["job_id"]})
+        message = (
+            f"the server that ran this job (pid {launched_pid}) stopped before the job finished. The job was handed"
+            " to Slurm: it may still run there until its time limit, but no server follows it any more"
+            " (re-attaching a Slurm job is not supported yet). Submit it again"
+        )
+        assert (status["state"], status["message"]) == ("failed", message), status
+        assert status["diagnostic"] == {"category": "job_failed", "message": message}, status
+    finally:
+        subprocess.run(["scancel", slurm_id], capture_output=True, timeout=30)
 
 
 @pytest.mark.parametrize(
