@@ -103,6 +103,18 @@ pub struct JobIdArgs {
     pub job_id: String,
 }
 
+/// Arguments of `get_solve_job` and `get_portfolio_job`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JobPollArgs {
+    /// The id a submit returned.
+    pub job_id: String,
+    /// Add an image part: the objective over time of the solve, or of every
+    /// attempt of the race (the winner marked).
+    #[serde(default)]
+    pub include_plot: bool,
+}
+
 /// Arguments of the tools that take none (the list tools, `check_runtime`,
 /// `list_available_solvers`): anything given is refused, as every other tool
 /// refuses arguments it does not know.

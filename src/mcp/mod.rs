@@ -24,6 +24,7 @@ mod unsat;
 
 // What the areas share.
 mod args;
+mod plot;
 mod progress;
 mod prompts;
 mod render;

@@ -30,7 +30,7 @@ pub(crate) use inputs::prepare_inline_models;
 pub use inputs::{Prepared, Sources};
 pub use results::{
     CheckResult, CheckerReport, CheckerStatus, InterfaceType, ModelInspectionResult,
-    ModelInterface, PreflightStatus, SolutionCheck, SolveResult, SolveStatus,
+    ModelInterface, PreflightStatus, SolutionCheck, SolveResult, SolveStatus, TrajectoryPoint,
 };
 
 use crate::budget::Budget;

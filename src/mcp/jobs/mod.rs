@@ -5,15 +5,19 @@ mod args;
 mod render;
 
 use rmcp::handler::server::common::schema_for_output;
-use rmcp::model::{CallToolResult, JsonObject};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
 use self::args::PortfolioArgs;
-use super::args::{JobIdArgs, NoArgs, schema};
+use super::args::{JobIdArgs, JobPollArgs, NoArgs, schema};
 use super::minizinc::args::SolveModelArgs;
+use super::plot;
 use super::{JobAction, JobPools, JobTools, SolvergateServer};
-use crate::jobs::{JobList, PortfolioJobStatus, Portfolios, SolveJobStatus, SolveJobs};
+use crate::jobs::{
+    BackgroundJobs, JobKind, JobList, PortfolioJobStatus, Portfolios, SolveJobStatus, SolveJobs,
+};
+use crate::minizinc::TrajectoryPoint;
 
 impl JobTools for SolveJobs {
     const GET_TOOL: &'static str = "get_solve_job";
@@ -52,8 +56,8 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Read a background solve job: state, timing, and the full SolveResult once it is succeeded or timeout. Pace polls against timeout_ms - elapsed_ms.",
-        input_schema = schema::<JobIdArgs>(),
+        description = "Read a background solve job: state, timing, and the full SolveResult once it is succeeded or timeout. Pace polls against timeout_ms - elapsed_ms. include_plot adds an image of the objective over time.",
+        input_schema = schema::<JobPollArgs>(),
         output_schema = schema_for_output::<SolveJobStatus>()
     )]
     async fn get_solve_job(
@@ -61,7 +65,7 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.job_by_id::<SolveJobs>(JobAction::Get, arguments, &context)
+        self.polled_with_plot::<SolveJobs>(arguments, &context)
             .await
     }
 
@@ -107,8 +111,8 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Read a portfolio job: state and, once succeeded, the PortfolioSolveResult with the winner, every attempt and provenance hashes.",
-        input_schema = schema::<JobIdArgs>(),
+        description = "Read a portfolio job: state and, once succeeded, the PortfolioSolveResult with the winner, every attempt and provenance hashes. include_plot adds an image of every attempt's objective over time, the winner marked.",
+        input_schema = schema::<JobPollArgs>(),
         output_schema = schema_for_output::<PortfolioJobStatus>()
     )]
     async fn get_portfolio_job(
@@ -116,7 +120,7 @@ impl SolvergateServer {
         arguments: JsonObject,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.job_by_id::<Portfolios>(JobAction::Get, arguments, &context)
+        self.polled_with_plot::<Portfolios>(arguments, &context)
             .await
     }
 
@@ -146,4 +150,90 @@ impl SolvergateServer {
     ) -> Result<CallToolResult, ErrorData> {
         self.list_jobs::<Portfolios>(arguments, &context).await
     }
+}
+
+impl SolvergateServer {
+    /// `get_solve_job` and `get_portfolio_job`: the status, and with
+    /// `include_plot` an image of the objective over time (of the solve,
+    /// or of every attempt of the race, the winner marked) and a line
+    /// about it in the text.
+    async fn polled_with_plot<K: JobTools>(
+        &self,
+        arguments: JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let poll = match super::args::parse::<JobPollArgs>(arguments) {
+            Ok(poll) => poll,
+            Err(error) => return super::refuse(&error),
+        };
+        let id_only = JsonObject::from_iter([("job_id".to_owned(), poll.job_id.into())]);
+        let mut reply = self
+            .job_by_id::<K>(JobAction::Get, id_only, context)
+            .await?;
+        if !poll.include_plot || reply.is_error == Some(true) {
+            return Ok(reply);
+        }
+        let status = reply.structured_content.clone().unwrap_or_default();
+        let lines = match K::KIND {
+            JobKind::Portfolio => self.attempt_lines(&status, context),
+            _ => vec![(solver_of(&status["result"]), trajectory_of(&status), false)],
+        };
+        let series: Vec<plot::Series<'_>> = lines
+            .iter()
+            .map(|(label, points, winner)| plot::Series {
+                label: label.clone(),
+                points,
+                winner: *winner,
+            })
+            .collect();
+        let image = plot::objective_over_time(&series);
+        if let Some(ContentBlock::Text(text)) = reply.content.first_mut() {
+            text.text = format!(
+                "{}\n{}",
+                text.text,
+                plot::caption(image.is_some(), series.len())
+            );
+        }
+        reply.content.extend(image);
+        Ok(reply)
+    }
+
+    /// Each attempt of a race as (label, trajectory, winner), read from its
+    /// solve job (held, or kept by the journal).
+    fn attempt_lines(
+        &self,
+        status: &serde_json::Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Vec<(String, Vec<TrajectoryPoint>, bool)> {
+        let winner = status["result"]["winner_index"].as_u64();
+        let solves = SolveJobs::of(self.jobs(context));
+        let ids = status["attempt_job_ids"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        ids.iter()
+            .enumerate()
+            .filter_map(|(index, id)| {
+                let id = id.as_str()?;
+                let attempt = match solves.get(id) {
+                    Ok(live) => serde_json::to_value(live).ok()?,
+                    Err(_) => solves.registry().stored(id)?,
+                };
+                let label = format!("attempt {index} ({})", solver_of(&attempt["result"]));
+                let won = winner == u64::try_from(index).ok();
+                Some((label, trajectory_of(&attempt), won))
+            })
+            .collect()
+    }
+}
+
+/// A solve job status's trajectory (none before it has a result).
+fn trajectory_of(status: &serde_json::Value) -> Vec<TrajectoryPoint> {
+    serde_json::from_value(status["result"]["trajectory"].clone()).unwrap_or_default()
+}
+
+/// A result's solver, without the vendor prefix (`gecode`).
+fn solver_of(result: &serde_json::Value) -> String {
+    let solver = result["solver"].as_str().unwrap_or("solver");
+    solver.rsplit('.').next().unwrap_or(solver).to_owned()
 }
