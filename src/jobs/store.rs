@@ -77,13 +77,19 @@ struct Writer {
 }
 
 impl Writer {
+    /// This process, read once (an HTTP server builds its journals anew
+    /// for every request without a session).
     fn this_process() -> Writer {
-        let pid = std::process::id();
-        Writer {
-            pid,
-            started: start_time(pid).unwrap_or(0),
-            boot: boot_id(),
-        }
+        static THIS: std::sync::OnceLock<Writer> = std::sync::OnceLock::new();
+        THIS.get_or_init(|| {
+            let pid = std::process::id();
+            Writer {
+                pid,
+                started: start_time(pid).unwrap_or(0),
+                boot: boot_id(),
+            }
+        })
+        .clone()
     }
 
     fn is_alive(&self) -> bool {
