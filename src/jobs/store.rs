@@ -199,10 +199,16 @@ impl<K: BackgroundJobs> JobJournal<K> {
             serde_json::to_value(diagnostic).unwrap_or(Value::Null),
         );
         let interrupted = Record { status, ..record };
-        self.write(&self.done, id, &interrupted);
-        let _ = fs::remove_file(self.running.join(&name));
-        self.evict();
+        self.retire(id, &interrupted);
         Some(interrupted.status)
+    }
+
+    /// Moves job `id` to done as `record`: written there first, then its
+    /// running file removed, then the oldest done files past the bound.
+    fn retire(&self, id: &str, record: &Record) {
+        self.write(&self.done, id, record);
+        let _ = fs::remove_file(self.running.join(format!("{id}.json")));
+        crate::kept::keep_newest(&self.done, self.max_terminal);
     }
 
     fn read(&self, path: &Path) -> Option<Record> {
@@ -232,11 +238,6 @@ impl<K: BackgroundJobs> JobJournal<K> {
             status: serde_json::to_value(status).ok()?,
         })
     }
-
-    /// Removes the oldest done files past the bound.
-    fn evict(&self) {
-        crate::kept::keep_newest(&self.done, self.max_terminal);
-    }
 }
 
 impl<K: BackgroundJobs> Journal<K::Result, K::Meta> for JobJournal<K> {
@@ -249,10 +250,8 @@ impl<K: BackgroundJobs> Journal<K::Result, K::Meta> for JobJournal<K> {
     fn ended(&self, job: JobSnapshot<K::Result, K::Meta>) {
         let id = job.id.clone();
         if let Some(record) = self.record(&K::status(job)) {
-            self.write(&self.done, &id, &record);
+            self.retire(&id, &record);
         }
-        let _ = fs::remove_file(self.running.join(format!("{id}.json")));
-        self.evict();
     }
 
     fn find(&self, id: &str) -> Option<Value> {
