@@ -642,24 +642,33 @@ impl SolvergateServer {
         self.quick_call::<JobIdArgs, _>(
             arguments,
             context,
-            async |id, _cancel| {
-                let jobs = K::of(self.jobs(context));
-                let live = match action {
-                    JobAction::Get => jobs.get(&id),
-                    JobAction::Cancel => jobs.cancel(&id).await,
-                };
-                match live {
-                    Ok(status) => Ok(Polled::Live(status)),
-                    Err(unknown) => jobs
-                        .registry()
-                        .stored(&id)
-                        .map(Polled::Stored)
-                        .ok_or(unknown),
-                }
-            },
+            async |id, _cancel| self.polled::<K>(action, &id, context).await,
             render_polled::<K>,
         )
         .await
+    }
+
+    /// The status of job `id` of kind `K` (after cancelling it, for
+    /// [`JobAction::Cancel`]): from the registry, else from its journal.
+    async fn polled<K: JobTools>(
+        &self,
+        action: JobAction,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Polled<K::Status>, ToolError> {
+        let jobs = K::of(self.jobs(context));
+        let live = match action {
+            JobAction::Get => jobs.get(id),
+            JobAction::Cancel => jobs.cancel(id).await,
+        };
+        match live {
+            Ok(status) => Ok(Polled::Live(status)),
+            Err(unknown) => jobs
+                .registry()
+                .stored(id)
+                .map(Polled::Stored)
+                .ok_or(unknown),
+        }
     }
 
     /// The list tool of job kind `K`: the caller's own jobs, refused

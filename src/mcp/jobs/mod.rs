@@ -14,9 +14,7 @@ use super::args::{JobIdArgs, JobPollArgs, NoArgs, schema};
 use super::minizinc::args::SolveModelArgs;
 use super::plot;
 use super::{JobAction, JobPools, JobTools, SolvergateServer};
-use crate::jobs::{
-    BackgroundJobs, JobKind, JobList, PortfolioJobStatus, Portfolios, SolveJobStatus, SolveJobs,
-};
+use crate::jobs::{JobKind, JobList, PortfolioJobStatus, Portfolios, SolveJobStatus, SolveJobs};
 use crate::minizinc::TrajectoryPoint;
 
 impl JobTools for SolveJobs {
@@ -166,16 +164,16 @@ impl SolvergateServer {
             Ok(poll) => poll,
             Err(error) => return super::refuse(&error),
         };
-        let id_only = JsonObject::from_iter([("job_id".to_owned(), poll.job_id.into())]);
-        let mut reply = self
-            .job_by_id::<K>(JobAction::Get, id_only, context)
-            .await?;
+        // As every job tool: a panic in it is an error result, not a hang.
+        let outcome =
+            super::contain_panic(self.polled::<K>(JobAction::Get, &poll.job_id, context)).await;
+        let mut reply = super::answer(outcome, super::render_polled::<K>)?;
         if !poll.include_plot || reply.is_error == Some(true) {
             return Ok(reply);
         }
         let status = reply.structured_content.clone().unwrap_or_default();
         let lines = match K::KIND {
-            JobKind::Portfolio => self.attempt_lines(&status, context),
+            JobKind::Portfolio => self.attempt_lines(&status, context).await,
             _ => vec![(solver_of(&status["result"]), trajectory_of(&status), false)],
         };
         let series: Vec<plot::Series<'_>> = lines
@@ -200,30 +198,29 @@ impl SolvergateServer {
 
     /// Each attempt of a race as (label, trajectory, winner), read from its
     /// solve job (held, or kept by the journal).
-    fn attempt_lines(
+    async fn attempt_lines(
         &self,
         status: &serde_json::Value,
         context: &RequestContext<RoleServer>,
     ) -> Vec<(String, Vec<TrajectoryPoint>, bool)> {
         let winner = status["result"]["winner_index"].as_u64();
-        let solves = SolveJobs::of(self.jobs(context));
         let ids = status["attempt_job_ids"]
             .as_array()
-            .cloned()
-            .unwrap_or_default();
-        ids.iter()
-            .enumerate()
-            .filter_map(|(index, id)| {
-                let id = id.as_str()?;
-                let attempt = match solves.get(id) {
-                    Ok(live) => serde_json::to_value(live).ok()?,
-                    Err(_) => solves.registry().stored(id)?,
-                };
-                let label = format!("attempt {index} ({})", solver_of(&attempt["result"]));
-                let won = winner == u64::try_from(index).ok();
-                Some((label, trajectory_of(&attempt), won))
-            })
-            .collect()
+            .map_or(&[][..], Vec::as_slice);
+        let mut lines = Vec::new();
+        for (index, id) in ids.iter().enumerate() {
+            let Some(id) = id.as_str() else { continue };
+            let Ok(polled) = self.polled::<SolveJobs>(JobAction::Get, id, context).await else {
+                continue;
+            };
+            let Ok(attempt) = serde_json::to_value(polled) else {
+                continue;
+            };
+            let label = format!("attempt {index} ({})", solver_of(&attempt["result"]));
+            let won = winner == u64::try_from(index).ok();
+            lines.push((label, trajectory_of(&attempt), won));
+        }
+        lines
     }
 }
 
