@@ -423,14 +423,14 @@ impl<'a> SolutionWatch<'a> {
     }
 
     fn line(&self, line: &str) {
-        let Some(objective) = stream::solution_objective(line) else {
+        let Some((objective, so_far)) = stream::solution_seen(line) else {
             return;
         };
         let Ok(mut state) = self.state.lock() else {
             return;
         };
         // An incumbent record says how many came (some were not kept).
-        state.0 = stream::solutions_so_far(line)
+        state.0 = so_far
             .and_then(|count| usize::try_from(count).ok())
             .unwrap_or(state.0 + 1);
         if objective.is_some() {

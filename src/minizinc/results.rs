@@ -326,9 +326,11 @@ pub fn thinned(points: Vec<TrajectoryPoint>, max: usize) -> Vec<TrajectoryPoint>
     let last = points.len() - 1;
     let mut kept: Vec<usize> = (0..max).map(|i| i * last / (max - 1)).collect();
     kept.dedup();
-    let mut points: Vec<Option<TrajectoryPoint>> = points.into_iter().map(Some).collect();
-    kept.into_iter()
-        .filter_map(|index| points.get_mut(index).and_then(Option::take))
+    points
+        .into_iter()
+        .enumerate()
+        .filter(|(index, _)| kept.binary_search(index).is_ok())
+        .map(|(_, point)| point)
         .collect()
 }
 

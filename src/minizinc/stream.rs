@@ -237,6 +237,11 @@ pub fn parse(text: &str, checker: bool) -> StreamReport {
 /// The stdout filter of a solve without a checker: a `solution` message
 /// becomes a solution record (see the module doc); any other line stays.
 pub fn compact_solution(line: &str) -> Option<String> {
+    Some(Value::Array(solution_record_of(line)?).to_string())
+}
+
+/// The solution record of a `solution` message line, not yet written out.
+fn solution_record_of(line: &str) -> Option<Vec<Value>> {
     // Cheap test first: most lines of a long run are solutions, the rest
     // are few, and only a solution message can hold this key.
     if !line.contains("\"solution\"") {
@@ -255,7 +260,7 @@ pub fn compact_solution(line: &str) -> Option<String> {
     if let Some(time) = message.get("time").filter(|time| time.is_u64()) {
         record.push(time.clone());
     }
-    Some(Value::Array(record).to_string())
+    Some(record)
 }
 
 /// The stdout filter of a solve without a checker: [`compact_solution`]
@@ -314,10 +319,7 @@ impl Incumbents {
 
 impl LineFilter for Incumbents {
     fn line(&mut self, line: &str) -> Option<String> {
-        if let Some(record) = compact_solution(line) {
-            let Ok(Value::Array(mut record)) = serde_json::from_str::<Value>(&record) else {
-                return Some(record);
-            };
+        if let Some(mut record) = solution_record_of(line) {
             let objective = record
                 .get(1)
                 .and_then(|json| json.get("_objective"))
@@ -404,32 +406,24 @@ fn held_count(record: &[Value]) -> Option<u64> {
     record.get(3).and_then(Value::as_u64)
 }
 
-/// For a live count: the solutions so far when the line (an incumbent
-/// record) says, `None` for a line that counts as one more.
-pub fn solutions_so_far(line: &str) -> Option<u64> {
-    let Ok(Value::Array(record)) = serde_json::from_str::<Value>(line.trim()) else {
-        return None;
-    };
-    incumbent_count(&record)
-}
-
-/// For a live count: `Some(objective)` when the line (a message or a
-/// record) is a solution.
-pub fn solution_objective(line: &str) -> Option<Option<Value>> {
+/// For a live count, read once: `Some((objective, so_far))` when the line
+/// (a message or a record) is a solution, `so_far` being the solutions
+/// the run had printed by then when an incumbent record says so.
+pub fn solution_seen(line: &str) -> Option<(Option<Value>, Option<u64>)> {
     match serde_json::from_str::<Value>(line.trim()).ok()? {
         message @ Value::Object(_) if message["type"] == "solution" => {
-            Some(message.pointer("/output/json/_objective").cloned())
+            Some((message.pointer("/output/json/_objective").cloned(), None))
         }
         Value::Array(record) => {
             if let Some((objective, _)) = incumbent_record(&record) {
-                return Some(objective.map(Value::Number));
+                return Some((objective.map(Value::Number), incumbent_count(&record)));
             }
             // A held record was counted as its incumbent record already.
             if record.len() == 4 {
                 return None;
             }
             let (_, json, _) = solution_record(&record)?;
-            Some(json.get("_objective").cloned())
+            Some((json.get("_objective").cloned(), None))
         }
         _ => None,
     }
@@ -667,6 +661,11 @@ fn is_checker_location(message: &Map<String, Value>) -> bool {
 mod tests {
     use super::*;
 
+    /// A live count's objective of `line` alone.
+    fn solution_objective(line: &str) -> Option<Option<Value>> {
+        solution_seen(line).map(|(objective, _)| objective)
+    }
+
     #[test]
     fn stream_statuses_read_and_print_minizincs_words() {
         for word in [
@@ -800,7 +799,10 @@ mod tests {
             ]
         );
         assert_eq!(report.watched, 2);
-        assert_eq!(solutions_so_far(kept.lines().next().unwrap()), Some(1));
+        assert_eq!(
+            solution_seen(kept.lines().next().unwrap()),
+            Some((Some(json!(1)), Some(1)))
+        );
     }
 
     #[test]
