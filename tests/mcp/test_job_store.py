@@ -212,3 +212,36 @@ async def test_finished_jobs_past_the_bound_are_removed_oldest_first(harness, tm
             while sorted(p.stem for p in done.glob("*.json")) != sorted(ids[2:]):
                 await anyio.sleep(0.05)
         assert not list((data / "solvergate" / "jobs" / "solve" / "running").glob("*.json"))
+
+
+async def test_a_job_running_in_another_live_server_is_not_called_failed(harness, tmp_path):
+    """Two stdio servers on one data dir: the second, asked for a job the
+    first is still running, answers with the first's record and says where
+    the job runs, never `failed` (its writer is alive)."""
+    data = tmp_path / "data"
+    async with server_on(harness, data) as first, server_on(harness, data) as second:
+        job = await call_ok(first.session, "submit_solve_job", {"model": HARD_MODEL, "timeout_ms": 60000})
+        seen = await call_ok(second.session, "get_solve_job", {"job_id": job["job_id"]})
+        assert seen["state"] in ("queued", "running"), seen
+        assert seen["message"] == (
+            f"this job runs in another solvergate server on this machine (pid {first.pid});"
+            " its state here is as that server wrote it at admission"
+        ), seen
+        assert seen["diagnostic"] is None, seen
+        await call_ok(first.session, "cancel_solve_job", {"job_id": job["job_id"]})
+
+
+async def test_a_damaged_record_is_unknown_not_a_crash(harness, tmp_path):
+    data = tmp_path / "data"
+    async with server_on(harness, data) as server:
+        job = await call_ok(server.session, "submit_solve_job", {"model": OPT_MODEL})
+        await wait_job(server.session, job["job_id"])
+    record = data / "solvergate" / "jobs" / "solve" / "done" / f"{job['job_id']}.json"
+    for damage in (record.read_bytes()[:100], b"\x00\xff" * 1000, b"[]", b""):
+        record.write_bytes(damage)
+        async with server_on(harness, data) as again:
+            error = await call_error(again.session, "get_solve_job", {"job_id": job["job_id"]})
+            assert error.category == "invalid_request", error
+            assert error.message.startswith(f'no solve job with id "{job["job_id"]}"'), error
+            # The server goes on serving.
+            assert (await call_ok(again.session, "solve_minizinc_model", {"model": OPT_MODEL}))["objective"] == OPT_OBJECTIVE
