@@ -293,8 +293,12 @@ impl<R: Send + Sync + 'static, M: Send + Sync + 'static> JobRegistry<R, M> {
                 let Some(last) = done.finished().await else {
                     return;
                 };
-                let by_shutdown = registry.shared.stopping.load(Ordering::Relaxed)
-                    && matches!(last.state, JobState::Cancelled | JobState::Failed);
+                // The whole token's cancellation counts too: it comes
+                // before the registry's own shutdown is called.
+                let stopping = registry.shared.stopping.load(Ordering::Relaxed)
+                    || registry.shared.shutdown.is_cancelled();
+                let by_shutdown =
+                    stopping && matches!(last.state, JobState::Cancelled | JobState::Failed);
                 if !by_shutdown {
                     let _ = tokio::task::spawn_blocking(move || journal.ended(last)).await;
                 }

@@ -158,7 +158,7 @@ impl JobLife {
 }
 
 /// RFC 3339 with milliseconds, UTC.
-fn timestamp(time: SystemTime) -> String {
+pub(crate) fn timestamp(time: SystemTime) -> String {
     humantime::format_rfc3339_millis(time).to_string()
 }
 

@@ -17,6 +17,10 @@
 //! was written; a running one whose server is gone as `failed`, saying so
 //! (its processes died with that server), and from then on stored as done;
 //! one still running in another live server as that server last wrote it.
+//!
+//! What is kept is any [`Kept`] kind: the background job kinds, and the
+//! MCP face's tasks, which say for themselves what their stored status
+//! looks like and how an interrupted one reads.
 
 use std::fs;
 use std::marker::PhantomData;
@@ -123,7 +127,58 @@ struct Record {
     status: Value,
 }
 
-/// The journal of one kind of job: where its files go and whose they are.
+/// What a journal keeps of one kind of work, and how it reads back.
+pub trait Kept {
+    /// What the work produces.
+    type Result: Send + Sync + 'static;
+    /// What its submitter attached.
+    type Meta: Send + Sync + 'static;
+    /// Its folder under the store's root.
+    const DIR: &'static str;
+    /// What one is called ("job").
+    const NOUN: &'static str;
+    /// What to do about one its server's end stopped.
+    const AGAIN: &'static str;
+    /// What a poll of `snapshot` returns, as it is stored.
+    fn stored(snapshot: JobSnapshot<Self::Result, Self::Meta>) -> Option<Value>;
+    /// Marks a stored status as still running elsewhere, `why`.
+    fn elsewhere(status: &mut Value, why: String);
+    /// Marks a stored status as ended by its server's end, `why`.
+    fn interrupted(status: &mut Value, why: String);
+}
+
+impl<K: BackgroundJobs> Kept for K {
+    type Result = K::Result;
+    type Meta = K::Meta;
+    const DIR: &'static str = match K::KIND {
+        JobKind::Solve => "solve",
+        JobKind::Portfolio => "portfolio",
+        JobKind::CpsatPython => "cpsat_python",
+    };
+    const NOUN: &'static str = "job";
+    const AGAIN: &'static str = "Submit it again";
+
+    fn stored(snapshot: JobSnapshot<K::Result, K::Meta>) -> Option<Value> {
+        serde_json::to_value(K::status(snapshot)).ok()
+    }
+
+    fn elsewhere(status: &mut Value, why: String) {
+        set(status, "message", Value::from(why));
+    }
+
+    fn interrupted(status: &mut Value, why: String) {
+        set(status, "state", Value::from("failed"));
+        let diagnostic = Diagnostic::new(Category::JobFailed, why.clone());
+        set(status, "message", Value::from(why));
+        set(
+            status,
+            "diagnostic",
+            serde_json::to_value(diagnostic).unwrap_or(Value::Null),
+        );
+    }
+}
+
+/// The journal of one kind of work: where its files go and whose they are.
 pub struct JobJournal<K> {
     running: PathBuf,
     done: PathBuf,
@@ -134,19 +189,14 @@ pub struct JobJournal<K> {
     kind: PhantomData<fn() -> K>,
 }
 
-impl<K: BackgroundJobs> JobJournal<K> {
+impl<K: Kept> JobJournal<K> {
     /// The journal of `K`'s jobs of `scope` under `root`, keeping at most
     /// `max_terminal` finished ones (at least 1); `on_slurm` when the
     /// server hands its jobs to Slurm.
     pub fn new(root: &Path, scope: &JobScope, max_terminal: usize, on_slurm: bool) -> Self {
-        let kind = match K::KIND {
-            JobKind::Solve => "solve",
-            JobKind::Portfolio => "portfolio",
-            JobKind::CpsatPython => "cpsat_python",
-        };
         JobJournal {
-            running: root.join(kind).join("running"),
-            done: root.join(kind).join("done"),
+            running: root.join(K::DIR).join("running"),
+            done: root.join(K::DIR).join("done"),
             max_terminal: max_terminal.max(1),
             scope: scope.key(),
             writer: Writer::this_process(),
@@ -167,13 +217,13 @@ impl<K: BackgroundJobs> JobJournal<K> {
         let record = self.read(&self.running.join(&name))?;
         if record.writer.is_alive() {
             let mut status = record.status;
-            set(
+            K::elsewhere(
                 &mut status,
-                "message",
-                Value::from(format!(
-                    "this job runs in another solvergate server on this machine (pid {}); its state here is as that server wrote it at admission",
+                format!(
+                    "this {} runs in another solvergate server on this machine (pid {}); its state here is as that server wrote it at admission",
+                    K::NOUN,
                     record.writer.pid
-                )),
+                ),
             );
             return Some(status);
         }
@@ -181,8 +231,10 @@ impl<K: BackgroundJobs> JobJournal<K> {
         // cancelled by a server that stopped cleanly, else left to run).
         let message = match record.on_slurm {
             false => format!(
-                "the server that ran this job (pid {}) stopped before the job finished; its processes stopped with it. Submit it again",
-                record.writer.pid
+                "the server that ran this {noun} (pid {}) stopped before the {noun} finished; its processes stopped with it. {}",
+                record.writer.pid,
+                K::AGAIN,
+                noun = K::NOUN,
             ),
             true => format!(
                 "the server that ran this job (pid {}) stopped before the job finished. The job was handed to Slurm: it may still run there until its time limit, but no server follows it any more (re-attaching a Slurm job is not supported yet). Submit it again",
@@ -190,14 +242,7 @@ impl<K: BackgroundJobs> JobJournal<K> {
             ),
         };
         let mut status = record.status;
-        set(&mut status, "state", Value::from("failed"));
-        set(&mut status, "message", Value::from(message.clone()));
-        let diagnostic = Diagnostic::new(Category::JobFailed, message);
-        set(
-            &mut status,
-            "diagnostic",
-            serde_json::to_value(diagnostic).unwrap_or(Value::Null),
-        );
+        K::interrupted(&mut status, message);
         let interrupted = Record { status, ..record };
         self.retire(id, &interrupted);
         Some(interrupted.status)
@@ -230,26 +275,26 @@ impl<K: BackgroundJobs> JobJournal<K> {
         }
     }
 
-    fn record(&self, status: &K::Status) -> Option<Record> {
+    fn record(&self, job: JobSnapshot<K::Result, K::Meta>) -> Option<Record> {
         Some(Record {
             scope: self.scope.clone(),
             writer: self.writer.clone(),
             on_slurm: self.on_slurm,
-            status: serde_json::to_value(status).ok()?,
+            status: K::stored(job)?,
         })
     }
 }
 
-impl<K: BackgroundJobs> Journal<K::Result, K::Meta> for JobJournal<K> {
+impl<K: Kept> Journal<K::Result, K::Meta> for JobJournal<K> {
     fn admitted(&self, job: &JobSnapshot<K::Result, K::Meta>) {
-        if let Some(record) = self.record(&K::status(job.clone())) {
+        if let Some(record) = self.record(job.clone()) {
             self.write(&self.running, &job.id, &record);
         }
     }
 
     fn ended(&self, job: JobSnapshot<K::Result, K::Meta>) {
         let id = job.id.clone();
-        if let Some(record) = self.record(&K::status(job)) {
+        if let Some(record) = self.record(job) {
             self.retire(&id, &record);
         }
     }

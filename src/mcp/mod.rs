@@ -30,6 +30,7 @@ mod prompts;
 mod render;
 mod schema;
 pub mod stdio_gate;
+mod tasks;
 mod titles;
 
 use std::sync::{Arc, Mutex};
@@ -37,8 +38,9 @@ use std::sync::{Arc, Mutex};
 use rmcp::handler::server::router::prompt::PromptRouter;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, JsonObject, LoggingLevel, ServerCapabilities,
-    ServerConfig, SetLevelRequestParams,
+    CallToolResult, CancelTaskParams, ContentBlock, GetTaskParams, GetTaskResult, Implementation,
+    JsonObject, LoggingLevel, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, prompt_handler, tool_handler};
@@ -220,6 +222,8 @@ pub struct JobPools {
     solve_jobs: SolveJobs,
     portfolios: Portfolios,
     cpsat_jobs: CpsatJobs,
+    /// Tool calls answered with an MCP task ([`tasks`]).
+    tasks: tasks::Tasks,
 }
 
 impl JobPools {
@@ -234,6 +238,7 @@ impl JobPools {
         let solve_jobs =
             SolveJobs::new(minizinc.clone(), backend.clone(), bounds, shutdown.clone());
         JobPools {
+            tasks: tasks::registry(bounds, shutdown.clone()),
             portfolios: Portfolios::new(solve_jobs.clone(), bounds, shutdown.clone()),
             solve_jobs,
             cpsat_jobs: CpsatJobs::new(
@@ -274,17 +279,23 @@ impl JobPools {
                 cpsat_bounds.max_retained_terminal,
                 on_slurm,
             )));
+        // A task is a tool call, which runs in this process.
+        self.tasks
+            .keep_in(Arc::new(JobJournal::<tasks::TaskKind>::new(
+                root, scope, retained, false,
+            )));
     }
 
     /// Stops every job and waits until their processes are gone, or until
     /// `deadline` passes; returns how many jobs had not ended by then.
     pub async fn shutdown(&self, deadline: std::time::Duration) -> usize {
-        let (portfolios, solves, cpsat) = tokio::join!(
+        let (portfolios, solves, cpsat, tasks) = tokio::join!(
             self.portfolios.shutdown(deadline),
             self.solve_jobs.shutdown(deadline),
             self.cpsat_jobs.shutdown(deadline),
+            self.tasks.shutdown(deadline),
         );
-        portfolios + solves + cpsat
+        portfolios + solves + cpsat + tasks
     }
 }
 
@@ -732,6 +743,7 @@ impl ServerHandler for SolvergateServer {
                 .enable_tools()
                 .enable_prompts()
                 .enable_logging()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(server_info)
@@ -762,8 +774,62 @@ impl ServerHandler for SolvergateServer {
                 None,
             ));
         }
+        if tasks::wanted(&request.name, &context) {
+            return tasks::start(self, &self.jobs(&context).tasks, request, &context);
+        }
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
         self.tool_router.call(call).await
+    }
+
+    /// The task's status; once it has ended, its result or error. An id
+    /// this server does not hold is looked up in the journal.
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        tasks::check_declared(&context)?;
+        let tasks = &self.jobs(&context).tasks;
+        let detailed = match tasks.get(&request.task_id) {
+            Some(snapshot) => tasks::detailed(&snapshot),
+            None => tasks
+                .stored(&request.task_id)
+                .and_then(tasks::read_stored)
+                .ok_or_else(|| tasks::unknown(&request.task_id, tasks))?,
+        };
+        Ok(GetTaskResult::new(detailed))
+    }
+
+    /// Stops the task's processes and answers once they are gone; a task
+    /// that has ended stays as it ended.
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::check_declared(&context)?;
+        let tasks = &self.jobs(&context).tasks;
+        match tasks.cancel(&request.task_id).await {
+            Some(_) => Ok(()),
+            None if tasks.stored(&request.task_id).is_some() => Ok(()),
+            None => Err(tasks::unknown(&request.task_id, tasks)),
+        }
+    }
+
+    /// No tool of ours asks for input, so there is nothing to resume: a
+    /// known task acknowledges (unknown keys are ignored, as the extension
+    /// says), an unknown one is an error.
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tasks::check_declared(&context)?;
+        let tasks = &self.jobs(&context).tasks;
+        match tasks.get(&request.task_id).is_some() || tasks.stored(&request.task_id).is_some() {
+            true => Ok(()),
+            false => Err(tasks::unknown(&request.task_id, tasks)),
+        }
     }
 
     async fn set_level(

@@ -27,6 +27,7 @@ use rmcp::service::RequestContext;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::tasks::StatusSink;
 use crate::minizinc::live_text;
 use crate::progress::{LiveFigures, Progress, ProgressUpdate, Stage};
 
@@ -45,7 +46,10 @@ pub fn start(
     let (progress, mut updates) = Progress::channel();
     let token = context.meta.get_progress_token();
     let peer = context.peer.clone();
-    let task = tokio::spawn(async move {
+    // A call run as a task reports to its task, not to the client.
+    let task = context.extensions.get::<StatusSink>().cloned();
+    let log = log && task.is_none();
+    let forwarder = tokio::spawn(async move {
         let started = Instant::now();
         let mut value = 0.0;
         let mut last_sent = started;
@@ -84,6 +88,9 @@ pub fn start(
             };
             last_sent = Instant::now();
             held = false;
+            if let Some(task) = &task {
+                task.set(&message);
+            }
             if let Some(token) = &token {
                 let param = ProgressNotificationParam::new(token.clone(), value)
                     .with_message(message.clone());
@@ -98,7 +105,7 @@ pub fn start(
             }
         }
     });
-    (progress, task)
+    (progress, forwarder)
 }
 
 /// `solving with org.gecode.gecode — 15 s, 3 solution(s), best objective 42`.

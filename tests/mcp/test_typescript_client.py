@@ -11,6 +11,8 @@ in tests/node/package.json) against the stdio binary.
   completes, with progress at least every 5 s and a rising solution count.
   It costs 70 s, so it is the slow tier: it runs when SOLVERGATE_TEST_ONCE
   is set, which scripts/test does on the first runtime only.
+- tests/node/tasks.mjs follows MCP tasks with the SDK's v2 client
+  (`@modelcontextprotocol/client`), over stdio and over HTTP.
 
 Both need Node 20+ and npm (the `node_tools` fixture installs the pinned
 packages, or skips when npm is missing).
@@ -26,7 +28,7 @@ import sys
 
 import pytest
 
-from helpers import HARD_MODEL
+from helpers import HARD_MODEL, describe, solver_procs
 
 #: The long solve's budget: well past the client's 60 s request timeout.
 LONG_SOLVE_MS = 70_000
@@ -95,3 +97,43 @@ def test_a_70_s_solve_outlives_the_60_s_request_timeout(node_tools, harness):
     assert len(counts) >= LONG_SOLVE_MS // 5_000 - 2, progress
     assert counts == sorted(counts) and counts[-1] > counts[0], counts
     assert counts[-1] <= outcome["solutions"], (counts, outcome)
+
+
+@pytest.mark.parametrize("how", ["stdio", "http"])
+def test_tasks_through_the_typescript_sdk(node_tools, harness, how):
+    """The TypeScript SDK's v2 client (`@modelcontextprotocol/client`) with
+    the tasks extension (tests/node/tasks.mjs): without it a plain result;
+    with it a task at once, `working` with rising figures, `completed` with
+    the solve's result; a long one `cancelled` with no process left; an
+    unknown id -32602 and the removed `tasks/result` -32601."""
+    env, marker = harness.tagged_env(SOLVERGATE_CPSAT_PYTHON=sys.executable)
+    env["SGTEST_HARD_MODEL"] = HARD_MODEL
+
+    def run(target: str) -> dict:
+        done = subprocess.run(
+            ["node", "tasks.mjs", how, target],
+            cwd=node_tools, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout)
+
+    if how == "stdio":
+        report = run(harness.binary)
+    else:
+        from test_http import http_server
+
+        with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full") as server:
+            report = run(server.url)
+            marker = server.marker
+            assert not solver_procs(marker), describe(solver_procs(marker))
+    assert report["plain"] == {"resultType": "complete", "taskId": None, "objective": 22}, report["plain"]
+    created = report["created"]
+    assert created["resultType"] == "task" and created["status"] == "working", created
+    assert re.fullmatch(r"[0-9a-f]{32}", created["taskId"]) and created["ttlMs"] is None, created
+    solved = report["solved"]
+    assert solved["status"] == "completed" and solved["isError"] is False, solved
+    best = [int(m.group(1)) for text in solved["working"] if (m := re.search(r"best objective (\d+)", text or ""))]
+    assert len(set(best)) >= 2 and best == sorted(best) and best[-1] <= solved["objective"], solved["working"]
+    assert report["longBefore"] == "working" and report["longAfter"] == "cancelled", report
+    assert report["unknown"] == -32602 and report["tasksResult"] == -32601, report
+    assert not solver_procs(marker), describe(solver_procs(marker))
