@@ -9,7 +9,10 @@
 //! - 64 finished jobs that each printed a few hundred kilobytes: the size of
 //!   the `list_solve_jobs` answer (target < 64 KiB) beside one full
 //!   `get_solve_job`, and how long after a poll first shows a job ended its
-//!   full status is on disk (written off the job's path; target <= 2 ms).
+//!   full status is on disk (written off the job's path; target <= 2 ms);
+//! - 10,000 `tasks/get` polls of an MCP task (protocol 2026-07-28, the
+//!   tasks extension declared) while its solve runs: polls per second
+//!   (target >= 10,000, as a job poll).
 //!
 //! Run: `cargo bench --bench jobs` (runtime at `SOLVERGATE_BENCH_RUNTIME`,
 //! default `/usr`). Everything stays on loopback pipes and stops by itself.
@@ -143,6 +146,7 @@ fn main() {
     }
 
     let (list_bytes, one_bytes, kept) = list_sizes(&runtime, &mark);
+    let task_polling = task_polls(&runtime, &mark);
 
     println!(
         "500 submits at once: {} admitted, {refused} refused (caps 4 running + 16 queued) in {:.1} ms",
@@ -154,6 +158,13 @@ fn main() {
         10_000.0 / polling.as_secs_f64(),
         polling.as_secs_f64()
     );
+    if let Some(task_polling) = task_polling {
+        println!(
+            "10,000 tasks/get polls of a running task: {:.0} polls/s ({:.2} s; target >= 10,000)",
+            10_000.0 / task_polling.as_secs_f64(),
+            task_polling.as_secs_f64()
+        );
+    }
     println!(
         "server RSS: {rss_start} KiB at start, {rss_admitted} KiB with 20 jobs admitted, {rss_polled} KiB after the polls"
     );
@@ -179,6 +190,34 @@ fn main() {
             kept.len()
         );
     }
+}
+
+/// How long 10,000 `tasks/get` polls of a running task take, pipelined
+/// 100 at a time like the job polls; `None` when no task was made.
+fn task_polls(runtime: &std::path::Path, mark: &str) -> Option<Duration> {
+    let mut client = Client::start(runtime, &["--toolset", "full"], &[(MARK, mark)]);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let created = client.request(
+        "tools/call",
+        json!({"name": "solve_minizinc_model", "arguments": {"model": LONG_MODEL, "timeout_ms": 60_000}, "_meta": meta}),
+    );
+    let task_id = created["result"]["taskId"].as_str()?.to_owned();
+    let poll = json!({"taskId": task_id, "_meta": meta});
+    let started = Instant::now();
+    for _ in 0..100 {
+        for _ in 0..100 {
+            client.send_request("tasks/get", poll.clone());
+        }
+        for _ in 0..100 {
+            client.read_response();
+        }
+    }
+    let polling = started.elapsed();
+    client.request("tasks/cancel", poll);
+    Some(polling)
 }
 
 /// Sizes of the list answer with 64 finished chatty jobs retained, and of
