@@ -513,10 +513,19 @@ async def test_a_warm_forked_memory_bomb_ends_at_the_memory_limit(harness, tmp_p
 
 
 async def wait_forkers(marker: str, count: int, timeout: float = 30.0) -> set[Proc]:
+    """Waits until `count` forkers exist and have finished warming up: a
+    forker still importing OR-Tools runs (state R), and the server runs a
+    script cold rather than wait for it; a ready one sleeps on its socket
+    (state S), seen so three polls in a row."""
+    asleep = 0
     with anyio.move_on_after(timeout):
-        while len(found := warm_forkers(marker)) < count:
+        while True:
+            found = warm_forkers(marker)
+            ready = len(found) >= count and all(p.state == "S" for p in found)
+            asleep = asleep + 1 if ready else 0
+            if asleep >= 3:
+                return found
             await anyio.sleep(0.1)
-        return found
     return warm_forkers(marker)
 
 
