@@ -86,16 +86,7 @@ fn main() {
     // 10,000 polls while the 4 admitted-and-running jobs solve.
     let running_id = admitted.first().cloned().unwrap_or_default();
     let poll = json!({"name": "get_solve_job", "arguments": {"job_id": running_id}});
-    let started = Instant::now();
-    for _ in 0..100 {
-        for _ in 0..100 {
-            client.send_request("tools/call", poll.clone());
-        }
-        for _ in 0..100 {
-            client.read_response();
-        }
-    }
-    let polling = started.elapsed();
+    let polling = pipelined(&mut client, "tools/call", &poll);
     let rss_polled = client.rss_kib();
     for id in &admitted {
         client.call("cancel_solve_job", json!({"job_id": id}));
@@ -192,6 +183,21 @@ fn main() {
     }
 }
 
+/// How long 10,000 `method` requests with `params` take, sent 100 at a
+/// time before their answers are read.
+fn pipelined(client: &mut Client, method: &str, params: &serde_json::Value) -> Duration {
+    let started = Instant::now();
+    for _ in 0..100 {
+        for _ in 0..100 {
+            client.send_request(method, params.clone());
+        }
+        for _ in 0..100 {
+            client.read_response();
+        }
+    }
+    started.elapsed()
+}
+
 /// How long 10,000 `tasks/get` polls of a running task take, pipelined
 /// 100 at a time like the job polls; `None` when no task was made.
 fn task_polls(runtime: &std::path::Path, mark: &str) -> Option<Duration> {
@@ -206,16 +212,7 @@ fn task_polls(runtime: &std::path::Path, mark: &str) -> Option<Duration> {
     );
     let task_id = created["result"]["taskId"].as_str()?.to_owned();
     let poll = json!({"taskId": task_id, "_meta": meta});
-    let started = Instant::now();
-    for _ in 0..100 {
-        for _ in 0..100 {
-            client.send_request("tasks/get", poll.clone());
-        }
-        for _ in 0..100 {
-            client.read_response();
-        }
-    }
-    let polling = started.elapsed();
+    let polling = pipelined(&mut client, "tasks/get", &poll);
     client.request("tasks/cancel", poll);
     Some(polling)
 }

@@ -314,7 +314,7 @@ fn is_job_id(id: &str) -> bool {
 }
 
 /// Sets a top-level field of a status object.
-fn set(status: &mut Value, field: &str, value: Value) {
+pub(crate) fn set(status: &mut Value, field: &str, value: Value) {
     if let Some(fields) = status.as_object_mut() {
         fields.insert(field.to_owned(), value);
     }

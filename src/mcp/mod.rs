@@ -811,8 +811,7 @@ impl ServerHandler for SolvergateServer {
         let tasks = &self.jobs(&context).tasks;
         match tasks.cancel(&request.task_id).await {
             Some(_) => Ok(()),
-            None if tasks.stored(&request.task_id).is_some() => Ok(()),
-            None => Err(tasks::unknown(&request.task_id, tasks)),
+            None => tasks::check_known(tasks, &request.task_id),
         }
     }
 
@@ -825,11 +824,7 @@ impl ServerHandler for SolvergateServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         tasks::check_declared(&context)?;
-        let tasks = &self.jobs(&context).tasks;
-        match tasks.get(&request.task_id).is_some() || tasks.stored(&request.task_id).is_some() {
-            true => Ok(()),
-            false => Err(tasks::unknown(&request.task_id, tasks)),
-        }
+        tasks::check_known(&self.jobs(&context).tasks, &request.task_id)
     }
 
     async fn set_level(

@@ -41,7 +41,7 @@ use tokio_util::sync::CancellationToken;
 use super::SolvergateServer;
 use crate::jobs::registry::{JobRegistry, JobSnapshot, JobState, Outcome, Start};
 use crate::jobs::status::timestamp;
-use crate::jobs::store::Kept;
+use crate::jobs::store::{Kept, set};
 use crate::settings::JobBounds;
 
 /// The tools that answer with a task when the request asks for one: those
@@ -295,28 +295,34 @@ impl Kept for TaskKind {
     }
 
     fn elsewhere(status: &mut Value, why: String) {
-        if let Some(fields) = status.as_object_mut() {
-            fields.insert("statusMessage".to_owned(), Value::from(why));
-        }
+        set(status, "statusMessage", Value::from(why));
     }
 
     fn interrupted(status: &mut Value, why: String) {
         let error = ErrorData::internal_error(why.clone(), None);
-        if let Some(fields) = status.as_object_mut() {
-            fields.insert("status".to_owned(), Value::from("failed"));
-            fields.insert("statusMessage".to_owned(), Value::from(why));
-            fields.insert("error".to_owned(), Value::Object(error_object(&error)));
-            fields.insert(
-                "lastUpdatedAt".to_owned(),
-                Value::from(timestamp(SystemTime::now())),
-            );
-        }
+        set(status, "status", Value::from("failed"));
+        set(status, "statusMessage", Value::from(why));
+        set(status, "error", Value::Object(error_object(&error)));
+        set(
+            status,
+            "lastUpdatedAt",
+            Value::from(timestamp(SystemTime::now())),
+        );
     }
 }
 
 /// A stored task, as this version reads it back; `None` when it cannot.
 pub fn read_stored(stored: Value) -> Option<DetailedTask> {
     serde_json::from_value(stored).ok()
+}
+
+/// Whether `tasks` holds task `id` or its journal keeps it; the error for
+/// an unknown id otherwise.
+pub fn check_known(tasks: &Tasks, id: &str) -> Result<(), ErrorData> {
+    match tasks.get(id).is_some() || tasks.stored(id).is_some() {
+        true => Ok(()),
+        false => Err(unknown(id, tasks)),
+    }
 }
 
 /// The error for a task id this server does not know.
