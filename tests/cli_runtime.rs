@@ -1,14 +1,17 @@
 //! `check-runtime` as a person reads it, for every way a runtime can be
 //! chosen: the flag, the environment, the saved config, the default — each
 //! label naming the rule that applied (`from SOLVERGATE_CPSAT_PYTHON` for
-//! the interpreter, never the MiniZinc variable) — and the limits line.
+//! the interpreter, never the MiniZinc variable), a runtime's known defects
+//! (per runtime: Debian 12's is warned about) and the limits line.
 //! Whole transcripts, with paths and versions filtered.
 
 use std::path::Path;
 use std::process::Output;
 
 mod common;
-use common::{Home, limit_filters, regex_escape, test_python, test_runtime, transcript};
+use common::{
+    Home, limit_filters, per_runtime, regex_escape, test_python, test_runtime, transcript,
+};
 
 /// Runs `solvergate ARGS` in `home` with the variables `env` as well, and
 /// limits that do not depend on the host: the values set, rlimits only.
@@ -26,6 +29,8 @@ fn run(home: &Home, args: &[&str], env: &[(&str, &Path)]) -> Output {
 
 fn snapshot(name: &str, home: &Home, output: &Output) {
     let mut settings = home.snapshot_settings();
+    // Per runtime: Debian 12's is warned about (its broken `globals.mzn`).
+    per_runtime(&mut settings);
     settings.add_filter(&regex_escape(&test_python().to_string_lossy()), "[PYTHON]");
     settings.add_filter(
         &regex_escape(&test_runtime().to_string_lossy()),
@@ -94,4 +99,24 @@ fn naming_the_bin_directory_suggests_its_parent() {
     snapshot("configure_runtime_bin_directory", &home, &output);
     assert_eq!(output.status.code(), Some(1));
     assert!(!home.path().join("config/solvergate/install.json").exists());
+}
+
+/// Adopting a runtime says what is known to be broken in it, and still
+/// adopts it: Debian 12's is usable with per-global includes.
+#[test]
+fn adopting_a_runtime_warns_about_its_known_defects() {
+    let home = Home::new();
+    let runtime = test_runtime();
+    let output = run(
+        &home,
+        &[
+            "configure-runtime",
+            "--runtime-dir",
+            runtime.to_str().unwrap(),
+        ],
+        &[],
+    );
+    snapshot("configure_runtime_adopts", &home, &output);
+    assert_eq!(output.status.code(), Some(0));
+    assert!(home.path().join("config/solvergate/install.json").exists());
 }

@@ -125,6 +125,13 @@ fn every_solve_outcome_has_its_transcript_and_exit_code() {
         "var 1..3: x; constraint x > 5; solve satisfy;\n",
     );
     let broken = home.write("broken.mzn", "var 1..3: x\nsolve satisfy;\n");
+    // A type error of the model's own after `globals.mzn`: on Debian 12's
+    // runtime the library fails first (its defect, said as such) after
+    // twenty warnings; elsewhere the model's error is shown once.
+    let globals = home.write(
+        "uses_globals.mzn",
+        "include \"globals.mzn\";\nvar 1..3: x;\nconstraint x = \"a\";\nsolve satisfy;\n",
+    );
     let hang = home.write(
         "hang.mzn",
         "var 1..3: x;\nsolve satisfy;\noutput [show(sum(i in 1..2000000000)(i mod 3))];\n",
@@ -162,6 +169,11 @@ fn every_solve_outcome_has_its_transcript_and_exit_code() {
         (
             "solve_broken_model",
             vec!["solve", &broken, "--solver", "gecode"],
+            4,
+        ),
+        (
+            "solve_type_error_after_globals",
+            vec!["solve", &globals, "--solver", "gecode"],
             4,
         ),
         (

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::args::RuntimeKind;
 use crate::artifacts::{ArtifactList, ReplayResult};
 use crate::cpsat::CpsatPythonResult;
+use crate::diagnostics::Diagnostic;
 use crate::exec::limits::Enforcement;
 use crate::minizinc::SolveResult;
 use crate::planner::PlanResult;
@@ -39,6 +40,9 @@ pub fn runtime_status(status: &RuntimeStatus, only: Option<RuntimeKind>) -> Stri
                     let _ = writeln!(text, "  solvers:     {count} (solvergate list-solvers)");
                 }
                 text.push_str("  status:      installed\n");
+                for warning in &status.warnings {
+                    let _ = writeln!(text, "  warning:     {warning}");
+                }
             }
             None => {
                 let _ = writeln!(text, "  status:      not installed — {INSTALL_HINT}");
@@ -149,12 +153,7 @@ pub fn solve(result: &SolveResult) -> String {
     if !result.stdout.is_empty() {
         let _ = write!(text, "\n{}", result.stdout);
     }
-    if !result.stderr.trim().is_empty() {
-        let _ = write!(text, "\nstderr:\n{}", result.stderr);
-        if !result.stderr.ends_with('\n') {
-            text.push('\n');
-        }
-    }
+    stderr_block(&mut text, &result.stderr, result.diagnostic.as_ref());
     if !result.statistics.is_empty() {
         text.push_str("\nstatistics:\n");
         for (key, value) in &result.statistics {
@@ -345,13 +344,55 @@ pub fn cpsat_run(result: &CpsatPythonResult) -> String {
             .unwrap_or_default();
         let _ = writeln!(text, "\nsolution:\n{pretty}");
     }
-    if !result.stderr.trim().is_empty() {
-        let _ = write!(text, "\nstderr:\n{}", result.stderr);
-        if !result.stderr.ends_with('\n') {
-            text.push('\n');
-        }
-    }
+    stderr_block(&mut text, &result.stderr, result.diagnostic.as_ref());
     text
+}
+
+/// How many `Warning:` lines a terminal is shown before the rest are counted.
+const WARNINGS_SHOWN: usize = 3;
+
+/// The `stderr:` section as a person reads it: the diagnostic's message,
+/// already printed as the note, is not printed again, and after
+/// [`WARNINGS_SHOWN`] warning lines the rest are counted, not listed
+/// (`--json` keeps the whole of `stderr`).
+fn stderr_block(text: &mut String, stderr: &str, diagnostic: Option<&Diagnostic>) {
+    let shown = match diagnostic.map(|d| d.message.trim()) {
+        Some(message) if !message.is_empty() => stderr.replacen(message, "", 1),
+        _ => stderr.to_owned(),
+    };
+    let mut lines = Vec::new();
+    let mut warnings = 0;
+    for line in shown.lines() {
+        let is_warning = line.trim_start().starts_with("Warning:") || line.contains(": Warning: ");
+        if is_warning {
+            warnings += 1;
+            if warnings > WARNINGS_SHOWN {
+                continue;
+            }
+        }
+        lines.push(line);
+    }
+    while lines.last().is_some_and(|line| line.trim().is_empty()) {
+        lines.pop();
+    }
+    let first = lines.iter().position(|line| !line.trim().is_empty());
+    let Some(first) = first else {
+        return;
+    };
+    text.push_str("\nstderr:\n");
+    for line in &lines[first..] {
+        text.push_str(line);
+        text.push('\n');
+    }
+    if let Some(more) = warnings
+        .checked_sub(WARNINGS_SHOWN)
+        .filter(|more| *more > 0)
+    {
+        let _ = writeln!(
+            text,
+            "… and {more} more warning line(s) (--json shows the whole of stderr)"
+        );
+    }
 }
 
 /// A checked CP-SAT run: the run, then the checker's verdict and why.

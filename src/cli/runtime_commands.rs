@@ -59,6 +59,9 @@ pub async fn configure(
             Ok(version) => lines.push(format!("MiniZinc runtime: {} ({version})", dir.display())),
             Err(error) => return fail(&error),
         }
+        for warning in runtime.defects(&cancel).await {
+            lines.push(format!("  warning: {warning}"));
+        }
     }
     // Keep the venv's own path: its python is a symlink to the base
     // interpreter, and resolving it would lose the venv.

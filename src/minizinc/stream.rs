@@ -234,6 +234,23 @@ pub fn parse(text: &str, checker: bool) -> StreamReport {
     parser.finish()
 }
 
+/// The lines of `text` that are not `--json-stream` messages (nor blank):
+/// what MiniZinc printed outside its protocol. A message's content is
+/// reported where it belongs (warnings and errors in `stderr`), so it is not
+/// repeated here.
+pub fn plain_lines(text: &str) -> String {
+    let mut plain = String::new();
+    for line in text.lines() {
+        let is_message = serde_json::from_str::<Value>(line.trim())
+            .is_ok_and(|message| message.get("type").is_some_and(Value::is_string));
+        if !is_message && !line.trim().is_empty() {
+            plain.push_str(line);
+            plain.push('\n');
+        }
+    }
+    plain
+}
+
 /// The stdout filter of a solve without a checker: a `solution` message
 /// becomes a solution record (see the module doc); any other line stays.
 pub fn compact_solution(line: &str) -> Option<String> {
@@ -664,6 +681,23 @@ mod tests {
     /// A live count's objective of `line` alone.
     fn solution_objective(line: &str) -> Option<Option<Value>> {
         solution_seen(line).map(|(objective, _)| objective)
+    }
+
+    #[test]
+    fn plain_lines_are_what_is_not_a_message() {
+        let text = concat!(
+            "{\"type\": \"warning\", \"message\": \"deprecated\"}\n",
+            "printed outside the protocol\n",
+            "{\"no_type\": 1}\n",
+            "  {\"type\": \"error\", \"message\": \"x\"}  \n",
+            "{\"type\": 3}\n",
+            "\n  \n",
+        );
+        assert_eq!(
+            plain_lines(text),
+            "printed outside the protocol\n{\"no_type\": 1}\n{\"type\": 3}\n"
+        );
+        assert_eq!(plain_lines(""), "");
     }
 
     #[test]

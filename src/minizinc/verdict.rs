@@ -11,9 +11,10 @@ use super::results::{
     CheckResult, InterfaceType, ModelInspectionResult, ModelInterface, PreflightStatus,
     SolveResult, SolveStatus,
 };
-use super::stream::{StreamError, StreamReport, StreamStatus};
+use super::stream::{self, StreamError, StreamReport, StreamStatus};
 use crate::diagnostics::{Category, Diagnostic};
 use crate::exec::{Ending, RunOutput};
+use crate::runtime::defects;
 
 /// The status of a solve, first applicable rule wins:
 /// timeout > error > unsatisfiable > unbounded > unsat_or_unbounded >
@@ -116,7 +117,7 @@ pub fn solve_diagnostic(
         ),
         SolveStatus::Error => {
             let (category, message) = classify_error(&report.errors, &result.stderr);
-            base(category, message)
+            with_defect(base(category, message), report)
         }
         SolveStatus::Unsatisfiable => base(
             Category::Infeasible,
@@ -172,6 +173,21 @@ const SOLVER_UNUSABLE: &[&str] = &[
 ];
 
 /// Sorts a failed compile or run into a category with a one-line message.
+/// The known runtime defect (see [`defects`]) the errors show, if any: the
+/// `runtime_defect` detail of the diagnostic.
+pub fn runtime_defect(errors: &[StreamError]) -> Option<&'static str> {
+    errors
+        .iter()
+        .any(|error| {
+            error.what == "type error"
+                && error
+                    .location
+                    .as_deref()
+                    .is_some_and(|location| defects::is_broken_globals(location, &error.message))
+        })
+        .then_some(defects::BROKEN_GLOBALS)
+}
+
 pub fn classify_error(errors: &[StreamError], stderr: &str) -> (Category, String) {
     let unusable = |text: &str| {
         let text = text.to_ascii_lowercase();
@@ -179,6 +195,15 @@ pub fn classify_error(errors: &[StreamError], stderr: &str) -> (Category, String
     };
     if let Some(error) = errors.iter().find(|error| unusable(&error.message)) {
         return (Category::SolverUnavailable, error.render());
+    }
+    if runtime_defect(errors).is_some() {
+        return (
+            Category::SolverUnavailable,
+            format!(
+                "not a mistake in the model: {}",
+                defects::BROKEN_GLOBALS_ADVICE
+            ),
+        );
     }
     if let Some(first) = errors.first() {
         let message = first.render();
@@ -355,7 +380,7 @@ fn preflight_diagnostic(
             ),
             PreflightStatus::Error => {
                 let (category, message) = classify_error(&report.errors, stderr);
-                Diagnostic::new(category, message)
+                with_defect(Diagnostic::new(category, message), report)
             }
             PreflightStatus::Ok => return None,
         }
@@ -366,6 +391,14 @@ fn preflight_diagnostic(
             .with_detail("timed_out", run.timed_out())
             .with_detail("truncated", run.truncated),
     )
+}
+
+/// `diagnostic` naming the runtime defect the report shows, if any.
+fn with_defect(diagnostic: Diagnostic, report: &StreamReport) -> Diagnostic {
+    match runtime_defect(&report.errors) {
+        Some(defect) => diagnostic.with_detail("runtime_defect", defect),
+        None => diagnostic,
+    }
 }
 
 /// Builds a [`CheckResult`].
@@ -382,7 +415,9 @@ pub fn check_result(
         status,
         solver,
         truncated: run.truncated,
-        stdout: run.stdout,
+        // Warnings and errors arrive as messages on stdout; they are in
+        // `stderr` (and the diagnostic) once, not here again.
+        stdout: stream::plain_lines(&run.stdout),
         stderr,
         elapsed_ms: run.elapsed_ms,
         diagnostic,
@@ -489,7 +524,6 @@ fn interface_type(entry: &Value) -> InterfaceType {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::minizinc::stream;
 
     fn run(ending: Ending, return_code: Option<i32>) -> RunOutput {
         RunOutput {

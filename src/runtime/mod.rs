@@ -12,6 +12,7 @@ pub mod cache;
 pub mod catalog;
 pub mod config;
 pub mod cpsat;
+pub mod defects;
 pub mod install;
 pub mod manifest;
 
@@ -171,6 +172,9 @@ pub struct RuntimeStatus {
     pub minizinc_version: Option<String>,
     /// How many solvers `--solvers-json` lists, when it ran.
     pub solver_count: Option<usize>,
+    /// Known defects of this MiniZinc runtime that a probe found, each with
+    /// what to do about it (empty when none was found).
+    pub warnings: Vec<String>,
     /// The CP-SAT (Python + OR-Tools) runtime.
     pub cpsat: cpsat::CpsatStatus,
     /// The limits every run is held to and how this host enforces each.
@@ -189,19 +193,19 @@ pub async fn status(
     let (minizinc_facts, cpsat) = tokio::join!(
         async {
             if !minizinc.is_installed() {
-                return (None, None);
+                return (None, None, Vec::new());
             }
-            let version = minizinc.version(cancel).await.ok();
-            let solvers = minizinc
-                .catalog(cancel)
-                .await
-                .ok()
-                .map(|catalog| catalog.solvers.len());
-            (version, solvers)
+            let (version, catalog, defects) = tokio::join!(
+                minizinc.version(cancel),
+                minizinc.catalog(cancel),
+                minizinc.defects(cancel)
+            );
+            let solvers = catalog.ok().map(|catalog| catalog.solvers.len());
+            (version.ok(), solvers, defects)
         },
         cpsat.status(cancel)
     );
-    let (minizinc_version, solver_count) = minizinc_facts;
+    let (minizinc_version, solver_count, warnings) = minizinc_facts;
     let installed = minizinc.is_installed();
     RuntimeStatus {
         installed,
@@ -210,6 +214,7 @@ pub async fn status(
         source: minizinc.location.source,
         minizinc_version,
         solver_count,
+        warnings,
         cpsat,
         limits: exec::limits::enforcement(),
         sandbox: exec::sandbox::state_in_words(),
@@ -232,6 +237,8 @@ pub struct Runtime {
     checker_flag: OnceCell<bool>,
     /// Solver id → why it cannot run (absent: it can), probed once.
     unavailable: OnceCell<std::collections::BTreeMap<String, String>>,
+    /// The known defects ([`defects`]) this runtime shows, probed once.
+    defects: OnceCell<Vec<String>>,
 }
 
 impl Runtime {
@@ -244,6 +251,7 @@ impl Runtime {
             version: cache::Cached::default(),
             checker_flag: OnceCell::new(),
             unavailable: OnceCell::new(),
+            defects: OnceCell::new(),
         }
     }
 
@@ -393,6 +401,39 @@ impl Runtime {
             .into_iter()
             .filter_map(|(id, reason)| reason.map(|reason| (id, reason)))
             .collect())
+    }
+
+    /// What is known to be broken in this runtime, in words a person acts
+    /// on (empty when nothing is): its default solver compiles a model that
+    /// includes `globals.mzn` once per process, and the output is read for
+    /// the signatures of [`defects`]. A probe that cannot run finds nothing;
+    /// the version and catalog say why the runtime does not work.
+    pub async fn defects(&self, cancel: &CancellationToken) -> Vec<String> {
+        self.defects
+            .get_or_init(|| async {
+                let Ok(binary) = self.require_binary() else {
+                    return Vec::new();
+                };
+                let Ok(dir) = crate::exec::scratch_dir("solvergate-probe-") else {
+                    return Vec::new();
+                };
+                let model = dir.path().join("globals.mzn.probe.mzn");
+                if std::fs::write(&model, defects::GLOBALS_PROBE_MODEL).is_err() {
+                    return Vec::new();
+                }
+                let command = ChildCommand::new(&binary)
+                    .args(["-c", "--fzn", "/dev/null", "--no-output-ozn"])
+                    .arg(&model)
+                    .cwd(dir.path());
+                match exec::run(&command, Limits::new(PROBE_TIMEOUT), cancel).await {
+                    Ok(run) if defects::stderr_shows_broken_globals(&run.stderr) => {
+                        vec![defects::BROKEN_GLOBALS_ADVICE.to_owned()]
+                    }
+                    _ => Vec::new(),
+                }
+            })
+            .await
+            .clone()
     }
 
     /// Whether this MiniZinc takes a checker with `--solution-checker`

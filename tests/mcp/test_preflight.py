@@ -21,6 +21,25 @@ async def test_check_ok(full, model):
     assert "does not mean it is satisfiable" in result_text(result)
 
 
+async def test_a_clean_compile_has_no_stdout_and_each_warning_once(full):
+    # `include "alldifferent.mzn"` makes Debian 12's Gecode library warn
+    # (its packaging overrides global constraint files); 2.9.2 may not.
+    model = 'include "alldifferent.mzn";\narray[1..3] of var 1..3: x;\nconstraint alldifferent(x);\nsolve satisfy;\n'
+    res = structured(await full.session.call_tool("check_minizinc_model", {"model": model}))
+    assert res["status"] == "ok", res
+    assert res["stdout"] == ""
+    warnings = [line for line in res["stderr"].splitlines() if "Warning:" in line]
+    assert len(warnings) == len(set(warnings)), res["stderr"]
+    assert '"type"' not in res["stderr"], res["stderr"]
+
+
+async def test_a_failed_compile_reports_its_error_in_stderr_once(full):
+    res = structured(await full.session.call_tool("check_minizinc_model", {"model": SYNTAX_ERROR_MODEL}))
+    assert res["status"] == "error"
+    assert res["stdout"] == ""
+    assert res["stderr"].count("syntax error") == 1, res["stderr"]
+
+
 async def test_check_with_data_and_short_solver_name(full):
     model = "int: n;\narray[1..n] of int: w;\nvar 1..n: x;\nsolve maximize w[x];\n"
     res = structured(

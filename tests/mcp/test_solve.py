@@ -35,7 +35,16 @@ async def test_optimal_solve(full, solver):
     assert res["timed_out"] is False and res["truncated"] is False
     assert res["checker"] is None
     text = result_text(result)
-    assert "optimal" in text and str(OPT_OBJECTIVE) in text and "Statistics" in text
+    assert "optimal" in text and str(OPT_OBJECTIVE) in text
+    # One line of the figures a person reads; the text does not tell the
+    # client's model what to write, and every figure is in the structure.
+    stats = res["statistics"]
+    lines = [line for line in text.splitlines() if line.startswith("Statistics")]
+    assert lines == [
+        f"Statistics: solve time {stats['solveTime']} s, {stats['nSolutions']} solution(s), "
+        f"{stats['nodes']} nodes ({len(stats)} figure(s) in the structured `statistics`)"
+    ], text
+    assert "When you answer" not in text and "do not omit" not in text
 
 
 async def test_all_solutions_of_a_satisfaction_problem(full):

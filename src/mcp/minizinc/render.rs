@@ -2,6 +2,7 @@
 //! status, the solver list, a check, an inspection and a solve (which the
 //! job and save tools print too).
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use crate::mcp::render::{block, diagnostic_line, limits_lines, sandbox_line};
@@ -44,6 +45,9 @@ pub fn runtime_status(status: &RuntimeStatus) -> String {
             crate::runtime::INSTALL_HINT
         ),
     };
+    for warning in &status.warnings {
+        let _ = writeln!(text, "Warning about this MiniZinc runtime: {warning}");
+    }
     let cpsat = &status.cpsat;
     match &cpsat.ortools_version {
         Some(version) => {
@@ -189,16 +193,40 @@ pub fn solve(result: &SolveResult) -> String {
         }
     }
     block(&mut text, "Stderr", &result.stderr, "stderr");
-    if !result.statistics.is_empty() {
-        text.push_str("Statistics:\n");
-        for (key, value) in &result.statistics {
-            let _ = writeln!(text, "  {key}: {value}");
-        }
-        text.push_str(
-            "When you answer, include the Statistics section as given; do not omit it.\n",
-        );
-    }
+    statistics_line(&mut text, &result.statistics);
     text
+}
+
+/// One line of the figures a person reads of a solve (solve time,
+/// solutions, nodes, the objective bound where the solver gives one); every
+/// figure stays in the structured `statistics`.
+fn statistics_line(text: &mut String, statistics: &BTreeMap<String, String>) {
+    if statistics.is_empty() {
+        return;
+    }
+    let figure = |key: &str| statistics.get(key).map(String::as_str);
+    let mut read = Vec::new();
+    if let Some(time) = figure("solveTime") {
+        read.push(format!("solve time {time} s"));
+    }
+    if let Some(count) = figure("nSolutions").or_else(|| figure("solutions")) {
+        read.push(format!("{count} solution(s)"));
+    }
+    if let Some(nodes) = figure("nodes") {
+        read.push(format!("{nodes} nodes"));
+    }
+    if let Some(bound) = figure("objectiveBound") {
+        read.push(format!("objective bound {bound}"));
+    }
+    let all = format!(
+        "{} figure(s) in the structured `statistics`",
+        statistics.len()
+    );
+    if read.is_empty() {
+        let _ = writeln!(text, "Statistics: {all}");
+    } else {
+        let _ = writeln!(text, "Statistics: {} ({all})", read.join(", "));
+    }
 }
 
 #[cfg(test)]
