@@ -40,6 +40,26 @@ pub struct LiveFigures {
     /// The objective of the latest one; `null` on a satisfaction model or
     /// before the first solution.
     pub objective: Option<serde_json::Value>,
+    /// The best bound on the objective the solver has reported with its
+    /// latest solution (a CP-SAT script's `best_objective_bound`); absent
+    /// where the solver reports none while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<serde_json::Value>,
+}
+
+impl LiveFigures {
+    /// `3 solution(s), best objective 42, bound 40` (the latest of an
+    /// improving run is its best).
+    pub fn text(&self) -> String {
+        let mut text = format!("{} solution(s)", self.solutions);
+        if let Some(objective) = &self.objective {
+            text.push_str(&format!(", best objective {objective}"));
+        }
+        if let Some(bound) = &self.bound {
+            text.push_str(&format!(", bound {bound}"));
+        }
+        text
+    }
 }
 
 /// Where the latest [`LiveFigures`] of a run are kept for readers.

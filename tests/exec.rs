@@ -499,6 +499,7 @@ async fn a_warm_childs_escapee_is_killed_and_its_late_output_never_read() {
                 &command,
                 limits(20_000).keep_head_and_tail(),
                 &CancellationToken::new(),
+                None,
             )
             .await
             .unwrap();

@@ -9,6 +9,7 @@
 mod checker;
 pub mod envelope;
 mod experiment;
+mod live;
 pub mod mutations;
 mod probe;
 pub mod results;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::checker::{self, Graded, PreparedChecker};
+use super::live::EnvelopeWatch;
 use super::probe;
 use super::results::{CheckerReport, CpsatPythonCheckedResult, CpsatPythonResult};
 use super::script::{ScriptRequest, ScriptSource};
@@ -133,11 +134,17 @@ impl Cpsat {
         let limits = Limits::new(timeout_ms.duration()).keep_head_and_tail();
         self.warm
             .start_once(&python, self.runtime.inherited_pythonpath.as_deref());
-        let run = match self.warm.run(&command, limits, cancel).await {
+        // The envelopes it prints as it goes are its live figures.
+        let seen = EnvelopeWatch::new(progress);
+        let watcher = |line: &str| seen.line(line);
+        let watcher: Option<exec::LineWatcher<'_>> = progress.is_listening().then_some(&watcher);
+        let run = match self.warm.run(&command, limits, cancel, watcher).await {
             Some(run) => run,
-            None => exec::run(&command, limits, cancel)
-                .await
-                .map_err(|error| ToolError::new(Category::RuntimeMissing, error.to_string()))?,
+            None => {
+                exec::run_stoppable(&command, limits, cancel, &CancellationToken::new(), watcher)
+                    .await
+                    .map_err(|error| ToolError::new(Category::RuntimeMissing, error.to_string()))?
+            }
         };
         if run.ending == Ending::Cancelled {
             return Err(ToolError::new(

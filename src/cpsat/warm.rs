@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::exec::{ChildCommand, Forker, Limits, NotForked, RunOutput};
+use crate::exec::{ChildCommand, Forker, Limits, LineWatcher, NotForked, RunOutput};
 
 /// The modules every forker imports before it is ready.
 const PRELOAD: &[&str] = &["ortools.sat.python.cp_model"];
@@ -189,13 +189,15 @@ impl WarmPool {
         self.refill();
     }
 
-    /// Runs `command` in a child of a warm forker; `None` when no forker
-    /// could take it (the caller runs it cold).
+    /// Runs `command` in a child of a warm forker (`watcher` sees each
+    /// stdout line as it is written); `None` when no forker could take it
+    /// (the caller runs it cold).
     pub async fn run(
         &self,
         command: &ChildCommand,
         limits: Limits,
         cancel: &CancellationToken,
+        watcher: Option<LineWatcher<'_>>,
     ) -> Option<RunOutput> {
         for _ in 0..=MAX_WARM {
             let mut lease = Lease {
@@ -203,7 +205,7 @@ impl WarmPool {
                 forker: Some(self.take()?),
             };
             let forker = lease.forker.as_mut()?;
-            match forker.run(command, limits, cancel).await {
+            match forker.run(command, limits, cancel, watcher).await {
                 Ok(output) => return Some(output),
                 // A forker that broke is dropped and the next one (or a cold
                 // run) takes the script; a request no forker can take (not

@@ -44,7 +44,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::escape::{self, RunTag};
-use super::{ChildCommand, Ending, ExecError, HeadAndTail, Limits, RunOutput, Sweep, TreeGuard};
+use super::{
+    ChildCommand, Ending, ExecError, HeadAndTail, Limits, LineWatcher, RunOutput, Sweep, TreeGuard,
+};
 
 /// The forker's Python source, run with `python -c`.
 const FORKER: &str = include_str!("forker.py");
@@ -190,12 +192,14 @@ impl Forker {
 
     /// Runs `python -u <script> <args>…` as described by `command` in a child
     /// forked from this forker, under `limits` and `cancel`, exactly as
-    /// [`super::run`] would with [`Limits::keep_head_and_tail`].
+    /// [`super::run_stoppable`] would with [`Limits::keep_head_and_tail`]
+    /// (`watcher` sees each stdout line as it is written).
     pub async fn run(
         &mut self,
         command: &ChildCommand,
         limits: Limits,
         cancel: &CancellationToken,
+        watcher: Option<LineWatcher<'_>>,
     ) -> Result<RunOutput, NotForked> {
         let tag = RunTag::new();
         // The child confines itself as the trampoline would (forker.py's
@@ -271,15 +275,25 @@ impl Forker {
                 None => std::future::pending().await,
             }
         };
-        let (ending, status) = tokio::select! {
-            answer = self.answers.recv() => {
-                // Only what the tree wrote until now is its output.
-                readers.cut();
-                (Ending::Exited, answer)
+        let mut over_scratch = Box::pin(over_scratch);
+        let mut watched = super::Watched::default();
+        let mut watch = tokio::time::interval(super::CAP_POLL);
+        let (ending, status) = loop {
+            tokio::select! {
+                answer = self.answers.recv() => {
+                    // Only what the tree wrote until now is its output.
+                    readers.cut();
+                    break (Ending::Exited, answer);
+                }
+                () = tokio::time::sleep_until(deadline) => break (Ending::TimedOut, None),
+                () = cancel.cancelled() => break (Ending::Cancelled, None),
+                () = over_scratch.as_mut() => break (Ending::OverLimit, None),
+                _ = watch.tick(), if watcher.is_some() => {
+                    if let Some(watcher) = watcher {
+                        watched.feed_capture(&out, watcher);
+                    }
+                }
             }
-            () = tokio::time::sleep_until(deadline) => (Ending::TimedOut, None),
-            () = cancel.cancelled() => (Ending::Cancelled, None),
-            () = over_scratch => (Ending::OverLimit, None),
         };
         let mut wait_status = status.as_deref().and_then(answered_status);
         if ending == Ending::Exited && wait_status.is_none() {
@@ -315,6 +329,7 @@ impl Forker {
             Ending::Exited => wait_status.map(decode_wait_status),
             _ => None,
         };
+        drop(over_scratch);
         let (sandbox, breach) = match jail {
             Some(jail) => jail.finish(ending, return_code, &stdout, &stderr).await,
             None => (None, None),

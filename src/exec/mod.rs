@@ -53,7 +53,7 @@ use process_wrap::tokio::{CommandWrap, ProcessSession};
 use tokio_util::sync::CancellationToken;
 
 use jail::Jail;
-use pipes::{HeadAndTail, Readers};
+use pipes::{HeadAndTail, Readers, SharedCapture};
 
 /// The combined cap on captured stdout + stderr: 1 MiB.
 pub const OUTPUT_CAP: u64 = 1024 * 1024;
@@ -540,8 +540,10 @@ pub async fn run_stoppable(
             () = stop.cancelled() => break (Ending::Stopped, None),
             () = over_scratch.as_mut() => break (Ending::OverLimit, None),
             _ = cap_check.tick() => {
-                if let Some(watcher) = watcher {
-                    watched.feed(&stdout_file, limits.output_cap, watcher);
+                match (watcher, &drains) {
+                    (Some(watcher), Some((out, _))) => watched.feed_capture(out, watcher),
+                    (Some(watcher), None) => watched.feed(&stdout_file, limits.output_cap, watcher),
+                    (None, _) => {}
                 }
                 if !streaming
                     && captured_len(&stdout_file) + captured_len(&stderr_file) > limits.output_cap
@@ -633,6 +635,9 @@ pub async fn run_stoppable(
 struct Watched {
     offset: u64,
     partial: Vec<u8>,
+    /// Bytes were dropped before `partial`: it starts mid-line, so its
+    /// first line is not whole.
+    torn: bool,
 }
 
 impl Watched {
@@ -651,11 +656,33 @@ impl Watched {
                 return;
             }
             self.offset += read as u64;
-            self.partial.extend_from_slice(&buffer[..read]);
-            while let Some(newline) = self.partial.iter().position(|byte| *byte == b'\n') {
-                let line: Vec<u8> = self.partial.drain(..=newline).collect();
-                watcher(String::from_utf8_lossy(&line).trim_end());
+            self.lines(&buffer[..read], watcher);
+        }
+    }
+
+    /// [`Watched::feed`] from a head-and-tail capture (a script's output,
+    /// which is never cut): what the tail dropped between two calls is not
+    /// seen, and the line it tore is skipped.
+    fn feed_capture(&mut self, capture: &SharedCapture, watcher: LineWatcher<'_>) {
+        let since = HeadAndTail::since(capture, self.offset);
+        self.offset = since.offset;
+        self.lines(&since.head, watcher);
+        if since.gap {
+            self.partial.clear();
+            self.torn = true;
+        }
+        self.lines(&since.tail, watcher);
+    }
+
+    /// Adds `bytes` and hands the watcher each line they complete.
+    fn lines(&mut self, bytes: &[u8], watcher: LineWatcher<'_>) {
+        self.partial.extend_from_slice(bytes);
+        while let Some(newline) = self.partial.iter().position(|byte| *byte == b'\n') {
+            let line: Vec<u8> = self.partial.drain(..=newline).collect();
+            if std::mem::take(&mut self.torn) {
+                continue;
             }
+            watcher(String::from_utf8_lossy(&line).trim_end());
         }
     }
 }
@@ -933,6 +960,54 @@ mod tests {
         let whole = HeadAndTail::shared(1000);
         whole.lock().unwrap().push(b"short\n");
         assert_eq!(HeadAndTail::text(&whole), ("short\n".to_owned(), false));
+    }
+
+    #[test]
+    fn a_watcher_reads_a_head_and_tail_capture_as_it_grows() {
+        let capture = HeadAndTail::shared(40); // 20 bytes of head, 20 of tail
+        let seen = std::sync::Mutex::new(Vec::<String>::new());
+        let collect = |line: &str| seen.lock().unwrap().push(line.to_owned());
+        let mut watched = Watched::default();
+        let push = |bytes: &[u8], watched: &mut Watched| {
+            capture.lock().unwrap().push(bytes);
+            watched.feed_capture(&capture, &collect);
+        };
+        // Lines in pieces, within the head.
+        push(
+            b"one
+tw",
+            &mut watched,
+        );
+        push(
+            b"o
+",
+            &mut watched,
+        );
+        assert_eq!(*seen.lock().unwrap(), ["one", "two"]);
+        // Past the head: the tail keeps the last 20 bytes; what it dropped
+        // between two reads is not seen and the line it tore is skipped.
+        push(
+            b"three
+four is a long line
+five
+six
+",
+            &mut watched,
+        );
+        assert_eq!(
+            *seen.lock().unwrap(),
+            ["one", "two", "three", "five", "six"]
+        );
+        // Within the tail, whole lines again.
+        push(
+            b"seven
+",
+            &mut watched,
+        );
+        assert_eq!(seen.lock().unwrap().last().unwrap(), "seven");
+        let since = HeadAndTail::since(&capture, 1_000);
+        assert!(since.head.is_empty() && since.tail.is_empty());
+        assert!(since.offset == 1_000 && !since.gap);
     }
 
     fn shout(line: &str) -> Option<String> {

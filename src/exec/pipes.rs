@@ -41,6 +41,19 @@ pub(super) struct HeadAndTail {
 
 pub(super) type SharedCapture = Arc<Mutex<HeadAndTail>>;
 
+/// What [`HeadAndTail::since`] found.
+#[derive(Debug, Default)]
+pub(super) struct Since {
+    /// New bytes of the head.
+    pub head: Vec<u8>,
+    /// Bytes were dropped between `head` and `tail`.
+    pub gap: bool,
+    /// New bytes of the tail.
+    pub tail: Vec<u8>,
+    /// How many bytes had been written, for the next call.
+    pub offset: u64,
+}
+
 impl HeadAndTail {
     pub(super) fn shared(budget: u64) -> SharedCapture {
         let half = usize::try_from(budget / 2).unwrap_or(usize::MAX / 2);
@@ -62,6 +75,33 @@ impl HeadAndTail {
             let excess = self.tail.len() - self.half;
             self.tail.drain(..excess);
             self.dropped += excess as u64;
+        }
+    }
+
+    /// What was written after the first `offset` bytes and is still kept:
+    /// the head's part, whether bytes were dropped after it (the tail's
+    /// part then starts mid-line), the tail's part, and the new offset. For
+    /// a watcher that reads the output while it is written.
+    pub(super) fn since(capture: &SharedCapture, offset: u64) -> Since {
+        let Ok(capture) = capture.lock() else {
+            return Since {
+                offset,
+                ..Since::default()
+            };
+        };
+        let head_len = capture.head.len() as u64;
+        let tail_start = head_len + capture.dropped;
+        let head = usize::try_from(offset)
+            .ok()
+            .and_then(|from| capture.head.get(from..))
+            .unwrap_or_default()
+            .to_vec();
+        let skip = usize::try_from(offset.saturating_sub(tail_start)).unwrap_or(usize::MAX);
+        Since {
+            head,
+            gap: offset.max(head_len) < tail_start,
+            tail: capture.tail.iter().skip(skip).copied().collect(),
+            offset: (tail_start + capture.tail.len() as u64).max(offset),
         }
     }
 

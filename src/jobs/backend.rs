@@ -332,6 +332,7 @@ pub struct CpsatJobOutput {
 pub(crate) async fn run_job(
     cpsat: &Cpsat,
     job: &CpsatJob,
+    progress: &Progress,
     token: &CancellationToken,
 ) -> Result<CpsatJobOutput, ToolError> {
     let checker = match (&job.checker, job.checker_timeout_ms) {
@@ -343,7 +344,7 @@ pub(crate) async fn run_job(
             &job.script,
             checker,
             job.problem.as_deref(),
-            &Progress::none(),
+            progress,
             token,
         )
         .await?;

@@ -17,11 +17,12 @@ use super::backend::{
     CpsatJob, CpsatJobOutput, CpsatJobRequest, JobBackend, PlacementSlot, RunContext,
     SlurmPlacement, placement_of,
 };
-use super::registry::{JobRegistry, JobSnapshot, Start};
+use super::registry::{JobRegistry, JobSnapshot, JobState, Start};
 use super::status::{BackgroundJobs, JobKind, JobLife, ResultStatus, full};
 use crate::budget::Budget;
 use crate::cpsat::{CheckerReport, Cpsat, CpsatPythonResult, ScriptSource};
 use crate::diagnostics::ToolError;
+use crate::progress::{LiveFigures, LiveSlot};
 use crate::settings::JobBounds;
 
 /// The budgets a job echoes.
@@ -33,6 +34,8 @@ pub struct CpsatJobMeta {
     pub checker_timeout_ms: Option<Budget>,
     /// Where the job runs, when a cluster runs it.
     pub placement: PlacementSlot,
+    /// The latest figures of the running script's intermediate envelopes.
+    pub live: LiveSlot,
 }
 
 /// One CP-SAT job as `get_cpsat_python_job` reports it.
@@ -48,6 +51,11 @@ pub struct CpsatPythonJobStatus {
     pub checker_timeout_ms: Option<u64>,
     /// RFC 3339, once the job has started.
     pub started_at: Option<String>,
+    /// While `running`: the solutions the script has reported so far with
+    /// intermediate envelopes (`solvergate.report_intermediate`), the latest
+    /// objective and bound; `null` before the first and once the job has
+    /// ended (see `result`).
+    pub live: Option<LiveFigures>,
     /// Present exactly when `state` is `succeeded` or `timeout`.
     pub result: Option<Arc<CpsatPythonResult>>,
     /// The checker's verdict (diagnostic only, not a save gate).
@@ -105,14 +113,16 @@ impl BackgroundJobs for CpsatJobs {
             script_timeout_ms: job.script.timeout_ms,
             checker_timeout_ms: job.checker_timeout_ms,
             placement: PlacementSlot::default(),
+            live: LiveSlot::default(),
         };
         let (backend, placement) = (self.backend.clone(), meta.placement.clone());
+        let live = meta.live.clone();
         let work: Start<CpsatJobOutput> = Box::new(move |token: CancellationToken| {
             backend.cpsat(
                 job,
                 RunContext {
                     token,
-                    live: Default::default(),
+                    live,
                     placement,
                 },
             )
@@ -131,6 +141,10 @@ impl BackgroundJobs for CpsatJobs {
             script_timeout_ms: snapshot.meta.script_timeout_ms.as_i64(),
             checker_timeout_ms: snapshot.meta.checker_timeout_ms.map(Budget::as_millis),
             started_at: job.started_at(&snapshot),
+            live: match snapshot.state {
+                JobState::Running => snapshot.meta.live.lock().ok().and_then(|live| live.clone()),
+                _ => None,
+            },
             result: output.map(|output| output.result.clone()),
             checker: output.and_then(|output| output.checker.clone()),
             checker_skipped_reason: output.and_then(|output| output.checker_skipped_reason.clone()),
@@ -194,14 +208,15 @@ impl CpsatJobs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jobs::SlurmState;
     use crate::jobs::status::fixtures::{assert_pinned, snapshot};
-    use crate::jobs::{JobState, SlurmState};
 
     fn meta() -> CpsatJobMeta {
         CpsatJobMeta {
             script_timeout_ms: Budget::from_millis(3000).unwrap(),
             checker_timeout_ms: Budget::from_millis(1500),
             placement: PlacementSlot::default(),
+            live: LiveSlot::default(),
         }
     }
 
@@ -215,6 +230,12 @@ mod tests {
             node: Some("c1".to_owned()),
             state: SlurmState::Pending,
             reason: None,
+        });
+        let running = snapshot(meta(), JobState::Running, None, None);
+        *running.meta.live.lock().unwrap() = Some(LiveFigures {
+            solutions: 3,
+            objective: Some(12.into()),
+            bound: Some(15.into()),
         });
         let mut dropped = snapshot(
             meta(),
@@ -244,23 +265,27 @@ mod tests {
         let cases = [
             (
                 snapshot(meta(), JobState::Queued, None, None),
-                r#"{"checker":null,"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":null,"elapsed_ms":0,"finished_at":null,"job_id":"j1","message":null,"result":null,"script_timeout_ms":3000,"slurm":null,"started_at":null,"state":"queued","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+                r#"{"checker":null,"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":null,"elapsed_ms":0,"finished_at":null,"job_id":"j1","live":null,"message":null,"result":null,"script_timeout_ms":3000,"slurm":null,"started_at":null,"state":"queued","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
             ),
             (
                 pending,
-                r#"{"checker":null,"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":null,"elapsed_ms":0,"finished_at":null,"job_id":"j1","message":null,"result":null,"script_timeout_ms":3000,"slurm":{"job_id":"42","node":"c1","reason":null,"state":"PENDING"},"started_at":null,"state":"queued","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+                r#"{"checker":null,"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":null,"elapsed_ms":0,"finished_at":null,"job_id":"j1","live":null,"message":null,"result":null,"script_timeout_ms":3000,"slurm":{"job_id":"42","node":"c1","reason":null,"state":"PENDING"},"started_at":null,"state":"queued","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+            ),
+            (
+                running,
+                r#"{"checker":null,"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":null,"elapsed_ms":250,"finished_at":null,"job_id":"j1","live":{"bound":15,"objective":12,"solutions":3},"message":null,"result":null,"script_timeout_ms":3000,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"running","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
             ),
             (
                 dropped,
-                r#"{"checker":null,"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":{"category":"cancelled","message":"cancelled before it started"},"elapsed_ms":0,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","message":"cancelled before it started","result":null,"script_timeout_ms":3000,"slurm":null,"started_at":null,"state":"cancelled","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+                r#"{"checker":null,"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":{"category":"cancelled","message":"cancelled before it started"},"elapsed_ms":0,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","live":null,"message":"cancelled before it started","result":null,"script_timeout_ms":3000,"slurm":null,"started_at":null,"state":"cancelled","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
             ),
             (
                 snapshot(meta(), JobState::Succeeded, None, Some(checked)),
-                r#"{"checker":{"details":{},"duration_ms":20,"errors":["x too small"],"message":null,"return_code":0,"status":"rejected","stderr":"","stdout":"","timed_out":false,"truncated":false,"verdict":"rejected"},"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":{"category":"checker_failed","message":"refused"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","message":null,"result":{"best_objective_bound":2,"diagnostic":{"category":"checker_failed","message":"refused"},"duration_ms":80,"objective":1,"return_code":0,"solution":{"x":1},"status":"feasible","stderr":"","stdout":"","timed_out":false,"truncated":false},"script_timeout_ms":3000,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"succeeded","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+                r#"{"checker":{"details":{},"duration_ms":20,"errors":["x too small"],"message":null,"return_code":0,"status":"rejected","stderr":"","stdout":"","timed_out":false,"truncated":false,"verdict":"rejected"},"checker_skipped_reason":null,"checker_timeout_ms":1500,"diagnostic":{"category":"checker_failed","message":"refused"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","live":null,"message":null,"result":{"best_objective_bound":2,"diagnostic":{"category":"checker_failed","message":"refused"},"duration_ms":80,"objective":1,"return_code":0,"solution":{"x":1},"status":"feasible","stderr":"","stdout":"","timed_out":false,"truncated":false},"script_timeout_ms":3000,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"succeeded","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
             ),
             (
                 snapshot(meta(), JobState::Timeout, None, Some(skipped)),
-                r#"{"checker":null,"checker_skipped_reason":"no solution to check","checker_timeout_ms":1500,"diagnostic":{"category":"checker_failed","message":"refused"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","message":null,"result":{"best_objective_bound":2,"diagnostic":{"category":"checker_failed","message":"refused"},"duration_ms":80,"objective":1,"return_code":0,"solution":{"x":1},"status":"feasible","stderr":"","stdout":"","timed_out":false,"truncated":false},"script_timeout_ms":3000,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"timeout","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
+                r#"{"checker":null,"checker_skipped_reason":"no solution to check","checker_timeout_ms":1500,"diagnostic":{"category":"checker_failed","message":"refused"},"elapsed_ms":250,"finished_at":"1970-01-01T00:00:01.500Z","job_id":"j1","live":null,"message":null,"result":{"best_objective_bound":2,"diagnostic":{"category":"checker_failed","message":"refused"},"duration_ms":80,"objective":1,"return_code":0,"solution":{"x":1},"status":"feasible","stderr":"","stdout":"","timed_out":false,"truncated":false},"script_timeout_ms":3000,"slurm":null,"started_at":"1970-01-01T00:00:01.250Z","state":"timeout","submitted_at":"1970-01-01T00:00:01.000Z"}"#,
             ),
         ];
         assert_pinned::<CpsatJobs>(cases);

@@ -76,7 +76,8 @@ impl JobBackend for LocalBackend {
     fn cpsat(&self, job: CpsatJob, run: RunContext) -> Work<CpsatJobOutput> {
         let cpsat = self.cpsat.clone();
         Box::pin(async move {
-            let result = run_job(&cpsat, &job, &run.token).await;
+            let progress = Progress::into_slot(run.live);
+            let result = run_job(&cpsat, &job, &progress, &run.token).await;
             cpsat_outcome(result, &run.token)
         })
     }

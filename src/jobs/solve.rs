@@ -183,6 +183,7 @@ mod tests {
         *running.meta.live.lock().unwrap() = Some(LiveFigures {
             solutions: 2,
             objective: Some(7.into()),
+            bound: None,
         });
         let pending = snapshot(
             SolveJobMeta::new(Budget::from_millis(2000).unwrap()),

@@ -105,7 +105,7 @@ async fn execute(task: WorkerTask, cancel: &CancellationToken) -> WorkerOutcome 
                 source: LocationSource::Flag,
                 inherited_pythonpath: task.pythonpath.map(OsString::from),
             }));
-            match run_job(&cpsat, &job, cancel).await {
+            match run_job(&cpsat, &job, &crate::progress::Progress::none(), cancel).await {
                 Ok(output) => WorkerOutcome::Cpsat(output),
                 Err(error) => WorkerOutcome::refused(error),
             }

@@ -28,7 +28,6 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::tasks::StatusSink;
-use crate::minizinc::live_text;
 use crate::progress::{LiveFigures, Progress, ProgressUpdate, Stage};
 
 /// The longest a running call stays silent.
@@ -112,7 +111,7 @@ pub fn start(
 fn running_message(stage: &str, started: Instant, live: Option<&LiveFigures>) -> String {
     let seconds = started.elapsed().as_secs();
     match live {
-        Some(live) => format!("{stage} — {seconds} s, {}", live_text(live)),
+        Some(live) => format!("{stage} — {seconds} s, {}", live.text()),
         None => format!("{stage} — {seconds} s"),
     }
 }

@@ -444,18 +444,11 @@ impl<'a> SolutionWatch<'a> {
             let live = LiveFigures {
                 solutions: state.0 as u64,
                 objective: state.1.clone(),
+                bound: None,
             };
-            let text = live_text(&live);
+            let text = live.text();
             self.progress.report_live(live, text);
         }
-    }
-}
-
-/// `3 solution(s), best objective 42` (the latest of an improving run is its best).
-pub fn live_text(live: &LiveFigures) -> String {
-    match &live.objective {
-        Some(objective) => format!("{} solution(s), best objective {objective}", live.solutions),
-        None => format!("{} solution(s)", live.solutions),
     }
 }
 
