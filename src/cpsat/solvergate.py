@@ -220,6 +220,8 @@ class _Loader:
         _install(module)
 
     def __getattr__(self, name):
+        if name == "_loader":  # a copy made without __init__
+            raise AttributeError(name)
         return getattr(self._loader, name)
 
 

@@ -10,7 +10,10 @@
 //! run is cold, exactly as before. After three failed starts in a row (an
 //! interpreter that cannot import OR-Tools) the pool stops refilling. Only the MCP server arms the pool
 //! ([`WarmPool::arm`]), and it starts at the first run; one-shot CLI
-//! commands stay cold.
+//! commands stay cold. The pool writes the `solvergate` helper and its
+//! `sitecustomize` into a dir of its own, first on every forker's
+//! `PYTHONPATH`, so a forker follows solves (which model each `CpSolver`
+//! solved) from before it imports OR-Tools, as a cold run does.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
