@@ -118,6 +118,14 @@ def _finite(number):
     return int(number) if number.is_integer() else number
 
 
+def _number(value):
+    """`_finite`, or None for what is not a number (a duck-typed solver's)."""
+    try:
+        return _finite(value)
+    except Exception:
+        return None
+
+
 def _print(envelope):
     import json
 
@@ -284,16 +292,17 @@ def _objective_known(source, model, who):
         return note, None
     # A solve not seen: a model without an objective reads 0 and bound 0,
     # so anything else proves there is one.
-    value = _finite(_read(source, "objective_value", "ObjectiveValue"))
-    bound = _finite(_read(source, "best_objective_bound", "BestObjectiveBound"))
+    value = _number(_read(source, "objective_value", "ObjectiveValue"))
+    bound = _number(_read(source, "best_objective_bound", "BestObjectiveBound"))
     if (value is not None and value != 0) or (bound is not None and bound != 0):
         return True, None
     kind = "solution callback" if who == "report_intermediate" else "CpSolver"
     return False, (
         "solvergate could not tell whether the model this %s solved has an objective "
         "(its solve was not seen: a solve method replaced or bypassed, or an interpreter "
-        "solvergate did not start), and its objective and bound both read 0; "
-        "objective is null — %s" % (kind, _FIX % who)
+        "solvergate did not start), and nothing in its answer proves one (without an "
+        "objective CP-SAT reads 0, as an objective of 0 does); objective is null — %s"
+        % (kind, _FIX % who)
     )
 
 
