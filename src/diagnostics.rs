@@ -63,13 +63,17 @@ pub enum Category {
     NoWinner,
     /// The run went over a memory, process, file-size or scratch limit.
     ResourceLimit,
+    /// A CP-SAT script's answer has a solution, but the `solvergate` helper
+    /// could not tell whether the model solved has an objective, so
+    /// `objective` is `null` without meaning "no objective".
+    ObjectiveUnread,
     /// Nothing safer to say: read the raw status and stderr.
     Unknown,
 }
 
 impl Category {
     /// Every category, in the order of the public table.
-    pub const ALL: [Category; 22] = [
+    pub const ALL: [Category; 23] = [
         Category::SyntaxOrCompileError,
         Category::MissingData,
         Category::TypeError,
@@ -91,6 +95,7 @@ impl Category {
         Category::InvalidRequest,
         Category::NoWinner,
         Category::ResourceLimit,
+        Category::ObjectiveUnread,
         Category::Unknown,
     ];
 
@@ -118,6 +123,7 @@ impl Category {
             Category::InvalidRequest => "invalid_request",
             Category::NoWinner => "no_winner",
             Category::ResourceLimit => "resource_limit",
+            Category::ObjectiveUnread => "objective_unread",
             Category::Unknown => "unknown",
         }
     }

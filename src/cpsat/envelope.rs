@@ -7,7 +7,9 @@
 //! them. [`last_envelope`] finds the last line that is a JSON object and
 //! validates it; [`parse_line`] does the same for one line (for callers that
 //! follow the stream as it arrives, or want to look further back);
-//! [`validate`] checks an already-parsed object.
+//! [`validate`] checks an already-parsed object. One optional key beside
+//! the contract's is read: `objective_unread`, the reason the `solvergate`
+//! helper gives when it could not read the objective.
 //!
 //! Python's `json.dumps` writes non-finite floats as the bare tokens `NaN`,
 //! `Infinity` and `-Infinity`, which are not JSON. Outside string literals,
@@ -117,7 +119,15 @@ pub struct Envelope {
     pub solution: Map<String, Value>,
     /// The best bound; `None` when absent, `null`, not a number or non-finite.
     pub best_objective_bound: Option<Number>,
+    /// Why the objective could not be read, as the `solvergate` helper
+    /// says in `objective_unread` (a non-empty string, cut to
+    /// [`MAX_UNREAD_BYTES`]); `None` when absent or not a string.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub objective_unread: Option<String>,
 }
+
+/// The longest `objective_unread` reason kept.
+pub const MAX_UNREAD_BYTES: usize = 1024;
 
 /// Why the candidate line is not a valid envelope: the first problem found.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -466,12 +476,35 @@ fn check(
         _ => None,
     };
 
+    // A bare `NaN` there became a sentinel string: it is no reason.
+    let objective_unread = match object.get("objective_unread") {
+        Some(value @ Value::String(reason))
+            if !reason.trim().is_empty() && non_finite(value, sentinels).is_none() =>
+        {
+            Some(shortened(reason.trim(), MAX_UNREAD_BYTES))
+        }
+        _ => None,
+    };
+
     Ok(Envelope {
         status,
         objective,
         solution,
         best_objective_bound,
+        objective_unread,
     })
+}
+
+/// `text` cut at a character boundary to at most `limit` bytes, marked.
+fn shortened(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_owned();
+    }
+    let mut cut = limit;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
 }
 
 /// A short description of an unexpected value, for a rejection reason.
@@ -856,6 +889,28 @@ mod tests {
         let rejection = rejected(&line);
         assert!(rejection.reason.len() < 200, "{}", rejection.reason);
         assert!(rejection.reason.ends_with("…)"), "{}", rejection.reason);
+    }
+
+    #[test]
+    fn objective_unread_is_read_only_as_a_reason() {
+        let line = |value: &str| {
+            format!(
+                r#"{{"status": "optimal", "objective": null, "solution": {{}}, "objective_unread": {value}}}"#
+            )
+        };
+        assert_eq!(
+            ok(&line(r#"" its solve was not seen ""#)).objective_unread,
+            Some("its solve was not seen".to_owned())
+        );
+        for value in ["null", "3", r#""  ""#, "NaN", "[\"x\"]"] {
+            assert_eq!(ok(&line(value)).objective_unread, None, "{value}");
+        }
+        let long = ok(&line(&format!("\"{}\"", "é".repeat(MAX_UNREAD_BYTES))))
+            .objective_unread
+            .unwrap();
+        assert!(long.len() <= MAX_UNREAD_BYTES + "…".len(), "{}", long.len());
+        assert!(long.ends_with('…'));
+        assert_eq!(ok(VALID).objective_unread, None);
     }
 
     #[test]
@@ -1497,6 +1552,7 @@ mod properties {
                 objective: objective.map(Number::from),
                 solution,
                 best_objective_bound: bound.map(Number::from),
+                objective_unread: None,
             };
             prop_assert_eq!(parse_line(&object.to_string()), Some(Ok(expected.clone())));
             prop_assert_eq!(validate(object.as_object().cloned().unwrap_or_default()), Ok(expected));

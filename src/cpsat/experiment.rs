@@ -496,7 +496,15 @@ async fn run_attempt(
 fn base_gate(result: &CpsatPythonResult, optimising: bool) -> Result<&Map<String, Value>, String> {
     let solution = result.checkable()?;
     if optimising && result.objective.as_ref().and_then(Number::as_f64).is_none() {
-        return Err("no numeric objective to rank".to_owned());
+        let unread = result
+            .diagnostic
+            .as_ref()
+            .is_some_and(|d| d.category == crate::diagnostics::Category::ObjectiveUnread);
+        return Err(if unread {
+            "no numeric objective to rank: the solvergate helper could not read it (objective_unread); pass model= to solvergate.report".to_owned()
+        } else {
+            "no numeric objective to rank".to_owned()
+        });
     }
     Ok(solution)
 }
@@ -632,6 +640,39 @@ fn oversubscription(plan: &[Planned], parallel: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unread_objective_is_named_in_the_rejection() {
+        let unread = "{\"status\": \"optimal\", \"objective\": null, \"solution\": {\"x\": 0}, \"objective_unread\": \"not seen\"}\n";
+        let plain = "{\"status\": \"optimal\", \"objective\": null, \"solution\": {\"x\": 0}}\n";
+        let result = |stdout: &str| {
+            super::super::verdict::script_result(
+                crate::exec::RunOutput {
+                    ending: crate::exec::Ending::Exited,
+                    return_code: Some(0),
+                    truncated: false,
+                    elapsed_ms: 5,
+                    stdout: stdout.to_owned(),
+                    stderr: String::new(),
+                    sandbox: None,
+                    late_output_bytes: 0,
+                    escaped: 0,
+                    breach: None,
+                },
+                1000,
+            )
+        };
+        let reason = base_gate(&result(unread), true).unwrap_err();
+        assert!(
+            reason.contains("objective_unread") && reason.contains("model="),
+            "{reason}"
+        );
+        assert_eq!(
+            base_gate(&result(plain), true).unwrap_err(),
+            "no numeric objective to rank"
+        );
+        assert!(base_gate(&result(unread), false).is_ok());
+    }
 
     fn attempt_row(
         index: usize,

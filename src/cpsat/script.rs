@@ -23,6 +23,11 @@ pub const SEED_VAR: &str = "SOLVERGATE_CPSAT_SEED";
 pub const CONFIG_VAR: &str = "SOLVERGATE_CPSAT_CONFIG";
 /// The envelope helper every script can `import solvergate`.
 pub const HELPER_MODULE: &str = include_str!("solvergate.py");
+/// The start-up hook beside it: Python imports `sitecustomize` as it
+/// starts, and this one loads the helper before the script runs (so each
+/// `CpSolver` remembers whether its model had an objective), then runs the
+/// `sitecustomize` it shadows.
+pub const SITE_MODULE: &str = include_str!("sitecustomize.py");
 
 /// Most bytes `args` may take, all entries together.
 pub const MAX_ARGS_BYTES: usize = 32 * 1024;
@@ -130,13 +135,11 @@ impl PreparedScript {
         config: Option<&Map<String, Value>>,
         inherited_pythonpath: Option<&std::ffi::OsStr>,
     ) -> Result<ChildCommand, ToolError> {
-        // `import solvergate` finds the helper; the server's own PYTHONPATH
-        // comes after it.
+        // `import solvergate` finds the helper, and the interpreter's start
+        // loads it through `sitecustomize`; the server's own PYTHONPATH
+        // comes after them.
         let lib = self._scratch.path().join("lib");
-        fs::create_dir_all(&lib).map_err(|error| {
-            ToolError::invalid(format!("could not create {}: {error}", lib.display()))
-        })?;
-        write(&lib.join("solvergate.py"), HELPER_MODULE.as_bytes())?;
+        write_helper(&lib)?;
         let mut pythonpath = lib.into_os_string();
         if let Some(inherited) = inherited_pythonpath {
             pythonpath.push(":");
@@ -205,6 +208,16 @@ pub fn validate_args(args: &[String]) -> Result<(), ToolError> {
     Ok(())
 }
 
+/// Writes the helper and its start-up hook into `dir` (made if missing),
+/// the directory that goes first on an interpreter's `PYTHONPATH`.
+pub(crate) fn write_helper(dir: &Path) -> Result<(), ToolError> {
+    fs::create_dir_all(dir).map_err(|error| {
+        ToolError::invalid(format!("could not create {}: {error}", dir.display()))
+    })?;
+    write(&dir.join("solvergate.py"), HELPER_MODULE.as_bytes())?;
+    write(&dir.join("sitecustomize.py"), SITE_MODULE.as_bytes())
+}
+
 pub(crate) fn scratch_dir() -> Result<TempDir, ToolError> {
     crate::exec::scratch_dir("solvergate-cpsat-")
 }
@@ -265,6 +278,7 @@ mod tests {
         assert!(text.contains("SOLVERGATE_CPSAT_SEED"), "{text}");
         assert!(text.contains("lib:/opt/inherited"), "{text}");
         assert!(prepared.scratch().join("lib/solvergate.py").exists());
+        assert!(prepared.scratch().join("lib/sitecustomize.py").exists());
         assert!(prepared.scratch().join("config.json").exists());
         let cleared = prepared
             .command(

@@ -123,8 +123,12 @@ fn read_run(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
     if result.timed_out {
         result.status = ScriptStatus::Timeout;
         let mut rejected = None;
+        let mut unread = None;
         match envelope::last_envelope(&result.stdout) {
-            Some(Ok(incumbent)) => adopt(&mut result, incumbent),
+            Some(Ok(incumbent)) => {
+                unread = incumbent.objective_unread.clone();
+                adopt(&mut result, incumbent);
+            }
             Some(Err(rejection)) => rejected = Some(rejection),
             None => {}
         }
@@ -146,6 +150,9 @@ fn read_run(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
             diagnostic = diagnostic
                 .with_detail("rejected_partial_field", rejection.field.clone())
                 .with_detail("rejected_partial_reason", rejection.reason.clone());
+        }
+        if let Some(reason) = unread {
+            diagnostic = diagnostic.with_detail("objective_unread", reason);
         }
         result.diagnostic = Some(facts(diagnostic, &result));
         return result;
@@ -233,25 +240,48 @@ fn read_run(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
             result.diagnostic = Some(facts(diagnostic, &result));
         }
         Some(Ok(reported)) => {
+            let unread = reported.objective_unread.clone();
             adopt(&mut result, reported);
-            result.diagnostic = match result.status {
-                ScriptStatus::Infeasible => Some(Diagnostic::new(
-                    Category::Infeasible,
-                    "the script reports the model infeasible",
-                )),
-                ScriptStatus::Unknown => Some(Diagnostic::new(
-                    Category::Unknown,
-                    "the script reports unknown: no solution and no proof",
-                )),
-                ScriptStatus::Error => Some(Diagnostic::new(
-                    Category::ChildProcessError,
-                    "the script reports status error",
-                )),
-                ScriptStatus::Optimal | ScriptStatus::Feasible | ScriptStatus::Timeout => None,
+            result.diagnostic = match (result.status, unread) {
+                (ScriptStatus::Optimal | ScriptStatus::Feasible, Some(reason)) => Some(
+                    Diagnostic::new(
+                        Category::ObjectiveUnread,
+                        "the script found a solution, but the solvergate helper could not read its objective, so objective is null without meaning the model has none; pass model= to solvergate.report",
+                    )
+                    .with_detail("reason", reason),
+                ),
+                (ScriptStatus::Error, Some(reason)) => Some(
+                    Diagnostic::new(
+                        Category::ChildProcessError,
+                        format!("the script reports status error: {reason}"),
+                    )
+                    .with_detail("reason", reason),
+                ),
+                (status, _) => unread_free(status),
             };
         }
     }
     result
+}
+
+/// The diagnostic of a clean run's reported status, when the helper had
+/// nothing to add.
+fn unread_free(status: ScriptStatus) -> Option<Diagnostic> {
+    match status {
+        ScriptStatus::Infeasible => Some(Diagnostic::new(
+            Category::Infeasible,
+            "the script reports the model infeasible",
+        )),
+        ScriptStatus::Unknown => Some(Diagnostic::new(
+            Category::Unknown,
+            "the script reports unknown: no solution and no proof",
+        )),
+        ScriptStatus::Error => Some(Diagnostic::new(
+            Category::ChildProcessError,
+            "the script reports status error",
+        )),
+        ScriptStatus::Optimal | ScriptStatus::Feasible | ScriptStatus::Timeout => None,
+    }
 }
 
 fn adopt(result: &mut CpsatPythonResult, reported: Envelope) {
@@ -409,6 +439,54 @@ mod tests {
             diagnostic.details.unwrap()["rejected_partial_field"],
             "solution"
         );
+    }
+
+    /// The helper's `objective_unread` reason is never dropped: a clean
+    /// answer says it in an `objective_unread` diagnostic, an `error` in
+    /// its message, a timeout's incumbent in its details; an answer
+    /// without it stays clean.
+    #[test]
+    fn an_unread_objective_is_a_diagnostic_not_a_silent_null() {
+        let unread = "{\"status\": \"optimal\", \"objective\": null, \"solution\": {\"x\": 0}, \"objective_unread\": \"its solve was not seen\"}\n";
+        let result = script_result(run(Ending::Exited, Some(0), unread), 1000);
+        assert_eq!(result.status, ScriptStatus::Optimal);
+        assert!(result.objective.is_none());
+        let diagnostic = result.diagnostic.unwrap();
+        assert_eq!(diagnostic.category, Category::ObjectiveUnread);
+        assert!(
+            diagnostic.message.contains("model="),
+            "{}",
+            diagnostic.message
+        );
+        assert_eq!(
+            diagnostic.details.unwrap()["reason"],
+            "its solve was not seen"
+        );
+
+        let never = "{\"status\": \"error\", \"objective\": null, \"solution\": {}, \"objective_unread\": \"this CpSolver has not solved a model\"}\n";
+        let result = script_result(run(Ending::Exited, Some(0), never), 1000);
+        assert_eq!(result.status, ScriptStatus::Error);
+        let diagnostic = result.diagnostic.unwrap();
+        assert_eq!(diagnostic.category, Category::ChildProcessError);
+        assert!(
+            diagnostic.message.contains("has not solved a model"),
+            "{}",
+            diagnostic.message
+        );
+
+        let partial = unread.replace("optimal", "feasible");
+        let result = script_result(run(Ending::TimedOut, None, &partial), 1000);
+        let diagnostic = result.diagnostic.unwrap();
+        assert_eq!(diagnostic.category, Category::TimeoutWithIncumbent);
+        assert_eq!(
+            diagnostic.details.unwrap()["objective_unread"],
+            "its solve was not seen"
+        );
+
+        let null_clean =
+            "{\"status\": \"optimal\", \"objective\": null, \"solution\": {\"x\": 0}}\n";
+        let result = script_result(run(Ending::Exited, Some(0), null_clean), 1000);
+        assert!(result.diagnostic.is_none(), "{:?}", result.diagnostic);
     }
 
     /// A status word outside the contract is never passed through: the

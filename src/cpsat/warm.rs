@@ -10,7 +10,10 @@
 //! run is cold, exactly as before. After three failed starts in a row (an
 //! interpreter that cannot import OR-Tools) the pool stops refilling. Only the MCP server arms the pool
 //! ([`WarmPool::arm`]), and it starts at the first run; one-shot CLI
-//! commands stay cold.
+//! commands stay cold. The pool writes the `solvergate` helper and its
+//! `sitecustomize` into a dir of its own, first on every forker's
+//! `PYTHONPATH`, so a forker follows solves (which model each `CpSolver`
+//! solved) from before it imports OR-Tools, as a cold run does.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -44,6 +47,10 @@ struct State {
     shutdown: Option<CancellationToken>,
     /// Consecutive start failures; refilling stops after a few.
     failures: usize,
+    /// The helper and its start-up hook, first on every forker's
+    /// `PYTHONPATH`: a forker follows solves from before it imports
+    /// OR-Tools, so its children do from their first line.
+    helper: Option<tempfile::TempDir>,
 }
 
 /// Idle forkers shared by every clone of a `Cpsat` service.
@@ -79,8 +86,8 @@ impl WarmPool {
         });
     }
 
-    /// Starts an armed pool of `python` forkers (with the server's
-    /// `PYTHONPATH`, if any) the first time it is called.
+    /// Starts an armed pool of `python` forkers (with the helper's dir and
+    /// the server's `PYTHONPATH`, if any) the first time it is called.
     pub fn start_once(&self, python: &std::path::Path, pythonpath: Option<&std::ffi::OsStr>) {
         {
             let mut state = self.lock();
@@ -93,9 +100,32 @@ impl WarmPool {
                 super::script::SEED_VAR.into(),
                 super::script::CONFIG_VAR.into(),
             ];
-            match pythonpath {
-                Some(path) => state.env_set.push(("PYTHONPATH".into(), path.into())),
-                None => state.env_remove.push("PYTHONPATH".into()),
+            // Without the helper dir (it could not be written) a child still
+            // follows solves from its own `import solvergate` on.
+            let helper = super::script::scratch_dir().and_then(|dir| {
+                super::script::write_helper(dir.path())?;
+                Ok(dir)
+            });
+            let mut path = OsString::new();
+            match helper {
+                Ok(dir) => {
+                    path.push(dir.path());
+                    state.helper = Some(dir);
+                }
+                Err(error) => eprintln!(
+                    "solvergate: {error}; warm CP-SAT runs follow solves only once a script imports solvergate"
+                ),
+            }
+            if let Some(inherited) = pythonpath {
+                if !path.is_empty() {
+                    path.push(":");
+                }
+                path.push(inherited);
+            }
+            if path.is_empty() {
+                state.env_remove.push("PYTHONPATH".into());
+            } else {
+                state.env_set.push(("PYTHONPATH".into(), path));
             }
         }
         self.refill();

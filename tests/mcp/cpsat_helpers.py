@@ -30,6 +30,7 @@ from helpers import (
     marked_procs,
     wait_marked,
     wait_marked_async,
+    warm_forkers,
 )
 
 #: The interpreter the server under test runs scripts and checkers with.
@@ -71,6 +72,27 @@ async def cpsat_server(harness: Any, toolset: str = "full", **extra: str) -> Asy
     env, marker = cpsat_env(harness, **extra)
     async with harness.open(toolset, env=env) as launched:
         yield launched, marker
+
+
+PPID_SCRIPT = "import json, os\nprint(json.dumps({'status': 'feasible', 'objective': 0, 'solution': {'ppid': os.getppid()}}))\n"
+
+
+@asynccontextmanager
+async def warm_server_ready(harness, **extra):
+    """A server whose pool has started (by a first, cold run), is full, and
+    has served a run: the forkers are ready."""
+    async with cpsat_server(harness, **extra) as (launched, marker):
+        with anyio.move_on_after(60):
+            while True:
+                run = await call_ok(launched.session, "run_cpsat_python", {"source": PPID_SCRIPT})
+                forkers = warm_forkers(marker)
+                if len(forkers) == 2 and run["solution"]["ppid"] in {p.pid for p in forkers}:
+                    break
+                await anyio.sleep(0.2)
+        forkers = warm_forkers(marker)
+        assert len(forkers) == 2, f"the pool never filled: {describe(forkers)}"
+        assert run["solution"]["ppid"] in {p.pid for p in forkers}, "no run was ever warm"
+        yield launched, marker, forkers
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -17,9 +17,15 @@ from pathlib import Path
 import anyio
 import pytest
 
-from contextlib import asynccontextmanager
-
-from cpsat_helpers import PYTHON, cpsat_server, describe, leftover_marked_async, wait_marked_async
+from cpsat_helpers import (
+    PPID_SCRIPT,
+    PYTHON,
+    cpsat_server,
+    describe,
+    leftover_marked_async,
+    wait_marked_async,
+    warm_server_ready,
+)
 from helpers import _stat, call_ok, warm_forkers
 
 pytestmark = pytest.mark.anyio
@@ -90,27 +96,6 @@ async def run_watched(session, marker, tool, arguments, predicate):
         group.start_soon(call)
         seen["procs"] = await wait_marked_async(marker, predicate, timeout=15)
     return result["value"], seen["procs"]
-
-
-PPID_SCRIPT = "import json, os\nprint(json.dumps({'status': 'feasible', 'objective': 0, 'solution': {'ppid': os.getppid()}}))\n"
-
-
-@asynccontextmanager
-async def warm_server_ready(harness, **extra):
-    """A server whose pool has started (by a first, cold run), is full, and
-    has served a run: the forkers are ready."""
-    async with cpsat_server(harness, **extra) as (launched, marker):
-        with anyio.move_on_after(60):
-            while True:
-                run = await call_ok(launched.session, "run_cpsat_python", {"source": PPID_SCRIPT})
-                forkers = warm_forkers(marker)
-                if len(forkers) == 2 and run["solution"]["ppid"] in {p.pid for p in forkers}:
-                    break
-                await anyio.sleep(0.2)
-        forkers = warm_forkers(marker)
-        assert len(forkers) == 2, f"the pool never filled: {describe(forkers)}"
-        assert run["solution"]["ppid"] in {p.pid for p in forkers}, "no run was ever warm"
-        yield launched, marker, forkers
 
 
 def comparable(result: dict) -> dict:
