@@ -27,7 +27,7 @@ from cpsat_helpers import (
 )
 from helpers import call_error, call_ok
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.minizinc_independent]
 
 #: With capacity 5 the best value is 8 (item 2 alone).
 CAPPED_OPTIMUM = 8

@@ -33,7 +33,7 @@ from cpsat_helpers import (
 )
 from helpers import call_error, call_ok
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.minizinc_independent]
 
 SEED_VAR = "SOLVERGATE_CPSAT_SEED"
 CONFIG_VAR = "SOLVERGATE_CPSAT_CONFIG"

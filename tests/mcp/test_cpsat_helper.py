@@ -12,7 +12,7 @@ import pytest
 from cpsat_helpers import cpsat_server
 from helpers import call_ok
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.minizinc_independent]
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ from cpsat_helpers import (
 )
 from helpers import call_error, call_ok, list_jobs
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.minizinc_independent]
 
 SAME_FIELDS = ("status", "solution", "objective", "best_objective_bound", "diagnostic", "return_code", "timed_out", "truncated")
 

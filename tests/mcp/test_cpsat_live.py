@@ -12,11 +12,10 @@ import re
 import anyio
 import pytest
 
-from cpsat_helpers import cpsat_server
+from cpsat_helpers import cpsat_server, warm_server_ready
 from helpers import call_ok, structured, warm_forkers
-from test_cpsat_warm import warm_server_ready
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.minizinc_independent]
 
 #: Four improving envelopes a second apart, then the final one. Each
 #: carries the script's parent, so a test can tell a warm run from a cold one.

@@ -22,7 +22,7 @@ import pytest
 from cpsat_helpers import cpsat_server, warm_server_ready
 from helpers import _stat, call_ok
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.minizinc_independent]
 
 PROLOGUE = "import os, sys\nprint('ppid', os.getppid(), file=sys.stderr, flush=True)\n"
 

@@ -36,7 +36,7 @@ from cpsat_helpers import (
 )
 from helpers import RawServer, call_error, call_ok, non_jsonrpc_lines
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.minizinc_independent]
 
 
 @pytest.fixture(scope="module")
