@@ -242,6 +242,20 @@ async def test_a_cpsat_script_runs_as_a_task(harness):
         assert not await leftover_marked_async(marker, timeout=5) - warm(marker)
 
 
+async def test_a_cpsat_tasks_status_shows_the_scripts_live_figures(harness):
+    from test_cpsat_live import IMPROVING, LIVE
+
+    async with stdio_server(harness) as (client, _, _):
+        created = await tc.create(client, "run_cpsat_python", {"source": IMPROVING, "script_timeout_ms": 20000})
+        end, seen = await tc.wait(client, created.task_id)
+        assert end.status == "completed", wire(end)
+        working = [task.status_message or "" for task in seen if task.status == "working"]
+        live = [tuple(int(g) for g in m.groups()) for text in working if (m := LIVE.search(text))]
+        assert len({objective for _, objective, _ in live}) >= 2, f"no rising figures while working: {working}"
+        assert [objective for _, objective, _ in live] == sorted(objective for _, objective, _ in live), live
+        assert structured_of(end)["objective"] == 40
+
+
 def warm(marker: str) -> set[Any]:
     from helpers import warm_forkers
 
