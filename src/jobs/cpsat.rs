@@ -17,8 +17,8 @@ use super::backend::{
     CpsatJob, CpsatJobOutput, CpsatJobRequest, JobBackend, PlacementSlot, RunContext,
     SlurmPlacement, placement_of,
 };
-use super::registry::{JobRegistry, JobSnapshot, JobState, Start};
-use super::status::{BackgroundJobs, JobKind, JobLife, ResultStatus, full};
+use super::registry::{JobRegistry, JobSnapshot, Start};
+use super::status::{BackgroundJobs, JobKind, JobLife, ResultStatus, full, live_figures};
 use crate::budget::Budget;
 use crate::cpsat::{CheckerReport, Cpsat, CpsatPythonResult, ScriptSource};
 use crate::diagnostics::ToolError;
@@ -141,10 +141,7 @@ impl BackgroundJobs for CpsatJobs {
             script_timeout_ms: snapshot.meta.script_timeout_ms.as_i64(),
             checker_timeout_ms: snapshot.meta.checker_timeout_ms.map(Budget::as_millis),
             started_at: job.started_at(&snapshot),
-            live: match snapshot.state {
-                JobState::Running => snapshot.meta.live.lock().ok().and_then(|live| live.clone()),
-                _ => None,
-            },
+            live: live_figures(snapshot.state, &snapshot.meta.live),
             result: output.map(|output| output.result.clone()),
             checker: output.and_then(|output| output.checker.clone()),
             checker_skipped_reason: output.and_then(|output| output.checker_skipped_reason.clone()),
@@ -208,8 +205,8 @@ impl CpsatJobs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jobs::SlurmState;
     use crate::jobs::status::fixtures::{assert_pinned, snapshot};
+    use crate::jobs::{JobState, SlurmState};
 
     fn meta() -> CpsatJobMeta {
         CpsatJobMeta {

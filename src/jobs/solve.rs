@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 use serde_json::Number;
 
 use super::backend::{JobBackend, PlacementSlot, RunContext, SlurmPlacement, placement_of};
-use super::registry::{JobRegistry, JobSnapshot, JobState, Start};
-use super::status::{BackgroundJobs, JobKind, JobLife, ResultStatus, full};
+use super::registry::{JobRegistry, JobSnapshot, Start};
+use super::status::{BackgroundJobs, JobKind, JobLife, ResultStatus, full, live_figures};
 use crate::budget::Budget;
 use crate::diagnostics::ToolError;
 use crate::minizinc::{MiniZinc, SolveRequest, SolveResult};
@@ -149,10 +149,7 @@ impl BackgroundJobs for SolveJobs {
         SolveJobStatus {
             timeout_ms: snapshot.meta.timeout_ms.as_i64(),
             started_at: job.started_at(&snapshot),
-            live: match snapshot.state {
-                JobState::Running => snapshot.meta.live.lock().ok().and_then(|live| live.clone()),
-                _ => None,
-            },
+            live: live_figures(snapshot.state, &snapshot.meta.live),
             result: snapshot.result,
             slurm,
             job,
@@ -167,8 +164,8 @@ impl BackgroundJobs for SolveJobs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jobs::SlurmState;
     use crate::jobs::status::fixtures::{assert_pinned, snapshot};
+    use crate::jobs::{JobState, SlurmState};
 
     /// A status's JSON, pinned for each way a job can stand: a change to
     /// the fields or to how a snapshot becomes a status is a reviewed diff.

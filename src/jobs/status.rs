@@ -23,6 +23,7 @@ use super::registry::{JobRegistry, JobSnapshot, JobState, RegistryFull};
 use crate::cpsat::ScriptStatus;
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::SolveStatus;
+use crate::progress::{LiveFigures, LiveSlot};
 use crate::verdict::RaceStatus;
 
 /// One kind of background job as its callers reach it. A kind says how a
@@ -298,6 +299,15 @@ fn summary<R, M>(
         status,
         objective,
         message: snapshot.message.clone(),
+    }
+}
+
+/// The live figures a job's status shows: the latest while it runs, none
+/// before or after (its result says what it found).
+pub(super) fn live_figures(state: JobState, slot: &LiveSlot) -> Option<LiveFigures> {
+    match state {
+        JobState::Running => slot.lock().ok().and_then(|live| live.clone()),
+        _ => None,
     }
 }
 
