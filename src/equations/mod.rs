@@ -85,7 +85,7 @@ pub struct CorrectionResult {
     /// OPTIMAL or FEASIBLE.
     pub corrected: BTreeMap<String, f64>,
     /// The free variables whose corrected value differs from `obs`, each
-    /// with its observed value.
+    /// with its observed value (an unobserved variable is never listed).
     pub changed: BTreeMap<String, f64>,
     /// The minimised total (equation penalties plus observation pulls, in
     /// scaled units); 0 means every equation holds and nothing moved.
@@ -187,8 +187,10 @@ impl Equations {
             .iter()
             .filter_map(|(name, value)| {
                 let variable = request.variables.get(name)?;
-                let moved = (variable.obs - value).abs() > 0.5 / variable.mult_factor as f64;
-                moved.then(|| (name.clone(), variable.obs))
+                // An unobserved value has nothing to differ from.
+                let obs = variable.obs?;
+                let moved = (obs - value).abs() > 0.5 / variable.mult_factor as f64;
+                moved.then(|| (name.clone(), obs))
             })
             .collect();
         Ok(CorrectionResult {

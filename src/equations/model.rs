@@ -344,18 +344,24 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
     let mut largest_total: i128 = 0;
     let mut free = Vec::new();
     for (name, variable) in &request.variables {
-        let (Ok(Scaled { mult, low, high }), Ok(obs)) = (
-            scaled_domain(name, variable.mult_factor, variable.min, variable.max),
-            scale_value(name, "obs", variable.obs, variable.mult_factor),
-        ) else {
+        let domain = scaled_domain(name, variable.mult_factor, variable.min, variable.max);
+        let obs = variable
+            .obs
+            .map(|obs| scale_value(name, "obs", obs, variable.mult_factor))
+            .transpose();
+        let (Ok(Scaled { mult, low, high }), Ok(obs)) = (domain, obs) else {
             // The request was validated; keep going defensively.
             invalid.push(format!("variables.{name}: out of range"));
             continue;
         };
-        let (low, high) = if variable.fixed {
-            (obs, obs)
-        } else {
-            (low, high)
+        let (low, high) = match (variable.fixed, obs) {
+            (true, Some(obs)) => (obs, obs),
+            (true, None) => {
+                // Refused by validation already.
+                invalid.push(format!("variables.{name}: fixed without obs"));
+                continue;
+            }
+            (false, _) => (low, high),
         };
         let var = ModelVar {
             ident: ident(name),
@@ -365,25 +371,34 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
         };
         if variable.fixed {
             text.line(format!(
-                "int: {} = {obs};  % fixed: {name} = {}",
-                var.ident, variable.obs
+                "int: {} = {low};  % fixed: {name} = {}",
+                var.ident,
+                variable.obs.unwrap_or_default()
             ));
         } else {
-            text.line(format!(
-                "var {low}..{high}: {};  % {name}, observed {} (confidence {})",
-                var.ident, variable.obs, variable.confidence
-            ));
-            let weight = pull(variable.confidence);
-            if weight > 0 {
-                pulls.push(format!(
-                    "{weight} * abs({} - {})",
-                    var.ident,
-                    Term::Lit(obs)
-                ));
-                let distance = (i128::from(obs) - i128::from(low))
-                    .abs()
-                    .max((i128::from(high) - i128::from(obs)).abs());
-                largest_total += i128::from(weight) * distance;
+            match variable.obs.zip(obs) {
+                Some((obs_real, obs)) => {
+                    text.line(format!(
+                        "var {low}..{high}: {};  % {name}, observed {obs_real} (confidence {})",
+                        var.ident, variable.confidence
+                    ));
+                    let weight = pull(variable.confidence);
+                    if weight > 0 {
+                        pulls.push(format!(
+                            "{weight} * abs({} - {})",
+                            var.ident,
+                            Term::Lit(obs)
+                        ));
+                        let distance = (i128::from(obs) - i128::from(low))
+                            .abs()
+                            .max((i128::from(high) - i128::from(obs)).abs());
+                        largest_total += i128::from(weight) * distance;
+                    }
+                }
+                None => text.line(format!(
+                    "var {low}..{high}: {};  % {name}, not observed",
+                    var.ident
+                )),
             }
             free.push(var.ident.clone());
             outputs.insert(name.clone(), var.clone());

@@ -527,3 +527,69 @@ async def test_evaluate_reads_tolerance_like_correct_values_when_given_mult_fact
         full.session, "evaluate_equations", {"equations": equations, "values": values, "mult_factors": mults}
     )
     assert "whole number" in error.message and "tolerance" in error.message
+
+
+# obs is optional for a free variable: an unobserved value is the one the
+# equations force, pulled toward nothing. A fixed one still needs obs.
+
+
+@pytest.mark.parametrize(
+    ("variables", "needle"),
+    [
+        ({"total": {"fixed": True}, "part": {"obs": 1}}, "variables.total is fixed but has no obs"),
+        ({"total": {"fixed": True, "confidence": 1}, "part": {"obs": 1}}, "variables.total is fixed but has no obs"),
+        ({"total": {"confidence": 0.5}, "part": {"obs": 1}}, "variables.total has confidence 0.5 but no obs"),
+        ({"total": {"obs": None, "fixed": True}, "part": {"obs": 1}}, "variables.total is fixed but has no obs"),
+    ],
+)
+async def test_a_value_without_obs_that_needs_one_is_refused_by_name(full, variables, needle):
+    request = {"variables": variables, "equations": [{"lhs": "total", "rhs": "part * 2"}]}
+    error = await call_error(full.session, "correct_values", request)
+    assert error.category == "invalid_request"
+    assert needle in error.message, error.message
+
+
+async def test_a_free_variable_without_obs_takes_the_value_the_equations_force(full):
+    request = {
+        "variables": {
+            "gross": {"min": 0, "max": 1000, "mult_factor": 100},
+            "qty": {"obs": 12, "fixed": True},
+            "rate": {"obs": 45.5, "mult_factor": 100, "fixed": True},
+        },
+        "equations": [{"lhs": "gross", "rhs": "qty * rate"}],
+    }
+    result = await full.session.call_tool("correct_values", request)
+    data = call_result(result)
+    assert data["status"] == "OPTIMAL"
+    assert data["corrected"] == {"gross": 546.0}
+    # Nothing was observed, so nothing changed and nothing pulled.
+    assert data["changed"] == {}
+    assert data["penalty"] == 0
+    assert "v_gross;  % gross, not observed" in data["model"]
+    assert "abs(v_gross" not in data["model"]
+    assert result_text(result).startswith("OPTIMAL: 0 of 1 free value(s) corrected (penalty 0)")
+
+
+async def test_no_obs_means_the_same_as_obs_zero_with_confidence_zero(full):
+    """Two unknowns tied by equations and one trusted reading: leaving obs
+    out gives the answer obs 0 with confidence 0 gives."""
+    variables = {
+        "net": {"obs": 100, "confidence": 1, "mult_factor": 100, "max": 10000},
+        "tax": {"mult_factor": 100, "max": 10000},
+        "gross": {"mult_factor": 100, "max": 10000},
+    }
+    equations = [
+        {"lhs": "tax", "rhs": "net * 0.19"},
+        {"lhs": "gross", "rhs": "net + tax"},
+    ]
+    without = await call_ok(full.session, "correct_values", {"variables": variables, "equations": equations})
+    explicit = copy.deepcopy(variables)
+    for name in ("tax", "gross"):
+        explicit[name].update({"obs": 0, "confidence": 0})
+    with_zero = await call_ok(full.session, "correct_values", {"variables": explicit, "equations": equations})
+    assert without["status"] == with_zero["status"] == "OPTIMAL"
+    assert without["corrected"] == with_zero["corrected"] == {"net": 100.0, "tax": 19.0, "gross": 119.0}
+    assert without["penalty"] == with_zero["penalty"] == 0
+    # obs 0 is an observation that moved; no obs is not.
+    assert without["changed"] == {}
+    assert with_zero["changed"] == {"tax": 0.0, "gross": 0.0}

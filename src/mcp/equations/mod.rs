@@ -20,7 +20,7 @@ use crate::equations::{
 #[tool_router(router = equation_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Correct values read from a document (OCR, forms) so they satisfy known equations such as gross = quantity * rate. Variables: obs, confidence 0-1 (resistance to change), mult_factor (100 for cents), optional min/max, fixed. Equations: lhs, rhs (+ - * / % **, parentheses; (0 - x) for minus), relation ==/<=/>=, weight and tolerance in units of 1/(largest mult_factor), see equation_units. Solved exactly with MiniZinc; status OPTIMAL (never when the ±2e9 integer range could cut answers), FEASIBLE, INFEASIBLE, UNKNOWN or INVALID_EQUATION, and the corrected free values.",
+        description = "Correct values read from a document (OCR, forms) so they satisfy known equations such as gross = quantity * rate. Variables: obs (may be left out for a free unknown), confidence 0-1 (resistance to change), mult_factor (100 for cents), optional min/max, fixed (needs obs). Equations: lhs, rhs (+ - * / % **, parentheses; (0 - x) for minus), relation ==/<=/>=, weight and tolerance in units of 1/(largest mult_factor), see equation_units. Solved exactly with MiniZinc; status OPTIMAL (never when the ±2e9 integer range could cut answers), FEASIBLE, INFEASIBLE, UNKNOWN or INVALID_EQUATION, and the corrected free values.",
         input_schema = schema::<CorrectRequest>(),
         output_schema = schema_for_output::<CorrectionResult>()
     )]
