@@ -90,6 +90,10 @@ pub struct CorrectionResult {
     /// The minimised total (equation penalties plus observation pulls, in
     /// scaled units); 0 means every equation holds and nothing moved.
     pub penalty: Option<i64>,
+    /// The equations the answer still misses beyond their tolerance: the
+    /// observations could not all be reconciled. Empty when every equation
+    /// holds (or there is no answer).
+    pub violations: Vec<model::Violation>,
     /// With INVALID_EQUATION: one line per problem, with its place
     /// (`equations[1] rhs column 1, at '-': …`).
     pub errors: Vec<String>,
@@ -118,6 +122,9 @@ pub struct OptimizationResult {
     /// The solver's objective: the objective in steps of its scale, minus
     /// (maximize) or plus (minimize) the soft penalties.
     pub solver_objective: Option<i64>,
+    /// The soft constraints the answer misses beyond their tolerance, with
+    /// what each costs. Empty when all hold (or there is no answer).
+    pub violations: Vec<model::Violation>,
     /// With INVALID_EQUATION: one line per problem, with its place.
     pub errors: Vec<String>,
     /// The MiniZinc solver that ran; `None` when nothing ran
@@ -143,6 +150,9 @@ pub struct Equations {
 struct Outcome {
     status: EquationStatus,
     values: BTreeMap<String, f64>,
+    /// Each soft equation's residual in steps, in the order of the
+    /// model's checks; empty without an answer.
+    residuals: Vec<i64>,
     objective: Option<i64>,
     solver: String,
     diagnostic: Option<Diagnostic>,
@@ -171,6 +181,7 @@ impl Equations {
                     corrected: BTreeMap::new(),
                     changed: BTreeMap::new(),
                     penalty: None,
+                    violations: Vec::new(),
                     diagnostic: Some(invalid_diagnostic(&errors)),
                     errors,
                     solver: None,
@@ -193,11 +204,13 @@ impl Equations {
                 moved.then(|| (name.clone(), obs))
             })
             .collect();
+        let violations = violations(&built, &outcome);
         Ok(CorrectionResult {
             status: outcome.status,
             corrected: outcome.values,
             changed,
             penalty: outcome.objective,
+            violations,
             errors: Vec::new(),
             solver: Some(outcome.solver),
             model: Some(built.text),
@@ -223,6 +236,7 @@ impl Equations {
                     values: BTreeMap::new(),
                     objective_value: None,
                     solver_objective: None,
+                    violations: Vec::new(),
                     diagnostic: Some(invalid_diagnostic(&errors)),
                     errors,
                     solver: None,
@@ -241,11 +255,13 @@ impl Equations {
                 evaluate::value(&expr, &|name| outcome.values.get(name).copied()).ok()
             })
         };
+        let violations = violations(&built, &outcome);
         Ok(OptimizationResult {
             status: outcome.status,
             values: outcome.values,
             objective_value,
             solver_objective: outcome.objective,
+            violations,
             errors: Vec::new(),
             solver: Some(outcome.solver),
             model: Some(built.text),
@@ -276,7 +292,7 @@ impl Equations {
             },
         };
         let result = self.minizinc.solve(&request, progress, cancel).await?;
-        let mut outcome = read_outcome(&result, &built.outputs);
+        let mut outcome = read_outcome(&result, &built.outputs, &built.checks);
         let mut proven_infeasible = false;
         if outcome.status == EquationStatus::Infeasible
             && built.cuts.is_empty()
@@ -333,6 +349,7 @@ fn limit_claims(outcome: &mut Outcome, built: &model::Built) {
     outcome.status = downgraded;
     if downgraded == EquationStatus::Unknown {
         outcome.values.clear();
+        outcome.residuals.clear();
     }
     outcome.diagnostic = Some(Diagnostic::new(Category::NotVerified, message));
 }
@@ -348,7 +365,29 @@ fn invalid_diagnostic(errors: &[String]) -> Diagnostic {
     )
 }
 
-fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> Outcome {
+/// The soft equations the answer misses, from the residuals the model
+/// output; the sides are computed from every variable's value.
+fn violations(built: &model::Built, outcome: &Outcome) -> Vec<model::Violation> {
+    let value = |name: &str| {
+        outcome
+            .values
+            .get(name)
+            .or_else(|| built.pinned.get(name))
+            .copied()
+    };
+    built
+        .checks
+        .iter()
+        .zip(&outcome.residuals)
+        .filter_map(|(check, &steps)| check.violation(steps, &value))
+        .collect()
+}
+
+fn read_outcome(
+    result: &SolveResult,
+    outputs: &BTreeMap<String, ModelVar>,
+    checks: &[model::Check],
+) -> Outcome {
     let has_solution = result.solution.is_some();
     let mut status = match result.status {
         SolveStatus::Optimal => EquationStatus::Optimal,
@@ -362,6 +401,7 @@ fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> O
         | SolveStatus::Unknown => EquationStatus::Unknown,
     };
     let mut values = BTreeMap::new();
+    let mut residuals = Vec::new();
     let mut diagnostic = result.diagnostic.clone();
     if matches!(status, EquationStatus::Optimal | EquationStatus::Feasible) {
         let solution = result.solution.clone().unwrap_or_default();
@@ -374,10 +414,20 @@ fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> O
                 None => missing.push(name.as_str()),
             }
         }
+        for check in checks {
+            match solution
+                .get(&check.ident)
+                .and_then(serde_json::Value::as_i64)
+            {
+                Some(steps) => residuals.push(steps),
+                None => missing.push(check.ident.as_str()),
+            }
+        }
         // Half an answer is no answer: nothing is claimed.
         if !missing.is_empty() {
             status = EquationStatus::Unknown;
             values.clear();
+            residuals.clear();
             diagnostic = Some(Diagnostic::new(
                 Category::Unknown,
                 format!(
@@ -414,6 +464,7 @@ fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> O
     Outcome {
         status,
         values,
+        residuals,
         objective,
         solver: result.solver.clone(),
         diagnostic,
@@ -451,7 +502,7 @@ mod tests {
 
     #[test]
     fn an_answer_missing_a_value_is_unknown_not_optimal() {
-        let outcome = read_outcome(&solved(serde_json::json!({"v_a": 150})), &outputs());
+        let outcome = read_outcome(&solved(serde_json::json!({"v_a": 150})), &outputs(), &[]);
         assert_eq!(outcome.status, EquationStatus::Unknown);
         assert!(outcome.values.is_empty());
         let diagnostic = outcome.diagnostic.unwrap();
@@ -465,6 +516,7 @@ mod tests {
             corrected: outcome.values,
             changed: BTreeMap::new(),
             penalty: None,
+            violations: Vec::new(),
             errors: Vec::new(),
             solver: None,
             model: None,
@@ -484,6 +536,7 @@ mod tests {
         let outcome = read_outcome(
             &solved(serde_json::json!({"v_a": 150, "v_b": 7})),
             &outputs(),
+            &[],
         );
         assert_eq!(outcome.status, EquationStatus::Optimal);
         assert_eq!(outcome.values["a"], 1.5);

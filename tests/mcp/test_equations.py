@@ -593,3 +593,161 @@ async def test_no_obs_means_the_same_as_obs_zero_with_confidence_zero(full):
     # obs 0 is an observation that moved; no obs is not.
     assert without["changed"] == {}
     assert with_zero["changed"] == {"tax": 0.0, "gross": 0.0}
+
+
+# A result with a penalty says which equations still miss, consistently
+# with how the penalty counts them.
+
+
+def _pinned(values, equations):
+    return {
+        "variables": {name: {"obs": value, "fixed": True, **extra} for name, (value, extra) in values.items()},
+        "equations": equations,
+    }
+
+
+async def test_fixed_values_that_break_an_equation_are_listed_as_violations(full):
+    request = _pinned({"x": (3, {}), "y": (4, {})}, [{"lhs": "x", "rhs": "y", "weight": 1}])
+    result = await full.session.call_tool("correct_values", request)
+    data = call_result(result)
+    assert data["status"] == "OPTIMAL"
+    assert data["corrected"] == {} and data["penalty"] == 1
+    assert data["violations"] == [
+        {
+            "place": "equations[0]",
+            "equation": "x == y",
+            "lhs_value": 3.0,
+            "rhs_value": 4.0,
+            "residual": -1.0,
+            "excess": 1.0,
+            "penalty": 1,
+        }
+    ]
+    text = result_text(result)
+    assert "cannot all be reconciled" in text, text
+    assert "equations[0] x == y: lhs 3, rhs 4, residual -1" in text, text
+
+
+async def test_only_the_equations_that_miss_are_listed_each_with_its_share(full):
+    """Three equations over pinned values: one holds, one misses within its
+    tolerance, one misses beyond it; a fourth with weight 0 misses and costs
+    nothing. The shares add up to the penalty."""
+    request = _pinned(
+        {"a": (10, {}), "b": (12, {}), "c": (10, {})},
+        [
+            {"lhs": "a", "rhs": "c"},
+            {"lhs": "a", "rhs": "b", "tolerance": 2},
+            {"lhs": "b + 3", "rhs": "c", "weight": 7, "tolerance": 1},
+            {"lhs": "a", "rhs": "b", "relation": ">=", "weight": 0},
+            {"lhs": "a", "rhs": "b", "relation": "<="},
+        ],
+    )
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "OPTIMAL"
+    places = [v["place"] for v in data["violations"]]
+    assert places == ["equations[2]", "equations[3]"], data["violations"]
+    second, third = data["violations"]
+    assert (second["lhs_value"], second["rhs_value"], second["residual"], second["excess"]) == (15.0, 10.0, 5.0, 4.0)
+    assert second["penalty"] == 7 * 4
+    assert (third["residual"], third["excess"], third["penalty"]) == (-2.0, 2.0, 0)
+    assert data["penalty"] == sum(v["penalty"] for v in data["violations"]) == 28
+
+
+async def test_a_fractional_residual_is_given_in_the_unit_and_rounded_up_in_the_penalty(full):
+    # x == y * 0.5 with whole numbers: the sides differ by half a unit.
+    request = _pinned({"x": (1, {}), "y": (3, {})}, [{"lhs": "x", "rhs": "y * 0.5", "weight": 10}])
+    data = await call_ok(full.session, "correct_values", request)
+    [violation] = data["violations"]
+    assert (violation["lhs_value"], violation["rhs_value"]) == (1.0, 1.5)
+    assert (violation["residual"], violation["excess"]) == (-0.5, 0.5)
+    # The model counts whole units started: half a unit costs one weight.
+    assert violation["penalty"] == data["penalty"] == 10
+    # Within a tolerance of one unit it holds: nothing listed, nothing paid.
+    request["equations"][0]["tolerance"] = 1
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["violations"] == [] and data["penalty"] == 0
+
+
+async def test_floating_point_noise_is_not_a_violation(full):
+    """0.1 + 0.2 is not 0.3 in binary floating point; the model counts
+    tenths exactly, so the equation holds and is not listed."""
+    scaled = {"mult_factor": 10}
+    request = _pinned(
+        {"a": (0.1, scaled), "b": (0.2, scaled), "c": (0.3, scaled)}, [{"lhs": "a + b", "rhs": "c"}]
+    )
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "OPTIMAL"
+    assert data["penalty"] == 0 and data["violations"] == []
+
+
+async def test_a_huge_residual_is_reported_whole(full):
+    request = _pinned({"x": (1_500_000_000, {}), "y": (0, {})}, [{"lhs": "x", "rhs": "y", "weight": 1}])
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "OPTIMAL"
+    [violation] = data["violations"]
+    assert violation["residual"] == 1.5e9 and violation["penalty"] == 1_500_000_000 == data["penalty"]
+
+
+async def test_an_equation_cheaper_to_break_than_a_trusted_value_is_listed_with_the_pull(full):
+    """a is trusted (100 per unit moved), the equation a == b weighs 50 per
+    unit: leaving it off by 3 is cheaper than moving a, so a stays and the
+    violation carries the whole penalty; in cents the unit is 0.01."""
+    request = {
+        "variables": {
+            "a": {"obs": 10, "confidence": 1, "mult_factor": 100, "max": 1000},
+            "b": {"obs": 13, "mult_factor": 100, "fixed": True},
+        },
+        "equations": [{"lhs": "a", "rhs": "b", "weight": 50}],
+    }
+    result = await full.session.call_tool("correct_values", request)
+    data = call_result(result)
+    assert data["corrected"] == {"a": 10.0} and data["changed"] == {}
+    [violation] = data["violations"]
+    assert (violation["residual"], violation["excess"]) == (-300.0, 300.0)
+    assert violation["penalty"] == data["penalty"] == 50 * 300
+    assert data["equation_units"][0]["unit"] == 0.01
+    assert "cannot all be reconciled" in result_text(result)
+
+
+async def test_corrected_values_that_satisfy_everything_list_no_violations(full):
+    data = await call_ok(full.session, "correct_values", INVOICE)
+    assert data["status"] == "OPTIMAL" and data["penalty"] > 0
+    # The penalty is the pull of the corrections only.
+    assert data["violations"] == []
+    data = await call_ok(full.session, "correct_values", SEED)
+    assert data["violations"] == []
+
+
+async def test_a_violated_soft_constraint_of_optimize_expression_is_listed(full):
+    """Maximise 10x with a soft x <= 60 costing 3 per unit above: each unit
+    above gains 10 and costs 3, so x goes to its bound 100, 40 over."""
+    request = {
+        "variables": {"x": {"min": 0, "max": 100}},
+        "objective": {"expr": "10 * x", "direction": "maximize"},
+        "hard_constraints": [{"lhs": "x", "rhs": "100", "relation": "<="}],
+        "soft_constraints": [
+            {"lhs": "x", "rhs": "60", "relation": "<=", "weight": 3},
+            {"lhs": "x", "rhs": "5", "relation": ">=", "weight": 3},
+        ],
+    }
+    result = await full.session.call_tool("optimize_expression", request)
+    data = call_result(result)
+    assert data["status"] == "OPTIMAL"
+    assert data["values"] == {"x": 100.0}
+    assert data["violations"] == [
+        {
+            "place": "soft_constraints[0]",
+            "equation": "x <= 60",
+            "lhs_value": 100.0,
+            "rhs_value": 60.0,
+            "residual": 40.0,
+            "excess": 40.0,
+            "penalty": 120,
+        }
+    ]
+    assert data["solver_objective"] == 1000 - 120
+    text = result_text(result)
+    assert "1 soft constraint(s) violated" in text and "soft_constraints[0] x <= 60" in text, text
+    # The reference optimisation keeps its soft cap: nothing listed.
+    data = await call_ok(full.session, "optimize_expression", OPTIMISATION)
+    assert data["violations"] == []
