@@ -208,7 +208,8 @@ fn validate_lists_each_problem() {
             {"lhs": "total", "rhs": "taxable + tax"},
             {"lhs": "discount", "rhs": "-base * 0.1"},
             {"lhs": "area", "rhs": "side ** n"},
-            {"lhs": "prix", "rhs": "quantité * 2"}
+            {"lhs": "prix", "rhs": "quantité * 2"},
+            {"lhs": "total", "rhs": "-a ** b + (c"}
         ]
     });
     let home = Home::new().on_test_runtime();

@@ -183,7 +183,7 @@ impl Equations {
                     penalty: None,
                     violations: Vec::new(),
                     diagnostic: Some(invalid_diagnostic(&errors)),
-                    errors,
+                    errors: capped(errors),
                     solver: None,
                     model: None,
                     equation_units: Vec::new(),
@@ -238,7 +238,7 @@ impl Equations {
                     solver_objective: None,
                     violations: Vec::new(),
                     diagnostic: Some(invalid_diagnostic(&errors)),
-                    errors,
+                    errors: capped(errors),
                     solver: None,
                     model: None,
                     equation_units: Vec::new(),
@@ -352,6 +352,21 @@ fn limit_claims(outcome: &mut Outcome, built: &model::Built) {
         outcome.residuals.clear();
     }
     outcome.diagnostic = Some(Diagnostic::new(Category::NotVerified, message));
+}
+
+/// Most problem lines a result lists; a request with more says how many
+/// were left out, so hostile input cannot make a huge answer.
+pub const MAX_ERROR_LINES: usize = 50;
+
+fn capped(mut errors: Vec<String>) -> Vec<String> {
+    if errors.len() > MAX_ERROR_LINES {
+        let left_out = errors.len() - MAX_ERROR_LINES;
+        errors.truncate(MAX_ERROR_LINES);
+        errors.push(format!(
+            "{left_out} more line(s) of problems not listed; fix these and check again"
+        ));
+    }
+    errors
 }
 
 fn invalid_diagnostic(errors: &[String]) -> Diagnostic {
@@ -529,6 +544,17 @@ mod tests {
             text.contains("Diagnostic: unknown — the solver reported optimal"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn long_problem_lists_are_capped_with_a_count() {
+        let few: Vec<String> = (0..MAX_ERROR_LINES).map(|i| i.to_string()).collect();
+        assert_eq!(capped(few.clone()), few);
+        let many: Vec<String> = (0..MAX_ERROR_LINES + 7).map(|i| i.to_string()).collect();
+        let kept = capped(many);
+        assert_eq!(kept.len(), MAX_ERROR_LINES + 1);
+        assert_eq!(kept[..MAX_ERROR_LINES], few[..]);
+        assert!(kept[MAX_ERROR_LINES].starts_with("7 more line(s) of problems not listed"));
     }
 
     #[test]

@@ -234,8 +234,9 @@ fn parse_all(path: &str, equations: &[Equation], invalid: &mut Invalid) -> Vec<(
             Ok(sides) => parsed.push(sides),
             Err(errors) => invalid.extend(
                 errors
-                    .iter()
-                    .map(|error| format!("{path}[{index}] {}", error.line())),
+                    .lines()
+                    .into_iter()
+                    .map(|line| format!("{path}[{index}] {line}")),
             ),
         }
     }
@@ -572,8 +573,19 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
     let mut invalid = Invalid::new();
     let objective = match parse::parse(&request.objective.expr) {
         Ok(expr) => Some(expr),
-        Err(error) => {
-            invalid.push(format!("objective.expr {error}"));
+        Err(errors) => {
+            invalid.extend(
+                errors
+                    .errors
+                    .iter()
+                    .map(|error| format!("objective.expr {error}")),
+            );
+            if errors.unlisted > 0 {
+                invalid.push(format!(
+                    "objective.expr: {} more problem(s) not listed; fix these and check again",
+                    errors.unlisted
+                ));
+            }
             None
         }
     };

@@ -266,6 +266,7 @@ async def test_validate_equations_lists_problems_with_positions(full):
     assert checks[1]["details"] == [
         {
             "side": "rhs",
+            "kind": "unary_operator",
             "column": 1,
             "found": "-",
             "message": "unary '-' is not supported; rewrite '-x' as '(0 - x)'",
@@ -751,3 +752,77 @@ async def test_a_violated_soft_constraint_of_optimize_expression_is_listed(full)
     # The reference optimisation keeps its soft cap: nothing listed.
     data = await call_ok(full.session, "optimize_expression", OPTIMISATION)
     assert data["violations"] == []
+
+
+# Every independent problem of an expression is reported, each starting
+# with its kind, the list capped with a count of what was left out.
+
+
+async def test_validate_reports_every_problem_of_an_expression_with_its_kind(full):
+    request = {"equations": [{"lhs": "total", "rhs": "-a ** b"}, {"lhs": "a // b", "rhs": "(c"}]}
+    result = await full.session.call_tool("validate_equations", request)
+    data = call_result(result)
+    assert data["valid"] is False
+    first, second = data["equations"]
+    assert [(d["side"], d["kind"], d["column"], d["found"]) for d in first["details"]] == [
+        ("rhs", "unary_operator", 1, "-"),
+        ("rhs", "exponent", 7, "b"),
+    ]
+    assert first["errors"][0].startswith("rhs column 1, at '-': unary '-' is not supported")
+    assert "(0 - x)" in first["errors"][0]
+    assert first["errors"][1].startswith("rhs column 7, at 'b': exponent must be a constant positive integer")
+    assert [(d["side"], d["kind"], d["column"]) for d in second["details"]] == [
+        ("lhs", "syntax_error", 3),
+        ("rhs", "syntax_error", 3),
+    ]
+    assert all(line.split(": ", 1)[1].startswith("syntax error: ") for line in second["errors"]), second
+    assert first["unlisted"] == second["unlisted"] == 0
+    text = result_text(result)
+    assert "rhs column 1, at '-': unary" in text and "rhs column 7, at 'b': exponent" in text, text
+
+
+async def test_correct_and_optimize_report_every_problem_in_one_round_trip(full):
+    request = copy.deepcopy(SEED)
+    request["equations"] = [{"lhs": "gross_amount", "rhs": "-quantity ** rate_per_pc"}]
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "INVALID_EQUATION"
+    assert data["errors"] == [
+        "equations[0] rhs column 1, at '-': unary '-' is not supported; rewrite '-x' as '(0 - x)'",
+        "equations[0] rhs column 14, at 'rate_per_pc': exponent must be a constant positive integer from 1 to 16, such as x ** 2",
+    ]
+    assert data["diagnostic"]["message"].startswith("2 problem(s) in the expressions")
+    request = copy.deepcopy(OPTIMISATION)
+    request["objective"]["expr"] = "units ** price - -units"
+    request["soft_constraints"][0]["rhs"] = "50 +"
+    data = await call_ok(full.session, "optimize_expression", request)
+    assert data["status"] == "INVALID_EQUATION"
+    assert [line.split(", at")[0] for line in data["errors"]] == [
+        "objective.expr column 10",
+        "objective.expr column 18",
+        "soft_constraints[0] rhs column 5",
+    ]
+
+
+async def test_an_expression_with_hundreds_of_problems_gives_a_short_answer(full):
+    """Thousands of unary signs in the longest expression accepted: ten
+    are listed per side, the rest counted, and the answer stays small."""
+    hostile = "-a+" * 3333  # 9,999 characters, 3,333 problems
+    result = await full.session.call_tool("validate_equations", {"equations": [{"lhs": hostile, "rhs": hostile}]})
+    data = call_result(result)
+    [check] = data["equations"]
+    assert len(check["details"]) == 20
+    assert check["unlisted"] > 6000
+    assert check["errors"][-2:] == [
+        f"lhs: {check['unlisted'] // 2} more problem(s) not listed; fix these and check again",
+        f"rhs: {check['unlisted'] // 2} more problem(s) not listed; fix these and check again",
+    ]
+    # The answer is the input echoed twice plus a few kilobytes, not megabytes.
+    assert len(result_text(result)) < 2 * len(hostile) + 5_000
+    # Many such equations at once: correct_values lists at most 50 lines.
+    request = copy.deepcopy(SEED)
+    request["equations"] = [{"lhs": "gross_amount", "rhs": "-quantity + " * 20 + "1"}] * 30
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "INVALID_EQUATION"
+    assert len(data["errors"]) == 51
+    assert data["errors"][-1].endswith("more line(s) of problems not listed; fix these and check again")
+    assert data["diagnostic"]["message"].startswith("330 problem(s) in the expressions")

@@ -42,7 +42,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Check the syntax of equations (lhs, rhs) without solving: each gets an errors list (empty when valid) naming the side, the column and the offending text. Catches unary minus/plus (write (0 - x)), non-constant or non-positive exponents of **, and syntax errors. Call before correct_values or optimize_expression.",
+        description = "Check the syntax of equations (lhs, rhs) without solving: each gets an errors list (empty when valid) with every independent problem, naming the side, the column and the offending text, each message starting with its kind: syntax error, unary '-'/'+' (write (0 - x)), exponent (** takes a constant whole number 1-16), limit exceeded. At most 10 per side are listed, the rest counted. Call before correct_values or optimize_expression.",
         input_schema = schema::<ValidateRequest>(),
         output_schema = schema_for_output::<ValidationResult>()
     )]
