@@ -120,6 +120,42 @@ fn correct_without_time_to_answer_is_unknown() {
     assert_eq!(output.status.code(), Some(5));
 }
 
+#[test]
+fn correct_says_which_equations_stay_violated() {
+    // Every value is pinned and the line total disagrees with quantity ×
+    // price by 2.00: nothing can move, so the equation stays violated.
+    let pinned = serde_json::json!({
+        "variables": {
+            "quantity": {"obs": 3, "fixed": true},
+            "price": {"obs": 9.5, "mult_factor": 100, "fixed": true},
+            "total": {"obs": 30.5, "mult_factor": 100, "fixed": true},
+            "discount": {"mult_factor": 100, "max": 100}
+        },
+        "equations": [
+            {"lhs": "total", "rhs": "quantity * price", "weight": 10},
+            {"lhs": "discount", "rhs": "total - quantity * price", "relation": "<="}
+        ]
+    });
+    let home = Home::new().on_test_runtime();
+    let output = home.snapshot("correct_violated", "correct", &pinned);
+    assert_eq!(output.status.code(), Some(0));
+    let result = home.json("correct", &pinned);
+    assert_eq!(result["penalty"], 2000);
+    assert_eq!(result["violations"][0]["place"], "equations[0]");
+    assert_eq!(result["violations"][0]["residual"], 200.0);
+}
+
+#[test]
+fn a_fixed_variable_needs_its_obs() {
+    let mut request = seed();
+    request["variables"]["quantity"] = serde_json::json!({"fixed": true});
+    let output =
+        Home::new()
+            .on_test_runtime()
+            .snapshot("equations_fixed_without_obs", "correct", &request);
+    assert_eq!(output.status.code(), Some(1));
+}
+
 fn optimisation() -> serde_json::Value {
     // max units × price with units + price <= 120 and a soft price cap of
     // 50 (500 per cent above it): units 70, price 50, 3500.
@@ -172,7 +208,8 @@ fn validate_lists_each_problem() {
             {"lhs": "total", "rhs": "taxable + tax"},
             {"lhs": "discount", "rhs": "-base * 0.1"},
             {"lhs": "area", "rhs": "side ** n"},
-            {"lhs": "prix", "rhs": "quantité * 2"}
+            {"lhs": "prix", "rhs": "quantité * 2"},
+            {"lhs": "total", "rhs": "-a ** b + (c"}
         ]
     });
     let home = Home::new().on_test_runtime();

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::parse::{self, Expr, Op, ParseError};
+use super::parse::{self, Expr, Op, ParseError, ParseErrors, ProblemKind};
 use super::request::{EvaluateRequest, EvaluatedEquation, ExpressionPair, Relation};
 
 /// Which side of an equation a problem is on.
@@ -30,6 +30,9 @@ pub enum Side {
 pub struct ExpressionError {
     /// The side whose text `column` counts in.
     pub side: Side,
+    /// What kind of problem: `syntax_error`, `unary_operator`, `exponent`
+    /// or `limit_exceeded` (the message starts with the same words).
+    pub kind: ProblemKind,
     /// 1-based character column in that side's text.
     pub column: usize,
     /// The offending text (`end of expression` when it ended too early).
@@ -42,6 +45,7 @@ impl ExpressionError {
     fn new(side: Side, error: ParseError) -> Self {
         ExpressionError {
             side,
+            kind: error.kind,
             column: error.column,
             found: error.found,
             message: error.message,
@@ -55,6 +59,7 @@ impl ExpressionError {
             Side::Rhs => "rhs",
         };
         let error = ParseError {
+            kind: self.kind,
             column: self.column,
             found: self.found.clone(),
             message: self.message.clone(),
@@ -70,10 +75,14 @@ pub struct EquationCheck {
     pub lhs: String,
     /// The right-hand side, as given.
     pub rhs: String,
-    /// Empty when the equation is valid; else one line per problem.
+    /// Empty when the equation is valid; else one line per problem (and a
+    /// last line saying how many more there are, if any).
     pub errors: Vec<String>,
-    /// The same problems with side, column and offending text apart.
+    /// The problems listed, with side, kind, column and offending text
+    /// apart.
     pub details: Vec<ExpressionError>,
+    /// Problems found beyond those listed (each side lists at most 10).
+    pub unlisted: usize,
 }
 
 /// Outcome of `validate_equations`.
@@ -85,17 +94,61 @@ pub struct ValidationResult {
     pub equations: Vec<EquationCheck>,
 }
 
+/// Every problem found in the two sides of an equation.
+#[derive(Debug, Clone, Default)]
+pub struct SideErrors {
+    /// The problems listed, left side first.
+    pub details: Vec<ExpressionError>,
+    /// Problems found beyond those listed.
+    pub unlisted: usize,
+    /// Per side, how many it left unlisted.
+    sides: Vec<(Side, usize)>,
+}
+
+impl SideErrors {
+    fn add(&mut self, side: Side, errors: ParseErrors) {
+        self.details.extend(
+            errors
+                .errors
+                .into_iter()
+                .map(|e| ExpressionError::new(side, e)),
+        );
+        self.unlisted += errors.unlisted;
+        if errors.unlisted > 0 {
+            self.sides.push((side, errors.unlisted));
+        }
+    }
+
+    /// One line per problem, then one per side with problems unlisted.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.details.iter().map(ExpressionError::line).collect();
+        for (side, count) in &self.sides {
+            let side = match side {
+                Side::Lhs => "lhs",
+                Side::Rhs => "rhs",
+            };
+            lines.push(format!(
+                "{side}: {count} more problem(s) not listed; fix these and check again"
+            ));
+        }
+        lines
+    }
+}
+
 /// Both sides of an equation, parsed, or every problem found in them.
-pub fn parse_sides(lhs: &str, rhs: &str) -> Result<(Expr, Expr), Vec<ExpressionError>> {
+pub fn parse_sides(lhs: &str, rhs: &str) -> Result<(Expr, Expr), SideErrors> {
     match (parse::parse(lhs), parse::parse(rhs)) {
         (Ok(lhs), Ok(rhs)) => Ok((lhs, rhs)),
-        (left, right) => Err([
-            left.err().map(|e| ExpressionError::new(Side::Lhs, e)),
-            right.err().map(|e| ExpressionError::new(Side::Rhs, e)),
-        ]
-        .into_iter()
-        .flatten()
-        .collect()),
+        (left, right) => {
+            let mut errors = SideErrors::default();
+            if let Err(e) = left {
+                errors.add(Side::Lhs, e);
+            }
+            if let Err(e) = right {
+                errors.add(Side::Rhs, e);
+            }
+            Err(errors)
+        }
     }
 }
 
@@ -104,14 +157,15 @@ pub fn validate(equations: &[ExpressionPair]) -> ValidationResult {
     let equations: Vec<EquationCheck> = equations
         .iter()
         .map(|equation| {
-            let details = parse_sides(&equation.lhs, &equation.rhs)
+            let problems = parse_sides(&equation.lhs, &equation.rhs)
                 .err()
                 .unwrap_or_default();
             EquationCheck {
                 lhs: equation.lhs.clone(),
                 rhs: equation.rhs.clone(),
-                errors: details.iter().map(ExpressionError::line).collect(),
-                details,
+                errors: problems.lines(),
+                unlisted: problems.unlisted,
+                details: problems.details,
             }
         })
         .collect();
@@ -209,8 +263,7 @@ fn evaluate_one(
     let (lhs, rhs) = match parse_sides(&equation.lhs, &equation.rhs) {
         Ok(sides) => sides,
         Err(errors) => {
-            let lines: Vec<String> = errors.iter().map(ExpressionError::line).collect();
-            result.message = Some(lines.join("; "));
+            result.message = Some(errors.lines().join("; "));
             return result;
         }
     };
@@ -389,6 +442,11 @@ mod tests {
                 rhs: "-base * 0.1".into(),
                 relation: None,
             },
+            ExpressionPair {
+                lhs: "a".into(),
+                rhs: "-b ** c + ".repeat(12),
+                relation: None,
+            },
         ]);
         assert!(!result.valid);
         assert!(result.equations[0].errors.is_empty());
@@ -397,5 +455,15 @@ mod tests {
         assert_eq!((details[0].side, details[0].column), (Side::Lhs, 6));
         assert_eq!((details[1].side, details[1].column), (Side::Rhs, 1));
         assert!(result.equations[1].errors[1].starts_with("rhs column 1, at '-'"));
+        assert_eq!(details[0].kind, ProblemKind::Exponent);
+        // 12 unary signs, 12 exponents and a missing last operand: ten
+        // listed, the rest counted in a last line.
+        let many = &result.equations[2];
+        assert_eq!((many.details.len(), many.unlisted), (10, 15));
+        assert_eq!(many.errors.len(), 11);
+        assert_eq!(
+            many.errors[10],
+            "rhs: 15 more problem(s) not listed; fix these and check again"
+        );
     }
 }

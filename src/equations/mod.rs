@@ -85,11 +85,15 @@ pub struct CorrectionResult {
     /// OPTIMAL or FEASIBLE.
     pub corrected: BTreeMap<String, f64>,
     /// The free variables whose corrected value differs from `obs`, each
-    /// with its observed value.
+    /// with its observed value (an unobserved variable is never listed).
     pub changed: BTreeMap<String, f64>,
     /// The minimised total (equation penalties plus observation pulls, in
     /// scaled units); 0 means every equation holds and nothing moved.
     pub penalty: Option<i64>,
+    /// The equations the answer still misses beyond their tolerance: the
+    /// observations could not all be reconciled. Empty when every equation
+    /// holds (or there is no answer).
+    pub violations: Vec<model::Violation>,
     /// With INVALID_EQUATION: one line per problem, with its place
     /// (`equations[1] rhs column 1, at '-': …`).
     pub errors: Vec<String>,
@@ -118,6 +122,9 @@ pub struct OptimizationResult {
     /// The solver's objective: the objective in steps of its scale, minus
     /// (maximize) or plus (minimize) the soft penalties.
     pub solver_objective: Option<i64>,
+    /// The soft constraints the answer misses beyond their tolerance, with
+    /// what each costs. Empty when all hold (or there is no answer).
+    pub violations: Vec<model::Violation>,
     /// With INVALID_EQUATION: one line per problem, with its place.
     pub errors: Vec<String>,
     /// The MiniZinc solver that ran; `None` when nothing ran
@@ -143,6 +150,9 @@ pub struct Equations {
 struct Outcome {
     status: EquationStatus,
     values: BTreeMap<String, f64>,
+    /// Each soft equation's residual in steps, in the order of the
+    /// model's checks; empty without an answer.
+    residuals: Vec<i64>,
     objective: Option<i64>,
     solver: String,
     diagnostic: Option<Diagnostic>,
@@ -171,8 +181,9 @@ impl Equations {
                     corrected: BTreeMap::new(),
                     changed: BTreeMap::new(),
                     penalty: None,
+                    violations: Vec::new(),
                     diagnostic: Some(invalid_diagnostic(&errors)),
-                    errors,
+                    errors: capped(errors),
                     solver: None,
                     model: None,
                     equation_units: Vec::new(),
@@ -187,15 +198,19 @@ impl Equations {
             .iter()
             .filter_map(|(name, value)| {
                 let variable = request.variables.get(name)?;
-                let moved = (variable.obs - value).abs() > 0.5 / variable.mult_factor as f64;
-                moved.then(|| (name.clone(), variable.obs))
+                // An unobserved value has nothing to differ from.
+                let obs = variable.obs?;
+                let moved = (obs - value).abs() > 0.5 / variable.mult_factor as f64;
+                moved.then(|| (name.clone(), obs))
             })
             .collect();
+        let violations = violations(&built, &outcome);
         Ok(CorrectionResult {
             status: outcome.status,
             corrected: outcome.values,
             changed,
             penalty: outcome.objective,
+            violations,
             errors: Vec::new(),
             solver: Some(outcome.solver),
             model: Some(built.text),
@@ -221,8 +236,9 @@ impl Equations {
                     values: BTreeMap::new(),
                     objective_value: None,
                     solver_objective: None,
+                    violations: Vec::new(),
                     diagnostic: Some(invalid_diagnostic(&errors)),
-                    errors,
+                    errors: capped(errors),
                     solver: None,
                     model: None,
                     equation_units: Vec::new(),
@@ -239,11 +255,13 @@ impl Equations {
                 evaluate::value(&expr, &|name| outcome.values.get(name).copied()).ok()
             })
         };
+        let violations = violations(&built, &outcome);
         Ok(OptimizationResult {
             status: outcome.status,
             values: outcome.values,
             objective_value,
             solver_objective: outcome.objective,
+            violations,
             errors: Vec::new(),
             solver: Some(outcome.solver),
             model: Some(built.text),
@@ -274,7 +292,7 @@ impl Equations {
             },
         };
         let result = self.minizinc.solve(&request, progress, cancel).await?;
-        let mut outcome = read_outcome(&result, &built.outputs);
+        let mut outcome = read_outcome(&result, &built.outputs, &built.checks);
         let mut proven_infeasible = false;
         if outcome.status == EquationStatus::Infeasible
             && built.cuts.is_empty()
@@ -331,8 +349,24 @@ fn limit_claims(outcome: &mut Outcome, built: &model::Built) {
     outcome.status = downgraded;
     if downgraded == EquationStatus::Unknown {
         outcome.values.clear();
+        outcome.residuals.clear();
     }
     outcome.diagnostic = Some(Diagnostic::new(Category::NotVerified, message));
+}
+
+/// Most problem lines a result lists; a request with more says how many
+/// were left out, so hostile input cannot make a huge answer.
+pub const MAX_ERROR_LINES: usize = 50;
+
+fn capped(mut errors: Vec<String>) -> Vec<String> {
+    if errors.len() > MAX_ERROR_LINES {
+        let left_out = errors.len() - MAX_ERROR_LINES;
+        errors.truncate(MAX_ERROR_LINES);
+        errors.push(format!(
+            "{left_out} more line(s) of problems not listed; fix these and check again"
+        ));
+    }
+    errors
 }
 
 fn invalid_diagnostic(errors: &[String]) -> Diagnostic {
@@ -346,7 +380,29 @@ fn invalid_diagnostic(errors: &[String]) -> Diagnostic {
     )
 }
 
-fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> Outcome {
+/// The soft equations the answer misses, from the residuals the model
+/// output; the sides are computed from every variable's value.
+fn violations(built: &model::Built, outcome: &Outcome) -> Vec<model::Violation> {
+    let value = |name: &str| {
+        outcome
+            .values
+            .get(name)
+            .or_else(|| built.pinned.get(name))
+            .copied()
+    };
+    built
+        .checks
+        .iter()
+        .zip(&outcome.residuals)
+        .filter_map(|(check, &steps)| check.violation(steps, &value))
+        .collect()
+}
+
+fn read_outcome(
+    result: &SolveResult,
+    outputs: &BTreeMap<String, ModelVar>,
+    checks: &[model::Check],
+) -> Outcome {
     let has_solution = result.solution.is_some();
     let mut status = match result.status {
         SolveStatus::Optimal => EquationStatus::Optimal,
@@ -360,6 +416,7 @@ fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> O
         | SolveStatus::Unknown => EquationStatus::Unknown,
     };
     let mut values = BTreeMap::new();
+    let mut residuals = Vec::new();
     let mut diagnostic = result.diagnostic.clone();
     if matches!(status, EquationStatus::Optimal | EquationStatus::Feasible) {
         let solution = result.solution.clone().unwrap_or_default();
@@ -372,10 +429,20 @@ fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> O
                 None => missing.push(name.as_str()),
             }
         }
+        for check in checks {
+            match solution
+                .get(&check.ident)
+                .and_then(serde_json::Value::as_i64)
+            {
+                Some(steps) => residuals.push(steps),
+                None => missing.push(check.ident.as_str()),
+            }
+        }
         // Half an answer is no answer: nothing is claimed.
         if !missing.is_empty() {
             status = EquationStatus::Unknown;
             values.clear();
+            residuals.clear();
             diagnostic = Some(Diagnostic::new(
                 Category::Unknown,
                 format!(
@@ -412,6 +479,7 @@ fn read_outcome(result: &SolveResult, outputs: &BTreeMap<String, ModelVar>) -> O
     Outcome {
         status,
         values,
+        residuals,
         objective,
         solver: result.solver.clone(),
         diagnostic,
@@ -449,7 +517,7 @@ mod tests {
 
     #[test]
     fn an_answer_missing_a_value_is_unknown_not_optimal() {
-        let outcome = read_outcome(&solved(serde_json::json!({"v_a": 150})), &outputs());
+        let outcome = read_outcome(&solved(serde_json::json!({"v_a": 150})), &outputs(), &[]);
         assert_eq!(outcome.status, EquationStatus::Unknown);
         assert!(outcome.values.is_empty());
         let diagnostic = outcome.diagnostic.unwrap();
@@ -463,6 +531,7 @@ mod tests {
             corrected: outcome.values,
             changed: BTreeMap::new(),
             penalty: None,
+            violations: Vec::new(),
             errors: Vec::new(),
             solver: None,
             model: None,
@@ -478,10 +547,22 @@ mod tests {
     }
 
     #[test]
+    fn long_problem_lists_are_capped_with_a_count() {
+        let few: Vec<String> = (0..MAX_ERROR_LINES).map(|i| i.to_string()).collect();
+        assert_eq!(capped(few.clone()), few);
+        let many: Vec<String> = (0..MAX_ERROR_LINES + 7).map(|i| i.to_string()).collect();
+        let kept = capped(many);
+        assert_eq!(kept.len(), MAX_ERROR_LINES + 1);
+        assert_eq!(kept[..MAX_ERROR_LINES], few[..]);
+        assert!(kept[MAX_ERROR_LINES].starts_with("7 more line(s) of problems not listed"));
+    }
+
+    #[test]
     fn a_complete_answer_stays_optimal() {
         let outcome = read_outcome(
             &solved(serde_json::json!({"v_a": 150, "v_b": 7})),
             &outputs(),
+            &[],
         );
         assert_eq!(outcome.status, EquationStatus::Optimal);
         assert_eq!(outcome.values["a"], 1.5);

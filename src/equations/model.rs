@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 use super::compile::{
     CompileError, Cut, Interval, ModelText, ModelVar, Residual, Term, comment, gcd, ident,
 };
-use super::evaluate::parse_sides;
+use super::evaluate::{self, parse_sides};
 use super::parse::{self, Expr};
 use super::request::{
     CorrectRequest, Direction, Equation, INT_LIMIT, OptimizeRequest, Relation, Scaled, scale_value,
@@ -65,6 +65,92 @@ pub struct Built {
     pub feasibility: String,
     /// How each equation's tolerance and weight were applied.
     pub units: Vec<EquationUnits>,
+    /// One per soft equation: how to read, from an answer, whether it
+    /// still misses and by how much.
+    pub checks: Vec<Check>,
+    /// The fixed variables at the value the model pins them to, in real
+    /// units (the observation rounded to its mult_factor).
+    pub pinned: BTreeMap<String, f64>,
+}
+
+/// A soft equation as an answer is checked against it: its residual is an
+/// output of the model, and its excess is computed from that exactly as the
+/// model computes it, so an equation is listed as violated exactly when it
+/// adds to the penalty (or would, with a weight above 0).
+#[derive(Debug, Clone)]
+pub struct Check {
+    /// `equations[0]`, `soft_constraints[1]`, …
+    pub place: String,
+    /// `lhs relation rhs`, on one line.
+    pub equation: String,
+    /// Both sides, parsed.
+    pub sides: (Expr, Expr),
+    /// The model's output holding the residual, in steps of 1 / `scale`.
+    pub ident: String,
+    relation: Relation,
+    /// The tolerance in residual steps.
+    tolerance: i64,
+    weight: i64,
+    per: i64,
+    worth: i64,
+    /// Residual steps per real unit.
+    scale: i64,
+    /// The equation's unit is 1 / `m`.
+    m: i64,
+}
+
+/// A soft equation the answer still misses by more than its tolerance.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct Violation {
+    /// `equations[0]`, `soft_constraints[1]`, …
+    pub place: String,
+    /// The equation as given: `lhs relation rhs`.
+    pub equation: String,
+    /// The left side computed from the answer, in real units (`null` when it
+    /// cannot be computed in floating point).
+    pub lhs_value: Option<f64>,
+    /// The right side, likewise.
+    pub rhs_value: Option<f64>,
+    /// Left minus right as the model counts it, in the equation's unit (see
+    /// `equation_units`: 1 / the largest mult_factor among its variables;
+    /// for an equation that divides by variables, multiplied through by
+    /// those divisors).
+    pub residual: f64,
+    /// How far beyond the tolerance, in the same unit.
+    pub excess: f64,
+    /// This equation's share of the penalty: weight × the excess rounded up
+    /// to whole units.
+    pub penalty: i64,
+}
+
+impl Check {
+    /// The violation, if the residual `steps` misses by more than the
+    /// tolerance; `values` gives each variable in real units.
+    pub fn violation(&self, steps: i64, values: &dyn Fn(&str) -> Option<f64>) -> Option<Violation> {
+        let (r, tolerance) = (i128::from(steps), i128::from(self.tolerance));
+        // The model's excess, term for term.
+        let excess = match self.relation {
+            Relation::Equal => (r.abs() - tolerance).max(0),
+            Relation::AtMost => (r - tolerance).max(0),
+            Relation::AtLeast => (-r - tolerance).max(0),
+        };
+        if excess == 0 {
+            return None;
+        }
+        let per = i128::from(self.per);
+        let counted = excess / per + i128::from(excess % per > 0);
+        let penalty = i128::from(self.weight) * i128::from(self.worth) * counted;
+        let in_units = |steps: i128| steps as f64 * self.m as f64 / self.scale as f64;
+        Some(Violation {
+            place: self.place.clone(),
+            equation: self.equation.clone(),
+            lhs_value: evaluate::value(&self.sides.0, values).ok(),
+            rhs_value: evaluate::value(&self.sides.1, values).ok(),
+            residual: in_units(r),
+            excess: in_units(excess),
+            penalty: penalty.clamp(0, i128::from(i64::MAX)) as i64,
+        })
+    }
 }
 
 /// How one equation's tolerance and weight were applied, in real units.
@@ -91,6 +177,7 @@ pub struct EquationUnits {
 /// to whole multiples of `per` steps, each worth `worth` units (exact when
 /// the residual's scale S is a multiple or a divisor of m).
 struct Conversion {
+    m: i64,
     tolerance: i64,
     per: i64,
     worth: i64,
@@ -117,6 +204,7 @@ fn conversion(
     let tolerance = steps.min(i128::from(INT_LIMIT)) as i64;
     let g = gcd(scale, m);
     Conversion {
+        m,
         tolerance,
         per: scale / g,
         worth: m / g,
@@ -146,8 +234,9 @@ fn parse_all(path: &str, equations: &[Equation], invalid: &mut Invalid) -> Vec<(
             Ok(sides) => parsed.push(sides),
             Err(errors) => invalid.extend(
                 errors
-                    .iter()
-                    .map(|error| format!("{path}[{index}] {}", error.line())),
+                    .lines()
+                    .into_iter()
+                    .map(|line| format!("{path}[{index}] {line}")),
             ),
         }
     }
@@ -237,6 +326,7 @@ struct SoftPenalties {
     terms: Vec<String>,
     excesses: Vec<String>,
     largest: i128,
+    checks: Vec<Check>,
 }
 
 /// Compiles each soft equation of `path` and declares its penalty; each
@@ -254,6 +344,7 @@ fn soft_penalties<'a>(
         terms: Vec::new(),
         excesses: Vec::new(),
         largest: 0,
+        checks: Vec::new(),
     };
     for (index, (equation, sides)) in equations.enumerate() {
         let Some(residual) = compile_equation(text, path, index, equation, sides, lookup, invalid)
@@ -271,6 +362,31 @@ fn soft_penalties<'a>(
             Ok(None) => {}
             Err(message) => invalid.push(format!("{place}: {message}")),
         }
+        // The residual as an output, to say afterwards what still misses.
+        let output = format!("r_{path}_{index}");
+        // Declared without a right-hand side, so MiniZinc prints it.
+        text.objective_line(format!(
+            "var -{INT_LIMIT}..{INT_LIMIT}: {output}; constraint {output} = {};  % {place}'s residual, read back",
+            residual.term
+        ));
+        soft.checks.push(Check {
+            place,
+            equation: format!(
+                "{} {} {}",
+                comment(&equation.lhs),
+                equation.relation.symbol(),
+                comment(&equation.rhs)
+            ),
+            sides: sides.clone(),
+            ident: output,
+            relation: equation.relation,
+            tolerance: conversion.tolerance,
+            weight: equation.weight,
+            per: conversion.per,
+            worth: conversion.worth,
+            scale: residual.scale,
+            m: conversion.m,
+        });
         units.push(conversion.units);
     }
     soft
@@ -343,19 +459,26 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
     let mut pulls = Vec::new();
     let mut largest_total: i128 = 0;
     let mut free = Vec::new();
+    let mut pinned = BTreeMap::new();
     for (name, variable) in &request.variables {
-        let (Ok(Scaled { mult, low, high }), Ok(obs)) = (
-            scaled_domain(name, variable.mult_factor, variable.min, variable.max),
-            scale_value(name, "obs", variable.obs, variable.mult_factor),
-        ) else {
+        let domain = scaled_domain(name, variable.mult_factor, variable.min, variable.max);
+        let obs = variable
+            .obs
+            .map(|obs| scale_value(name, "obs", obs, variable.mult_factor))
+            .transpose();
+        let (Ok(Scaled { mult, low, high }), Ok(obs)) = (domain, obs) else {
             // The request was validated; keep going defensively.
             invalid.push(format!("variables.{name}: out of range"));
             continue;
         };
-        let (low, high) = if variable.fixed {
-            (obs, obs)
-        } else {
-            (low, high)
+        let (low, high) = match (variable.fixed, obs) {
+            (true, Some(obs)) => (obs, obs),
+            (true, None) => {
+                // Refused by validation already.
+                invalid.push(format!("variables.{name}: fixed without obs"));
+                continue;
+            }
+            (false, _) => (low, high),
         };
         let var = ModelVar {
             ident: ident(name),
@@ -364,26 +487,36 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
             high,
         };
         if variable.fixed {
+            pinned.insert(name.clone(), low as f64 / mult as f64);
             text.line(format!(
-                "int: {} = {obs};  % fixed: {name} = {}",
-                var.ident, variable.obs
+                "int: {} = {low};  % fixed: {name} = {}",
+                var.ident,
+                variable.obs.unwrap_or_default()
             ));
         } else {
-            text.line(format!(
-                "var {low}..{high}: {};  % {name}, observed {} (confidence {})",
-                var.ident, variable.obs, variable.confidence
-            ));
-            let weight = pull(variable.confidence);
-            if weight > 0 {
-                pulls.push(format!(
-                    "{weight} * abs({} - {})",
-                    var.ident,
-                    Term::Lit(obs)
-                ));
-                let distance = (i128::from(obs) - i128::from(low))
-                    .abs()
-                    .max((i128::from(high) - i128::from(obs)).abs());
-                largest_total += i128::from(weight) * distance;
+            match variable.obs.zip(obs) {
+                Some((obs_real, obs)) => {
+                    text.line(format!(
+                        "var {low}..{high}: {};  % {name}, observed {obs_real} (confidence {})",
+                        var.ident, variable.confidence
+                    ));
+                    let weight = pull(variable.confidence);
+                    if weight > 0 {
+                        pulls.push(format!(
+                            "{weight} * abs({} - {})",
+                            var.ident,
+                            Term::Lit(obs)
+                        ));
+                        let distance = (i128::from(obs) - i128::from(low))
+                            .abs()
+                            .max((i128::from(high) - i128::from(obs)).abs());
+                        largest_total += i128::from(weight) * distance;
+                    }
+                }
+                None => text.line(format!(
+                    "var {low}..{high}: {};  % {name}, not observed",
+                    var.ident
+                )),
             }
             free.push(var.ident.clone());
             outputs.insert(name.clone(), var.clone());
@@ -402,7 +535,7 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
         &mut invalid,
         &mut units,
     );
-    let (mut terms, excesses) = (soft.terms, soft.excesses);
+    let (mut terms, excesses, checks) = (soft.terms, soft.excesses, soft.checks);
     largest_total += soft.largest;
     if !invalid.is_empty() {
         return Err(invalid);
@@ -430,6 +563,8 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
         outputs,
         cuts,
         worse_cuts,
+        checks,
+        pinned,
     })
 }
 
@@ -438,8 +573,19 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
     let mut invalid = Invalid::new();
     let objective = match parse::parse(&request.objective.expr) {
         Ok(expr) => Some(expr),
-        Err(error) => {
-            invalid.push(format!("objective.expr {error}"));
+        Err(errors) => {
+            invalid.extend(
+                errors
+                    .errors
+                    .iter()
+                    .map(|error| format!("objective.expr {error}")),
+            );
+            if errors.unlisted > 0 {
+                invalid.push(format!(
+                    "objective.expr: {} more problem(s) not listed; fix these and check again",
+                    errors.unlisted
+                ));
+            }
             None
         }
     };
@@ -501,6 +647,7 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
         terms: penalties,
         excesses,
         largest: largest_penalty,
+        checks,
     } = soft_penalties(
         &mut text,
         "soft_constraints",
@@ -570,6 +717,8 @@ pub fn optimisation(request: &OptimizeRequest) -> Result<Built, Invalid> {
         outputs: vars,
         cuts,
         worse_cuts,
+        checks,
+        pinned: BTreeMap::new(),
     })
 }
 
@@ -606,6 +755,44 @@ mod tests {
         assert!(built.text.contains("var 0..10000000: v_gross_amount;"));
         assert!(built.text.contains("30 * abs(v_gross_amount - 50000)"));
         assert_eq!(built.outputs.keys().collect::<Vec<_>>(), ["gross_amount"]);
+    }
+
+    #[test]
+    fn a_violation_is_counted_as_the_model_counts_its_penalty() {
+        // x == y * 0.5 over whole numbers: residual steps are halves, the
+        // unit is 1, and a started unit costs a whole weight.
+        let request = |tolerance: i64| -> CorrectRequest {
+            serde_json::from_value(serde_json::json!({
+                "variables": {"x": {"obs": 1, "fixed": true}, "y": {"obs": 3, "fixed": true}},
+                "equations": [{"lhs": "x", "rhs": "y * 0.5", "weight": 1000, "tolerance": tolerance}]
+            }))
+            .unwrap()
+        };
+        let built = correction(&request(0)).unwrap();
+        assert_eq!(built.pinned["y"], 3.0);
+        assert_eq!(built.units[0].residual_scale, 2);
+        let check = &built.checks[0];
+        assert!(
+            built
+                .text
+                .contains(&format!("constraint {} = ", check.ident)),
+            "{}",
+            built.text
+        );
+        let values = |name: &str| built.pinned.get(name).copied();
+        assert!(check.violation(0, &values).is_none());
+        let v = check.violation(-1, &values).unwrap();
+        assert_eq!((v.lhs_value, v.rhs_value), (Some(1.0), Some(1.5)));
+        assert_eq!((v.residual, v.excess, v.penalty), (-0.5, 0.5, 1000));
+        let v = check.violation(3, &values).unwrap();
+        assert_eq!((v.excess, v.penalty), (1.5, 2000));
+        // A tolerance of one unit is two steps, on either side.
+        let built = correction(&request(1)).unwrap();
+        let check = &built.checks[0];
+        assert!(check.violation(-2, &values).is_none());
+        assert!(check.violation(2, &values).is_none());
+        let v = check.violation(-3, &values).unwrap();
+        assert_eq!((v.residual, v.excess, v.penalty), (-1.5, 0.5, 1000));
     }
 
     #[test]

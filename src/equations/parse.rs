@@ -1,6 +1,10 @@
 //! The expression parser of the equation tools: text such as
-//! `quantity * rate_per_pc + 0.5` into an [`Expr`] tree, or a
-//! [`ParseError`] that says where (1-based character column) and what.
+//! `quantity * rate_per_pc + 0.5` into an [`Expr`] tree, or every problem
+//! in it ([`ParseErrors`]), each saying where (1-based character column),
+//! what kind ([`ProblemKind`], also the first words of its message) and
+//! what. After a problem the parser recovers and reads on, so `-a ** b`
+//! gives both the unary minus and the exponent; at most
+//! [`MAX_LISTED_ERRORS`] are listed, the rest counted.
 //!
 //! A hand-written recursive descent over a small tokenizer. The grammar is
 //! the arithmetic subset of Python the equation tools accept:
@@ -20,6 +24,9 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// Deepest nesting of parentheses and powers accepted.
 pub const MAX_DEPTH: usize = 64;
@@ -125,15 +132,34 @@ impl Expr {
     }
 }
 
+/// What kind of problem a [`ParseError`] is; its message starts with the
+/// same words, so a client can find the kind in the text too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// Not arithmetic the grammar reads (`syntax error: …`).
+    SyntaxError,
+    /// A unary `-` or `+` (`unary '-' is not supported …`).
+    UnaryOperator,
+    /// An exponent of `**` that is not a whole number from 1 to
+    /// [`MAX_EXPONENT`] (`exponent must be a constant positive integer …`).
+    Exponent,
+    /// A bound on size (`limit exceeded: …`): length, nesting, operators,
+    /// digits of a number.
+    LimitExceeded,
+}
+
 /// Where and why an expression does not parse.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
+    /// What kind of problem it is.
+    pub kind: ProblemKind,
     /// 1-based character column of the offending text (one past the end
     /// when the expression ended too early).
     pub column: usize,
     /// The offending text, or `end of expression`.
     pub found: String,
-    /// What is wrong, in words.
+    /// What is wrong, in words, starting with the kind of problem.
     pub message: String,
 }
 
@@ -151,7 +177,60 @@ impl fmt::Display for ParseError {
     }
 }
 
+/// Every problem found in one expression: the first [`MAX_LISTED_ERRORS`]
+/// in order, and how many more there were.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseErrors {
+    /// The problems listed, in order of column (never empty).
+    pub errors: Vec<ParseError>,
+    /// Problems found beyond those listed.
+    pub unlisted: usize,
+}
+
+impl ParseErrors {
+    /// The first problem.
+    pub fn first(&self) -> Option<&ParseError> {
+        self.errors.first()
+    }
+}
+
+/// Most problems listed per expression; the rest are counted.
+pub const MAX_LISTED_ERRORS: usize = 10;
+
 const END: &str = "end of expression";
+
+fn syntax(message: impl fmt::Display) -> String {
+    format!("syntax error: {message}")
+}
+
+fn limit(message: impl fmt::Display) -> String {
+    format!("limit exceeded: {message}")
+}
+
+/// Collects the problems of one expression.
+#[derive(Debug, Default)]
+struct Sink {
+    errors: Vec<ParseError>,
+    unlisted: usize,
+    last: Option<(ProblemKind, usize)>,
+}
+
+impl Sink {
+    fn push(&mut self, error: ParseError) {
+        // One syntax error per place: recovering from one must not report
+        // it again in other words.
+        let key = (error.kind, error.column);
+        if error.kind == ProblemKind::SyntaxError && self.last == Some(key) {
+            return;
+        }
+        self.last = Some(key);
+        if self.errors.len() < MAX_LISTED_ERRORS {
+            self.errors.push(error);
+        } else {
+            self.unlisted += 1;
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 enum Kind {
@@ -175,26 +254,50 @@ struct Token {
     text: String,
 }
 
-/// Parses one expression.
-pub fn parse(source: &str) -> Result<Expr, ParseError> {
+/// A problem that ends the parse: nothing after it is read.
+struct Stop;
+
+/// Parses one expression, or finds every problem in it: after each one the
+/// parser recovers (a unary sign is read as `(0 - x)`, a bad exponent as
+/// 1, a missing operand as 0, a stray token is skipped) and goes on, so
+/// independent problems are all reported. Too long an expression or too
+/// deep a nesting stops the parse where it is found.
+pub fn parse(source: &str) -> Result<Expr, ParseErrors> {
+    let mut sink = Sink::default();
+    let expr = parse_into(source, &mut sink);
+    match expr {
+        Some(expr) if sink.errors.is_empty() => Ok(expr),
+        _ => Err(ParseErrors {
+            errors: sink.errors,
+            unlisted: sink.unlisted,
+        }),
+    }
+}
+
+fn parse_into(source: &str, sink: &mut Sink) -> Option<Expr> {
     let length = source.chars().count();
     if length > MAX_EXPRESSION_CHARS {
-        return Err(ParseError {
+        sink.push(ParseError {
+            kind: ProblemKind::LimitExceeded,
             column: MAX_EXPRESSION_CHARS + 1,
             found: source.chars().skip(MAX_EXPRESSION_CHARS).take(10).collect(),
-            message: format!(
+            message: limit(format!(
                 "the expression is {length} characters long; at most {MAX_EXPRESSION_CHARS} are accepted"
-            ),
+            )),
         });
+        return None;
     }
-    let tokens = tokenize(source)?;
+    let tokens = tokenize(source, sink);
     if matches!(tokens.first().map(|t| &t.kind), Some(Kind::End)) {
-        return Err(ParseError {
+        sink.push(ParseError {
+            kind: ProblemKind::SyntaxError,
             column: 1,
             found: END.to_owned(),
-            message: "the expression is empty; write a number, a name or an arithmetic expression"
-                .to_owned(),
+            message: syntax(
+                "the expression is empty; write a number, a name or an arithmetic expression",
+            ),
         });
+        return None;
     }
     let mut parser = Parser {
         tokens,
@@ -202,22 +305,27 @@ pub fn parse(source: &str) -> Result<Expr, ParseError> {
         depth: 0,
         operators: 0,
         source,
+        sink,
     };
-    let expr = parser.sum()?;
-    let next = parser.peek();
-    match next.kind {
-        Kind::End => Ok(expr),
-        Kind::Close => Err(parser.error_at(next, "this ')' has no matching '('")),
-        _ => Err(parser.error_at(
-            next,
-            "expected an operator (+ - * / % **) between two terms",
-        )),
-    }
+    let expr = parser.sum().ok()?;
+    parser.rest().ok()?;
+    Some(expr)
 }
 
-fn tokenize(source: &str) -> Result<Vec<Token>, ParseError> {
+fn is_operator(kind: &Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Plus | Kind::Minus | Kind::Star | Kind::Power | Kind::Slash | Kind::Percent
+    )
+}
+
+fn ends_operand(kind: Option<&Kind>) -> bool {
+    matches!(kind, Some(Kind::Number(_) | Kind::Name(_) | Kind::Close))
+}
+
+fn tokenize(source: &str, sink: &mut Sink) -> Vec<Token> {
     let chars: Vec<char> = source.chars().collect();
-    let mut tokens = Vec::new();
+    let mut tokens: Vec<Token> = Vec::new();
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
@@ -235,11 +343,17 @@ fn tokenize(source: &str) -> Result<Vec<Token>, ParseError> {
             '+' => single(Kind::Plus),
             '-' => single(Kind::Minus),
             '/' if chars.get(i + 1) == Some(&'/') => {
-                return Err(ParseError {
+                sink.push(ParseError {
+                    kind: ProblemKind::SyntaxError,
                     column,
                     found: "//".to_owned(),
-                    message: "floor division '//' is not supported; use '/'".to_owned(),
+                    message: syntax("floor division '//' is not supported; use '/'"),
                 });
+                Token {
+                    kind: Kind::Slash,
+                    column,
+                    text: "//".to_owned(),
+                }
             }
             '/' => single(Kind::Slash),
             '%' => single(Kind::Percent),
@@ -252,15 +366,20 @@ fn tokenize(source: &str) -> Result<Vec<Token>, ParseError> {
             },
             '*' => single(Kind::Star),
             '0'..='9' | '.' => {
-                let (token, end) = number(&chars, i)?;
+                let (token, end) = number(&chars, i, sink);
                 i = end;
                 tokens.push(token);
                 continue;
             }
-            c if c.is_ascii_alphabetic() || c == '_' => {
+            c if c.is_alphabetic() || c == '_' => {
                 let end = (i..chars.len())
-                    .find(|&j| !(chars[j].is_ascii_alphanumeric() || chars[j] == '_'))
+                    .find(|&j| !(chars[j].is_alphanumeric() || chars[j] == '_'))
                     .unwrap_or(chars.len());
+                // A name with a letter beyond ASCII is one problem, and
+                // still one operand.
+                if let Some(bad) = (i..end).find(|&j| !chars[j].is_ascii()) {
+                    sink.push(unexpected_character(chars[bad], bad + 1));
+                }
                 let name: String = chars[i..end].iter().collect();
                 tokens.push(Token {
                     kind: Kind::Name(name.clone()),
@@ -270,7 +389,35 @@ fn tokenize(source: &str) -> Result<Vec<Token>, ParseError> {
                 i = end;
                 continue;
             }
-            other => return Err(unexpected_character(other, column)),
+            '=' | '<' | '>' | '!' => {
+                // A relation inside an expression: one problem, read as an
+                // operator so the two sides still parse.
+                let end = (i..chars.len())
+                    .find(|&j| !matches!(chars[j], '=' | '<' | '>' | '!'))
+                    .unwrap_or(chars.len());
+                sink.push(unexpected_character(c, column));
+                Token {
+                    kind: Kind::Minus,
+                    column,
+                    text: chars[i..end].iter().collect(),
+                }
+            }
+            other => {
+                sink.push(unexpected_character(other, column));
+                // Between two operands a stray character stands for an
+                // operator (`a × b`, `1,5`); elsewhere it is skipped.
+                let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
+                let starts_operand =
+                    next.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '('));
+                if other == '^' {
+                    single(Kind::Power)
+                } else if ends_operand(tokens.last().map(|t| &t.kind)) && starts_operand {
+                    single(Kind::Star)
+                } else {
+                    i += 1;
+                    continue;
+                }
+            }
         };
         i += token.text.chars().count();
         tokens.push(token);
@@ -280,7 +427,7 @@ fn tokenize(source: &str) -> Result<Vec<Token>, ParseError> {
         column: chars.len() + 1,
         text: END.to_owned(),
     });
-    Ok(tokens)
+    tokens
 }
 
 fn unexpected_character(c: char, column: usize) -> ParseError {
@@ -296,14 +443,35 @@ fn unexpected_character(c: char, column: usize) -> ParseError {
         c => format!("'{}' is not part of the expression syntax (numbers, names, + - * / % **, parentheses)", c.escape_default()),
     };
     ParseError {
+        kind: ProblemKind::SyntaxError,
         column,
         found: c.to_string(),
-        message,
+        message: syntax(message),
     }
 }
 
 /// A decimal literal: digits, an optional fraction, an optional exponent.
-fn number(chars: &[char], start: usize) -> Result<(Token, usize), ParseError> {
+/// A malformed one is reported and read as 0.
+fn number(chars: &[char], start: usize, sink: &mut Sink) -> (Token, usize) {
+    let (result, end) = read_number(chars, start);
+    match result {
+        Ok(token) => (token, end),
+        Err(error) => {
+            let token = Token {
+                kind: Kind::Number(Decimal {
+                    digits: 0,
+                    scale: 0,
+                }),
+                column: start + 1,
+                text: error.found.clone(),
+            };
+            sink.push(error);
+            (token, end)
+        }
+    }
+}
+
+fn read_number(chars: &[char], start: usize) -> (Result<Token, ParseError>, usize) {
     let mut i = start;
     let mut digits = String::new();
     let mut scale: i64 = 0;
@@ -345,29 +513,33 @@ fn number(chars: &[char], start: usize) -> Result<(Token, usize), ParseError> {
         i = j;
     }
     let text: String = chars[start..i].iter().collect();
-    let bad = |message: String| ParseError {
+    let bad = |kind: ProblemKind, message: String| ParseError {
+        kind,
         column: start + 1,
         found: text.clone(),
         message,
     };
-    if digits.is_empty() || !exponent_ok {
-        return Err(bad(format!("'{text}' is not a number")));
-    }
-    if i < chars.len() && (chars[i].is_ascii_alphabetic() || chars[i] == '_' || chars[i] == '.') {
+    if i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '.') {
         let mut end = i;
         while end < chars.len()
-            && (chars[end].is_ascii_alphanumeric() || chars[end] == '_' || chars[end] == '.')
+            && (chars[end].is_alphanumeric() || chars[end] == '_' || chars[end] == '.')
         {
             end += 1;
         }
         let whole: String = chars[start..end].iter().collect();
-        return Err(ParseError {
+        let error = ParseError {
+            kind: ProblemKind::SyntaxError,
             column: start + 1,
             found: whole.clone(),
-            message: format!(
+            message: syntax(format!(
                 "'{whole}' is neither a number nor a name (a name cannot start with a digit)"
-            ),
-        });
+            )),
+        };
+        return (Err(error), end);
+    }
+    if digits.is_empty() || !exponent_ok {
+        let message = syntax(format!("'{text}' is not a number"));
+        return (Err(bad(ProblemKind::SyntaxError, message)), i);
     }
     let trimmed = digits.trim_start_matches('0');
     // Trailing zeros of the fraction carry no value.
@@ -383,39 +555,33 @@ fn number(chars: &[char], start: usize) -> Result<(Token, usize), ParseError> {
             break;
         }
     }
+    let token = |digits: u128, scale: u32| Token {
+        kind: Kind::Number(Decimal { digits, scale }),
+        column: start + 1,
+        text: text.clone(),
+    };
     if significant.is_empty() {
-        let token = Token {
-            kind: Kind::Number(Decimal {
-                digits: 0,
-                scale: 0,
-            }),
-            column: start + 1,
-            text,
-        };
-        return Ok((token, i));
+        return (Ok(token(0, 0)), i);
     }
     if significant.len() > MAX_DIGITS || scale < 0 {
-        return Err(bad(format!(
+        let message = limit(format!(
             "the number '{text}' is too large (at most {MAX_DIGITS} digits)"
-        )));
+        ));
+        return (Err(bad(ProblemKind::LimitExceeded, message)), i);
     }
     if scale > MAX_DIGITS as i64 {
-        return Err(bad(format!(
+        let message = limit(format!(
             "the number '{text}' has too many decimals (at most {MAX_DIGITS})"
-        )));
+        ));
+        return (Err(bad(ProblemKind::LimitExceeded, message)), i);
     }
-    let value: u128 = significant
-        .parse()
-        .map_err(|_| bad(format!("'{text}' is not a number")))?;
-    let token = Token {
-        kind: Kind::Number(Decimal {
-            digits: value,
-            scale: scale as u32,
-        }),
-        column: start + 1,
-        text,
-    };
-    Ok((token, i))
+    match significant.parse::<u128>() {
+        Ok(value) => (Ok(token(value, scale as u32)), i),
+        Err(_) => {
+            let message = syntax(format!("'{text}' is not a number"));
+            (Err(bad(ProblemKind::SyntaxError, message)), i)
+        }
+    }
 }
 
 struct Parser<'a> {
@@ -424,7 +590,13 @@ struct Parser<'a> {
     depth: usize,
     operators: usize,
     source: &'a str,
+    sink: &'a mut Sink,
 }
+
+const ZERO: Expr = Expr::Number(Decimal {
+    digits: 0,
+    scale: 0,
+});
 
 impl Parser<'_> {
     fn peek(&self) -> Token {
@@ -439,41 +611,80 @@ impl Parser<'_> {
         token
     }
 
-    fn error_at(&self, token: Token, message: impl Into<String>) -> ParseError {
-        ParseError {
+    fn report(&mut self, kind: ProblemKind, token: &Token, message: String) {
+        self.sink.push(ParseError {
+            kind,
             column: token.column,
-            found: token.text,
-            message: message.into(),
-        }
+            found: token.text.clone(),
+            message,
+        });
     }
 
-    fn enter(&mut self, token: &Token) -> Result<(), ParseError> {
+    fn enter(&mut self, token: &Token) -> Result<(), Stop> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(self.error_at(
-                token.clone(),
-                format!("the expression nests deeper than {MAX_DEPTH} levels"),
-            ));
+            self.report(
+                ProblemKind::LimitExceeded,
+                token,
+                limit(format!(
+                    "the expression nests deeper than {MAX_DEPTH} levels"
+                )),
+            );
+            return Err(Stop);
         }
         Ok(())
     }
 
-    /// Counts a binary operator against [`MAX_OPERATORS`].
-    fn operator(&mut self) -> Result<(), ParseError> {
+    /// Counts a binary operator against [`MAX_OPERATORS`]; false once past
+    /// it (reported once), when the tree stops growing.
+    fn operator(&mut self) -> bool {
         let token = self.advance();
         self.operators += 1;
-        if self.operators > MAX_OPERATORS {
-            return Err(self.error_at(
-                token,
-                format!(
+        if self.operators == MAX_OPERATORS + 1 {
+            self.report(
+                ProblemKind::LimitExceeded,
+                &token,
+                limit(format!(
                     "the expression has more than {MAX_OPERATORS} operators; split it into several equations"
-                ),
-            ));
+                )),
+            );
         }
-        Ok(())
+        self.operators <= MAX_OPERATORS
     }
 
-    fn sum(&mut self) -> Result<Expr, ParseError> {
+    /// After the expression: anything left is a problem; what follows is
+    /// still read for its own problems.
+    fn rest(&mut self) -> Result<(), Stop> {
+        loop {
+            let next = self.peek();
+            match next.kind {
+                Kind::End => return Ok(()),
+                Kind::Close => {
+                    self.report(
+                        ProblemKind::SyntaxError,
+                        &next,
+                        syntax("this ')' has no matching '('"),
+                    );
+                    self.advance();
+                }
+                ref kind if is_operator(kind) => {
+                    // After a skipped ')': the operator continues the text.
+                    self.advance();
+                    self.sum()?;
+                }
+                _ => {
+                    self.report(
+                        ProblemKind::SyntaxError,
+                        &next,
+                        syntax("expected an operator (+ - * / % **) between two terms"),
+                    );
+                    self.sum()?;
+                }
+            }
+        }
+    }
+
+    fn sum(&mut self) -> Result<Expr, Stop> {
         let mut left = self.product()?;
         loop {
             let op = match self.peek().kind {
@@ -481,17 +692,19 @@ impl Parser<'_> {
                 Kind::Minus => Op::Sub,
                 _ => return Ok(left),
             };
-            self.operator()?;
+            let grows = self.operator();
             let right = self.product()?;
-            left = Expr::Binary {
-                op,
-                left: Box::new(left),
-                right: Box::new(right),
-            };
+            if grows {
+                left = Expr::Binary {
+                    op,
+                    left: Box::new(left),
+                    right: Box::new(right),
+                };
+            }
         }
     }
 
-    fn product(&mut self) -> Result<Expr, ParseError> {
+    fn product(&mut self) -> Result<Expr, Stop> {
         let mut left = self.power()?;
         loop {
             let op = match self.peek().kind {
@@ -500,17 +713,19 @@ impl Parser<'_> {
                 Kind::Percent => Op::Mod,
                 _ => return Ok(left),
             };
-            self.operator()?;
+            let grows = self.operator();
             let right = self.power()?;
-            left = Expr::Binary {
-                op,
-                left: Box::new(left),
-                right: Box::new(right),
-            };
+            if grows {
+                left = Expr::Binary {
+                    op,
+                    left: Box::new(left),
+                    right: Box::new(right),
+                };
+            }
         }
     }
 
-    fn power(&mut self) -> Result<Expr, ParseError> {
+    fn power(&mut self) -> Result<Expr, Stop> {
         let base = self.atom()?;
         if self.peek().kind != Kind::Power {
             return Ok(base);
@@ -537,18 +752,25 @@ impl Parser<'_> {
                     .skip(column - 1)
                     .take(self.peek().column.saturating_sub(column))
                     .collect();
-                Err(ParseError {
+                let found = found.trim_end();
+                if found.is_empty() {
+                    // No exponent at all: the syntax error said so.
+                    return Ok(base);
+                }
+                self.sink.push(ParseError {
+                    kind: ProblemKind::Exponent,
                     column,
-                    found: found.trim_end().to_owned(),
+                    found: found.to_owned(),
                     message: format!(
-                        "the exponent of '**' must be a constant whole number from 1 to {MAX_EXPONENT}, such as x ** 2"
+                        "exponent must be a constant positive integer from 1 to {MAX_EXPONENT}, such as x ** 2"
                     ),
-                })
+                });
+                Ok(base)
             }
         }
     }
 
-    fn atom(&mut self) -> Result<Expr, ParseError> {
+    fn atom(&mut self) -> Result<Expr, Stop> {
         let token = self.advance();
         match token.kind {
             Kind::Number(value) => Ok(Expr::Number(value)),
@@ -557,34 +779,71 @@ impl Parser<'_> {
                 self.enter(&token)?;
                 let inner = self.sum()?;
                 self.depth -= 1;
-                let close = self.advance();
+                let close = self.peek();
                 if close.kind == Kind::Close {
-                    Ok(inner)
+                    self.advance();
                 } else {
-                    Err(self.error_at(
-                        close,
-                        format!("expected ')' to close the '(' at column {}", token.column),
-                    ))
+                    self.report(
+                        ProblemKind::SyntaxError,
+                        &close,
+                        syntax(format!(
+                            "expected ')' to close the '(' at column {}",
+                            token.column
+                        )),
+                    );
                 }
+                Ok(inner)
             }
             Kind::Minus | Kind::Plus => {
                 let sign = token.text.clone();
-                Err(self.error_at(
-                    token,
+                self.report(
+                    ProblemKind::UnaryOperator,
+                    &token,
                     format!("unary '{sign}' is not supported; rewrite '{sign}x' as '(0 {sign} x)'"),
-                ))
+                );
+                // Read on as (0 - operand), so what follows is checked too.
+                self.enter(&token)?;
+                let operand = self.power()?;
+                self.depth -= 1;
+                Ok(Expr::Binary {
+                    op: Op::Sub,
+                    left: Box::new(ZERO),
+                    right: Box::new(operand),
+                })
             }
-            Kind::End => Err(self.error_at(
-                token,
-                "the expression ends where a number, a name or '(' was expected",
-            )),
+            Kind::End => {
+                self.report(
+                    ProblemKind::SyntaxError,
+                    &token,
+                    syntax("the expression ends where a number, a name or '(' was expected"),
+                );
+                Ok(ZERO)
+            }
             Kind::Close => {
-                Err(self.error_at(token, "expected a number, a name or '(' before this ')'"))
+                self.report(
+                    ProblemKind::SyntaxError,
+                    &token,
+                    syntax("expected a number, a name or '(' before this ')'"),
+                );
+                // Left for the '(' it closes.
+                self.at -= 1;
+                Ok(ZERO)
             }
-            _ => Err(self.error_at(
-                token,
-                "expected a number, a name or '(' here, not an operator",
-            )),
+            _ => {
+                self.report(
+                    ProblemKind::SyntaxError,
+                    &token,
+                    syntax("expected a number, a name or '(' here, not an operator"),
+                );
+                // Skip the run of stray operators, then read the operand.
+                while matches!(
+                    self.peek().kind,
+                    Kind::Star | Kind::Slash | Kind::Percent | Kind::Power
+                ) {
+                    self.advance();
+                }
+                self.atom()
+            }
         }
     }
 }
@@ -593,8 +852,15 @@ impl Parser<'_> {
 mod tests {
     use super::*;
 
+    /// The first problem of `source`.
     fn err(source: &str) -> ParseError {
-        parse(source).expect_err(source)
+        errs(source).errors[0].clone()
+    }
+
+    fn errs(source: &str) -> ParseErrors {
+        let errors = parse(source).expect_err(source);
+        assert!(!errors.errors.is_empty(), "{source}");
+        errors
     }
 
     fn name(n: &str) -> Box<Expr> {
@@ -809,16 +1075,147 @@ mod tests {
             let source: String = (0..length)
                 .map(|_| ALPHABET[next() % ALPHABET.len()])
                 .collect();
-            if let Err(error) = parse(&source) {
+            if let Err(errors) = parse(&source) {
                 let chars = source.chars().count();
-                assert!(
-                    (1..=chars + 1).contains(&error.column),
-                    "{source:?}: column {} of {chars}",
-                    error.column
-                );
-                assert!(!error.found.is_empty() && !error.message.is_empty());
+                assert!(!errors.errors.is_empty(), "{source:?}");
+                assert!(errors.errors.len() <= MAX_LISTED_ERRORS);
+                for error in &errors.errors {
+                    assert!(
+                        (1..=chars + 1).contains(&error.column),
+                        "{source:?}: column {} of {chars}",
+                        error.column
+                    );
+                    assert!(!error.found.is_empty() && !error.message.is_empty());
+                }
             }
         }
+    }
+
+    /// (kind, column, found) of every listed problem.
+    fn problems(source: &str) -> Vec<(ProblemKind, usize, String)> {
+        errs(source)
+            .errors
+            .into_iter()
+            .map(|e| (e.kind, e.column, e.found))
+            .collect()
+    }
+
+    #[test]
+    fn independent_problems_are_all_reported_each_starting_with_its_kind() {
+        use ProblemKind::*;
+        let errors = errs("-a ** b");
+        let kinds: Vec<_> = errors.errors.iter().map(|e| (e.kind, e.column)).collect();
+        assert_eq!(kinds, [(UnaryOperator, 1), (Exponent, 7)]);
+        assert_eq!(errors.unlisted, 0);
+        assert!(
+            errors.errors[0]
+                .message
+                .starts_with("unary '-' is not supported")
+        );
+        assert!(errors.errors[0].message.contains("(0 - x)"));
+        assert!(
+            errors.errors[1]
+                .message
+                .starts_with("exponent must be a constant positive integer")
+        );
+        assert_eq!(
+            problems("a // b + c ** d - -e + (f"),
+            [
+                (SyntaxError, 3, "//".to_owned()),
+                (Exponent, 15, "d".to_owned()),
+                (UnaryOperator, 19, "-".to_owned()),
+                (SyntaxError, 26, END.to_owned()),
+            ]
+        );
+        // Each kind's message starts with its words.
+        for (source, start) in [
+            ("a +", "syntax error: "),
+            ("a ^ 2", "syntax error: "),
+            ("+a", "unary '+' is not supported"),
+            ("x ** 0", "exponent must be a constant positive integer"),
+            ("1e400", "limit exceeded: "),
+        ] {
+            let e = err(source);
+            assert!(e.message.starts_with(start), "{source}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn recovering_from_a_problem_does_not_invent_others() {
+        use ProblemKind::*;
+        let one = |source: &str, column: usize| {
+            let found = problems(source);
+            assert_eq!(found.len(), 1, "{source}: {found:?}");
+            assert_eq!(found[0].1, column, "{source}: {found:?}");
+        };
+        one("a +* b", 4);
+        one("(a b", 4);
+        one("a == b", 3);
+        one("()", 2);
+        one("a +\u{200b}b", 4);
+        one("2x + 1", 1);
+        one("quantité * 2", 8);
+        one("a * * * b", 5);
+        one("(a + b", 7);
+        assert_eq!(
+            problems("a + b)) * c"),
+            [
+                (SyntaxError, 6, ")".to_owned()),
+                (SyntaxError, 7, ")".to_owned())
+            ]
+        );
+        assert_eq!(
+            problems("prix × quantité ^ 2"),
+            [
+                (SyntaxError, 6, "×".to_owned()),
+                (SyntaxError, 15, "é".to_owned()),
+                (SyntaxError, 17, "^".to_owned())
+            ]
+        );
+        assert_eq!(
+            problems("1,5 + 2x + 1e"),
+            [
+                (SyntaxError, 2, ",".to_owned()),
+                (SyntaxError, 7, "2x".to_owned()),
+                (SyntaxError, 12, "1e".to_owned())
+            ]
+        );
+        // A negative exponent is two problems: the sign, and the exponent
+        // it would still be after the rewrite (0 - 2).
+        assert_eq!(
+            problems("x ** -2"),
+            [
+                (UnaryOperator, 6, "-".to_owned()),
+                (Exponent, 6, "-2".to_owned())
+            ]
+        );
+        assert_eq!(problems("--a").len(), 2);
+    }
+
+    #[test]
+    fn hundreds_of_problems_are_counted_not_listed() {
+        let many = vec!["-a"; 150].join(" + ");
+        let errors = errs(&many);
+        assert_eq!(errors.errors.len(), MAX_LISTED_ERRORS);
+        assert_eq!(errors.unlisted, 150 - MAX_LISTED_ERRORS);
+        assert_eq!(errors.errors[9].column, 9 * 5 + 1);
+        // Past the operator bound the problem is reported once, and the
+        // tree stops growing.
+        let chain = format!("{}a", "a+".repeat(4_999));
+        let errors = errs(&chain);
+        assert_eq!(errors.errors.len(), 1);
+        assert_eq!(errors.unlisted, 0);
+        assert_eq!(errors.errors[0].kind, ProblemKind::LimitExceeded);
+        // Thousands of unary signs nest: the parse stops at the depth bound.
+        let signs = format!("{}a", "-".repeat(5_000));
+        let errors = errs(&signs);
+        assert_eq!(errors.errors.len() + errors.unlisted, MAX_DEPTH + 2);
+        // The longest expression full of problems still gives a short list.
+        let longest = "-a+".repeat(MAX_EXPRESSION_CHARS / 3);
+        let errors = errs(&longest);
+        let text: usize = errors.errors.iter().map(|e| e.to_string().len()).sum();
+        assert!(text < 2_000, "{text}");
+        assert!(errors.unlisted > 1_000, "{}", errors.unlisted);
     }
 
     #[test]
@@ -897,9 +1294,12 @@ mod properties {
         fn any_text_parses_or_says_where(
             text in prop_oneof![any::<String>(), "[a-z0-9_ .eE+*/%()-]{0,40}"],
         ) {
-            if let Err(error) = parse(&text) {
-                prop_assert!(error.column >= 1 && error.column <= text.chars().count() + 1, "{error}");
-                prop_assert!(!error.message.is_empty());
+            if let Err(errors) = parse(&text) {
+                prop_assert!(!errors.errors.is_empty());
+                for error in &errors.errors {
+                    prop_assert!(error.column >= 1 && error.column <= text.chars().count() + 1, "{error}");
+                    prop_assert!(!error.message.is_empty());
+                }
             }
         }
 
@@ -908,7 +1308,7 @@ mod properties {
         #[test]
         fn printed_trees_parse_back(tree in expr()) {
             let text = shown(&tree);
-            prop_assert_eq!(parse(&text).map_err(|e| e.to_string()), Ok(tree), "{}", text);
+            prop_assert_eq!(parse(&text).map_err(|e| format!("{:?}", e.errors)), Ok(tree), "{}", text);
         }
     }
 }

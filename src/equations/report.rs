@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use super::evaluate::{EvaluationResult, EvaluationStatus, ValidationResult};
+use super::model::{EquationUnits, Violation};
 use super::{CorrectionResult, EquationStatus, OptimizationResult};
 use crate::diagnostics::Diagnostic;
 
@@ -19,6 +20,29 @@ fn problem_lines(text: &mut String, errors: &[String], diagnostic: Option<&Diagn
             text,
             "Diagnostic: {} — {}",
             diagnostic.category, diagnostic.message
+        );
+    }
+}
+
+fn violation_lines(text: &mut String, violations: &[Violation], units: &[EquationUnits]) {
+    for v in violations {
+        let side =
+            |value: Option<f64>| value.map_or("not computable".to_owned(), |v| v.to_string());
+        let unit = units
+            .iter()
+            .find(|u| u.place == v.place)
+            .map(|u| format!(" units of {}", u.unit))
+            .unwrap_or_default();
+        let _ = writeln!(
+            text,
+            "  {} {}: lhs {}, rhs {}, residual {}{unit} ({} beyond the tolerance), penalty {}",
+            v.place,
+            v.equation,
+            side(v.lhs_value),
+            side(v.rhs_value),
+            v.residual,
+            v.excess,
+            v.penalty
         );
     }
 }
@@ -51,6 +75,14 @@ pub fn correction(result: &CorrectionResult) -> String {
                 };
                 let _ = writeln!(text, "  {name:<pad$}  {value}{note}");
             }
+            if !result.violations.is_empty() {
+                let _ = writeln!(
+                    text,
+                    "The observations cannot all be reconciled: {} equation(s) still violated:",
+                    result.violations.len()
+                );
+                violation_lines(&mut text, &result.violations, &result.equation_units);
+            }
             if result.status == EquationStatus::Feasible {
                 problem_lines(&mut text, &[], result.diagnostic.as_ref());
             }
@@ -79,6 +111,14 @@ pub fn optimisation(result: &OptimizationResult) -> String {
             let pad = width(result.values.keys());
             for (name, value) in &result.values {
                 let _ = writeln!(text, "  {name:<pad$}  {value}");
+            }
+            if !result.violations.is_empty() {
+                let _ = writeln!(
+                    text,
+                    "{} soft constraint(s) violated:",
+                    result.violations.len()
+                );
+                violation_lines(&mut text, &result.violations, &result.equation_units);
             }
             if result.status == EquationStatus::Feasible {
                 problem_lines(&mut text, &[], result.diagnostic.as_ref());

@@ -123,10 +123,13 @@ pub struct EvaluatedEquation {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObservedVariable {
-    /// The observed (extracted) value, in real units.
-    pub obs: f64,
+    /// The observed (extracted) value, in real units. Required with
+    /// `fixed`; a free variable without it is unobserved: it takes the
+    /// value the equations force, pulled toward nothing.
+    #[serde(default)]
+    pub obs: Option<f64>,
     /// Trust in `obs`, 0 to 1: each scaled unit the correction moves away
-    /// from it costs round(100 × confidence).
+    /// from it costs round(100 × confidence). Needs `obs` when above 0.
     #[serde(default)]
     pub confidence: f64,
     /// Scale to integers: the solver works on value × mult_factor (100 for
@@ -417,12 +420,28 @@ impl CorrectRequest {
         for (name, variable) in &self.variables {
             check_name(name)?;
             let domain = scaled_domain(name, variable.mult_factor, variable.min, variable.max)?;
-            scale_value(name, "obs", variable.obs, domain.mult)?;
             if !(0.0..=1.0).contains(&variable.confidence) {
                 return Err(ToolError::invalid(format!(
                     "variables.{name}.confidence must be from 0 to 1, got {}",
                     variable.confidence
                 )));
+            }
+            match variable.obs {
+                Some(obs) => {
+                    scale_value(name, "obs", obs, domain.mult)?;
+                }
+                None if variable.fixed => {
+                    return Err(ToolError::invalid(format!(
+                        "variables.{name} is fixed but has no obs: give the value to pin it to as obs, or drop fixed to let the equations decide it"
+                    )));
+                }
+                None if variable.confidence > 0.0 => {
+                    return Err(ToolError::invalid(format!(
+                        "variables.{name} has confidence {} but no obs to hold it to: give obs, or drop confidence for a value the equations decide alone",
+                        variable.confidence
+                    )));
+                }
+                None => {}
             }
         }
         for (index, equation) in self.equations.iter().enumerate() {
@@ -553,6 +572,45 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn obs_may_be_left_out_only_for_a_free_unpulled_variable() {
+        let request = |x: serde_json::Value| -> CorrectRequest {
+            serde_json::from_value(serde_json::json!({
+                "variables": {"x": x, "y": {"obs": 2, "fixed": true}},
+                "equations": [{"lhs": "x", "rhs": "y"}]
+            }))
+            .unwrap()
+        };
+        assert!(request(serde_json::json!({"max": 10})).validate().is_ok());
+        assert!(
+            request(serde_json::json!({"confidence": 0}))
+                .validate()
+                .is_ok()
+        );
+        let error = request(serde_json::json!({"fixed": true}))
+            .validate()
+            .unwrap_err();
+        assert!(
+            error
+                .0
+                .message
+                .starts_with("variables.x is fixed but has no obs"),
+            "{}",
+            error.0.message
+        );
+        let error = request(serde_json::json!({"confidence": 0.2}))
+            .validate()
+            .unwrap_err();
+        assert!(
+            error
+                .0
+                .message
+                .starts_with("variables.x has confidence 0.2 but no obs"),
+            "{}",
+            error.0.message
+        );
     }
 
     #[test]

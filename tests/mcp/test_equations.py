@@ -266,6 +266,7 @@ async def test_validate_equations_lists_problems_with_positions(full):
     assert checks[1]["details"] == [
         {
             "side": "rhs",
+            "kind": "unary_operator",
             "column": 1,
             "found": "-",
             "message": "unary '-' is not supported; rewrite '-x' as '(0 - x)'",
@@ -527,3 +528,301 @@ async def test_evaluate_reads_tolerance_like_correct_values_when_given_mult_fact
         full.session, "evaluate_equations", {"equations": equations, "values": values, "mult_factors": mults}
     )
     assert "whole number" in error.message and "tolerance" in error.message
+
+
+# obs is optional for a free variable: an unobserved value is the one the
+# equations force, pulled toward nothing. A fixed one still needs obs.
+
+
+@pytest.mark.parametrize(
+    ("variables", "needle"),
+    [
+        ({"total": {"fixed": True}, "part": {"obs": 1}}, "variables.total is fixed but has no obs"),
+        ({"total": {"fixed": True, "confidence": 1}, "part": {"obs": 1}}, "variables.total is fixed but has no obs"),
+        ({"total": {"confidence": 0.5}, "part": {"obs": 1}}, "variables.total has confidence 0.5 but no obs"),
+        ({"total": {"obs": None, "fixed": True}, "part": {"obs": 1}}, "variables.total is fixed but has no obs"),
+    ],
+)
+async def test_a_value_without_obs_that_needs_one_is_refused_by_name(full, variables, needle):
+    request = {"variables": variables, "equations": [{"lhs": "total", "rhs": "part * 2"}]}
+    error = await call_error(full.session, "correct_values", request)
+    assert error.category == "invalid_request"
+    assert needle in error.message, error.message
+
+
+async def test_a_free_variable_without_obs_takes_the_value_the_equations_force(full):
+    request = {
+        "variables": {
+            "gross": {"min": 0, "max": 1000, "mult_factor": 100},
+            "qty": {"obs": 12, "fixed": True},
+            "rate": {"obs": 45.5, "mult_factor": 100, "fixed": True},
+        },
+        "equations": [{"lhs": "gross", "rhs": "qty * rate"}],
+    }
+    result = await full.session.call_tool("correct_values", request)
+    data = call_result(result)
+    assert data["status"] == "OPTIMAL"
+    assert data["corrected"] == {"gross": 546.0}
+    # Nothing was observed, so nothing changed and nothing pulled.
+    assert data["changed"] == {}
+    assert data["penalty"] == 0
+    assert "v_gross;  % gross, not observed" in data["model"]
+    assert "abs(v_gross" not in data["model"]
+    assert result_text(result).startswith("OPTIMAL: 0 of 1 free value(s) corrected (penalty 0)")
+
+
+async def test_no_obs_means_the_same_as_obs_zero_with_confidence_zero(full):
+    """Two unknowns tied by equations and one trusted reading: leaving obs
+    out gives the answer obs 0 with confidence 0 gives."""
+    variables = {
+        "net": {"obs": 100, "confidence": 1, "mult_factor": 100, "max": 10000},
+        "tax": {"mult_factor": 100, "max": 10000},
+        "gross": {"mult_factor": 100, "max": 10000},
+    }
+    equations = [
+        {"lhs": "tax", "rhs": "net * 0.19"},
+        {"lhs": "gross", "rhs": "net + tax"},
+    ]
+    without = await call_ok(full.session, "correct_values", {"variables": variables, "equations": equations})
+    explicit = copy.deepcopy(variables)
+    for name in ("tax", "gross"):
+        explicit[name].update({"obs": 0, "confidence": 0})
+    with_zero = await call_ok(full.session, "correct_values", {"variables": explicit, "equations": equations})
+    assert without["status"] == with_zero["status"] == "OPTIMAL"
+    assert without["corrected"] == with_zero["corrected"] == {"net": 100.0, "tax": 19.0, "gross": 119.0}
+    assert without["penalty"] == with_zero["penalty"] == 0
+    # obs 0 is an observation that moved; no obs is not.
+    assert without["changed"] == {}
+    assert with_zero["changed"] == {"tax": 0.0, "gross": 0.0}
+
+
+# A result with a penalty says which equations still miss, consistently
+# with how the penalty counts them.
+
+
+def _pinned(values, equations):
+    return {
+        "variables": {name: {"obs": value, "fixed": True, **extra} for name, (value, extra) in values.items()},
+        "equations": equations,
+    }
+
+
+async def test_fixed_values_that_break_an_equation_are_listed_as_violations(full):
+    request = _pinned({"x": (3, {}), "y": (4, {})}, [{"lhs": "x", "rhs": "y", "weight": 1}])
+    result = await full.session.call_tool("correct_values", request)
+    data = call_result(result)
+    assert data["status"] == "OPTIMAL"
+    assert data["corrected"] == {} and data["penalty"] == 1
+    assert data["violations"] == [
+        {
+            "place": "equations[0]",
+            "equation": "x == y",
+            "lhs_value": 3.0,
+            "rhs_value": 4.0,
+            "residual": -1.0,
+            "excess": 1.0,
+            "penalty": 1,
+        }
+    ]
+    text = result_text(result)
+    assert "cannot all be reconciled" in text, text
+    assert "equations[0] x == y: lhs 3, rhs 4, residual -1" in text, text
+
+
+async def test_only_the_equations_that_miss_are_listed_each_with_its_share(full):
+    """Three equations over pinned values: one holds, one misses within its
+    tolerance, one misses beyond it; a fourth with weight 0 misses and costs
+    nothing. The shares add up to the penalty."""
+    request = _pinned(
+        {"a": (10, {}), "b": (12, {}), "c": (10, {})},
+        [
+            {"lhs": "a", "rhs": "c"},
+            {"lhs": "a", "rhs": "b", "tolerance": 2},
+            {"lhs": "b + 3", "rhs": "c", "weight": 7, "tolerance": 1},
+            {"lhs": "a", "rhs": "b", "relation": ">=", "weight": 0},
+            {"lhs": "a", "rhs": "b", "relation": "<="},
+        ],
+    )
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "OPTIMAL"
+    places = [v["place"] for v in data["violations"]]
+    assert places == ["equations[2]", "equations[3]"], data["violations"]
+    second, third = data["violations"]
+    assert (second["lhs_value"], second["rhs_value"], second["residual"], second["excess"]) == (15.0, 10.0, 5.0, 4.0)
+    assert second["penalty"] == 7 * 4
+    assert (third["residual"], third["excess"], third["penalty"]) == (-2.0, 2.0, 0)
+    assert data["penalty"] == sum(v["penalty"] for v in data["violations"]) == 28
+
+
+async def test_a_fractional_residual_is_given_in_the_unit_and_rounded_up_in_the_penalty(full):
+    # x == y * 0.5 with whole numbers: the sides differ by half a unit.
+    request = _pinned({"x": (1, {}), "y": (3, {})}, [{"lhs": "x", "rhs": "y * 0.5", "weight": 10}])
+    data = await call_ok(full.session, "correct_values", request)
+    [violation] = data["violations"]
+    assert (violation["lhs_value"], violation["rhs_value"]) == (1.0, 1.5)
+    assert (violation["residual"], violation["excess"]) == (-0.5, 0.5)
+    # The model counts whole units started: half a unit costs one weight.
+    assert violation["penalty"] == data["penalty"] == 10
+    # Within a tolerance of one unit it holds: nothing listed, nothing paid.
+    request["equations"][0]["tolerance"] = 1
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["violations"] == [] and data["penalty"] == 0
+
+
+async def test_floating_point_noise_is_not_a_violation(full):
+    """0.1 + 0.2 is not 0.3 in binary floating point; the model counts
+    tenths exactly, so the equation holds and is not listed."""
+    scaled = {"mult_factor": 10}
+    request = _pinned(
+        {"a": (0.1, scaled), "b": (0.2, scaled), "c": (0.3, scaled)}, [{"lhs": "a + b", "rhs": "c"}]
+    )
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "OPTIMAL"
+    assert data["penalty"] == 0 and data["violations"] == []
+
+
+async def test_a_huge_residual_is_reported_whole(full):
+    request = _pinned({"x": (1_500_000_000, {}), "y": (0, {})}, [{"lhs": "x", "rhs": "y", "weight": 1}])
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "OPTIMAL"
+    [violation] = data["violations"]
+    assert violation["residual"] == 1.5e9 and violation["penalty"] == 1_500_000_000 == data["penalty"]
+
+
+async def test_an_equation_cheaper_to_break_than_a_trusted_value_is_listed_with_the_pull(full):
+    """a is trusted (100 per unit moved), the equation a == b weighs 50 per
+    unit: leaving it off by 3 is cheaper than moving a, so a stays and the
+    violation carries the whole penalty; in cents the unit is 0.01."""
+    request = {
+        "variables": {
+            "a": {"obs": 10, "confidence": 1, "mult_factor": 100, "max": 1000},
+            "b": {"obs": 13, "mult_factor": 100, "fixed": True},
+        },
+        "equations": [{"lhs": "a", "rhs": "b", "weight": 50}],
+    }
+    result = await full.session.call_tool("correct_values", request)
+    data = call_result(result)
+    assert data["corrected"] == {"a": 10.0} and data["changed"] == {}
+    [violation] = data["violations"]
+    assert (violation["residual"], violation["excess"]) == (-300.0, 300.0)
+    assert violation["penalty"] == data["penalty"] == 50 * 300
+    assert data["equation_units"][0]["unit"] == 0.01
+    assert "cannot all be reconciled" in result_text(result)
+
+
+async def test_corrected_values_that_satisfy_everything_list_no_violations(full):
+    data = await call_ok(full.session, "correct_values", INVOICE)
+    assert data["status"] == "OPTIMAL" and data["penalty"] > 0
+    # The penalty is the pull of the corrections only.
+    assert data["violations"] == []
+    data = await call_ok(full.session, "correct_values", SEED)
+    assert data["violations"] == []
+
+
+async def test_a_violated_soft_constraint_of_optimize_expression_is_listed(full):
+    """Maximise 10x with a soft x <= 60 costing 3 per unit above: each unit
+    above gains 10 and costs 3, so x goes to its bound 100, 40 over."""
+    request = {
+        "variables": {"x": {"min": 0, "max": 100}},
+        "objective": {"expr": "10 * x", "direction": "maximize"},
+        "hard_constraints": [{"lhs": "x", "rhs": "100", "relation": "<="}],
+        "soft_constraints": [
+            {"lhs": "x", "rhs": "60", "relation": "<=", "weight": 3},
+            {"lhs": "x", "rhs": "5", "relation": ">=", "weight": 3},
+        ],
+    }
+    result = await full.session.call_tool("optimize_expression", request)
+    data = call_result(result)
+    assert data["status"] == "OPTIMAL"
+    assert data["values"] == {"x": 100.0}
+    assert data["violations"] == [
+        {
+            "place": "soft_constraints[0]",
+            "equation": "x <= 60",
+            "lhs_value": 100.0,
+            "rhs_value": 60.0,
+            "residual": 40.0,
+            "excess": 40.0,
+            "penalty": 120,
+        }
+    ]
+    assert data["solver_objective"] == 1000 - 120
+    text = result_text(result)
+    assert "1 soft constraint(s) violated" in text and "soft_constraints[0] x <= 60" in text, text
+    # The reference optimisation keeps its soft cap: nothing listed.
+    data = await call_ok(full.session, "optimize_expression", OPTIMISATION)
+    assert data["violations"] == []
+
+
+# Every independent problem of an expression is reported, each starting
+# with its kind, the list capped with a count of what was left out.
+
+
+async def test_validate_reports_every_problem_of_an_expression_with_its_kind(full):
+    request = {"equations": [{"lhs": "total", "rhs": "-a ** b"}, {"lhs": "a // b", "rhs": "(c"}]}
+    result = await full.session.call_tool("validate_equations", request)
+    data = call_result(result)
+    assert data["valid"] is False
+    first, second = data["equations"]
+    assert [(d["side"], d["kind"], d["column"], d["found"]) for d in first["details"]] == [
+        ("rhs", "unary_operator", 1, "-"),
+        ("rhs", "exponent", 7, "b"),
+    ]
+    assert first["errors"][0].startswith("rhs column 1, at '-': unary '-' is not supported")
+    assert "(0 - x)" in first["errors"][0]
+    assert first["errors"][1].startswith("rhs column 7, at 'b': exponent must be a constant positive integer")
+    assert [(d["side"], d["kind"], d["column"]) for d in second["details"]] == [
+        ("lhs", "syntax_error", 3),
+        ("rhs", "syntax_error", 3),
+    ]
+    assert all(line.split(": ", 1)[1].startswith("syntax error: ") for line in second["errors"]), second
+    assert first["unlisted"] == second["unlisted"] == 0
+    text = result_text(result)
+    assert "rhs column 1, at '-': unary" in text and "rhs column 7, at 'b': exponent" in text, text
+
+
+async def test_correct_and_optimize_report_every_problem_in_one_round_trip(full):
+    request = copy.deepcopy(SEED)
+    request["equations"] = [{"lhs": "gross_amount", "rhs": "-quantity ** rate_per_pc"}]
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "INVALID_EQUATION"
+    assert data["errors"] == [
+        "equations[0] rhs column 1, at '-': unary '-' is not supported; rewrite '-x' as '(0 - x)'",
+        "equations[0] rhs column 14, at 'rate_per_pc': exponent must be a constant positive integer from 1 to 16, such as x ** 2",
+    ]
+    assert data["diagnostic"]["message"].startswith("2 problem(s) in the expressions")
+    request = copy.deepcopy(OPTIMISATION)
+    request["objective"]["expr"] = "units ** price - -units"
+    request["soft_constraints"][0]["rhs"] = "50 +"
+    data = await call_ok(full.session, "optimize_expression", request)
+    assert data["status"] == "INVALID_EQUATION"
+    assert [line.split(", at")[0] for line in data["errors"]] == [
+        "objective.expr column 10",
+        "objective.expr column 18",
+        "soft_constraints[0] rhs column 5",
+    ]
+
+
+async def test_an_expression_with_hundreds_of_problems_gives_a_short_answer(full):
+    """Thousands of unary signs in the longest expression accepted: ten
+    are listed per side, the rest counted, and the answer stays small."""
+    hostile = "-a+" * 3333  # 9,999 characters, 3,333 problems
+    result = await full.session.call_tool("validate_equations", {"equations": [{"lhs": hostile, "rhs": hostile}]})
+    data = call_result(result)
+    [check] = data["equations"]
+    assert len(check["details"]) == 20
+    assert check["unlisted"] > 6000
+    assert check["errors"][-2:] == [
+        f"lhs: {check['unlisted'] // 2} more problem(s) not listed; fix these and check again",
+        f"rhs: {check['unlisted'] // 2} more problem(s) not listed; fix these and check again",
+    ]
+    # The answer is the input echoed twice plus a few kilobytes, not megabytes.
+    assert len(result_text(result)) < 2 * len(hostile) + 5_000
+    # Many such equations at once: correct_values lists at most 50 lines.
+    request = copy.deepcopy(SEED)
+    request["equations"] = [{"lhs": "gross_amount", "rhs": "-quantity + " * 20 + "1"}] * 30
+    data = await call_ok(full.session, "correct_values", request)
+    assert data["status"] == "INVALID_EQUATION"
+    assert len(data["errors"]) == 51
+    assert data["errors"][-1].endswith("more line(s) of problems not listed; fix these and check again")
+    assert data["diagnostic"]["message"].startswith("330 problem(s) in the expressions")

@@ -20,7 +20,7 @@ use crate::equations::{
 #[tool_router(router = equation_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Correct values read from a document (OCR, forms) so they satisfy known equations such as gross = quantity * rate. Variables: obs, confidence 0-1 (resistance to change), mult_factor (100 for cents), optional min/max, fixed. Equations: lhs, rhs (+ - * / % **, parentheses; (0 - x) for minus), relation ==/<=/>=, weight and tolerance in units of 1/(largest mult_factor), see equation_units. Solved exactly with MiniZinc; status OPTIMAL (never when the ±2e9 integer range could cut answers), FEASIBLE, INFEASIBLE, UNKNOWN or INVALID_EQUATION, and the corrected free values.",
+        description = "Correct values read from a document (OCR, forms) so they satisfy known equations such as gross = quantity * rate. Variables: obs (may be left out for a free unknown), confidence 0-1 (resistance to change), mult_factor (100 for cents), optional min/max, fixed (needs obs). Equations: lhs, rhs (+ - * / % **, parentheses; (0 - x) for minus), relation ==/<=/>=, weight and tolerance in units of 1/(largest mult_factor), see equation_units. Solved exactly with MiniZinc; status OPTIMAL (never when the ±2e9 integer range could cut answers), FEASIBLE, INFEASIBLE, UNKNOWN or INVALID_EQUATION, and the corrected free values.",
         input_schema = schema::<CorrectRequest>(),
         output_schema = schema_for_output::<CorrectionResult>()
     )]
@@ -42,7 +42,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Check the syntax of equations (lhs, rhs) without solving: each gets an errors list (empty when valid) naming the side, the column and the offending text. Catches unary minus/plus (write (0 - x)), non-constant or non-positive exponents of **, and syntax errors. Call before correct_values or optimize_expression.",
+        description = "Check the syntax of equations (lhs, rhs) without solving: each gets an errors list (empty when valid) with every independent problem, naming the side, the column and the offending text, each message starting with its kind: syntax error, unary '-'/'+' (write (0 - x)), exponent (** takes a constant whole number 1-16), limit exceeded. At most 10 per side are listed, the rest counted. Call before correct_values or optimize_expression.",
         input_schema = schema::<ValidateRequest>(),
         output_schema = schema_for_output::<ValidationResult>()
     )]
