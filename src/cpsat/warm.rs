@@ -59,6 +59,9 @@ pub struct WarmPool {
     state: Arc<Mutex<State>>,
 }
 
+/// The prefix of the pool's helper dir in the server's scratch root.
+const WARM_HELPER_PREFIX: &str = "solvergate-warm-helper-";
+
 impl WarmPool {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state
@@ -102,7 +105,9 @@ impl WarmPool {
             ];
             // Without the helper dir (it could not be written) a child still
             // follows solves from its own `import solvergate` on.
-            let helper = super::script::scratch_dir().and_then(|dir| {
+            // Its own prefix: it lives as long as the pool, beside the
+            // runs' scratch dirs that come and go.
+            let helper = crate::exec::scratch_dir(WARM_HELPER_PREFIX).and_then(|dir| {
                 super::script::write_helper(dir.path())?;
                 Ok(dir)
             });

@@ -309,14 +309,19 @@ class LimitedServer:
         return self.launched.session
 
     def scratch_left(self) -> list[str]:
-        """Everything under the server's TMPDIR but its scratch root and the
-        root's owner file: what a finished run left behind."""
+        """Everything under the server's TMPDIR but its scratch root, the
+        root's owner file and the warm pool's helper dir (which lives as
+        long as the pool): what a finished run left behind."""
         left = []
         for path in sorted(self.tmpdir.rglob("*")):
             relative = path.relative_to(self.tmpdir)
-            if len(relative.parts) == 1 and relative.name.startswith("solvergate-run-") and path.is_dir():
+            parts = relative.parts
+            if len(parts) == 1 and relative.name.startswith("solvergate-run-") and path.is_dir():
                 continue
-            if len(relative.parts) == 2 and relative.parts[0].startswith("solvergate-run-") and relative.name == "owner":
+            in_root = len(parts) >= 2 and parts[0].startswith("solvergate-run-")
+            if in_root and len(parts) == 2 and relative.name == "owner":
+                continue
+            if in_root and parts[1].startswith("solvergate-warm-helper-"):
                 continue
             left.append(str(relative))
         return left
