@@ -5,8 +5,9 @@
 //! server must not do between fork and exec, in this order, then exec the
 //! program, which inherits all of it:
 //!
-//! 1. join the run's cgroups (`--cgroup FILE`: a `cgroup.procs` to write our
-//!    pid to), so nothing of the tree runs outside them;
+//! 1. join the run's cgroups (`--cgroup FILE`: a v1 `tasks` or v2
+//!    `cgroup.procs` to write `0`, ourselves, to), so nothing of the tree
+//!    runs outside them;
 //! 2. set rlimits, soft and hard (`--rlimit fsize=BYTES`, `data=BYTES`,
 //!    `nproc=N`), so the program cannot raise them again;
 //! 3. with `--userns`, move into a user namespace of its own, mapped to our
@@ -102,7 +103,7 @@ fn probe(trampoline: &Path, confinement: impl FnOnce(&Path) -> Confinement) -> O
 /// What the trampoline is asked to do.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(super) struct Confinement {
-    /// `cgroup.procs` files to join.
+    /// Files to join the run's cgroups through (see `cgroup::join_file`).
     pub cgroups: Vec<PathBuf>,
     /// rlimits to set: `fsize`, `data`, `nproc`.
     pub rlimits: Vec<(String, u64)>,
@@ -225,7 +226,9 @@ pub fn serve(args: impl Iterator<Item = OsString>) -> ExitCode {
         .as_ref()
         .map(|path| (std::fs::File::create(path), path));
     for file in &confinement.cgroups {
-        if let Err(error) = std::fs::write(file, std::process::id().to_string()) {
+        // `0` is the writer itself: on v1's `tasks` the one thread we are,
+        // which the kernel moves without its global lock.
+        if let Err(error) = std::fs::write(file, "0") {
             return refuse(&format!(
                 "could not join the run's cgroup {}: {error}",
                 file.display()

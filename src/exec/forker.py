@@ -5,7 +5,7 @@
 #   forker -> server  {"ready": true}                      once the preload is imported
 #   server -> forker  one JSON line + 2 fds (SCM_RIGHTS):  the child's stdout and stderr
 #       {"script": path, "argv": [...], "cwd": dir, "set": {k: v}, "remove": [k],
-#        "confine": {"cgroups": [procs file], "rlimits": {"fsize"|"data"|"nproc": n},
+#        "confine": {"cgroups": [join file], "rlimits": {"fsize"|"data"|"nproc": n},
 #                    "userns": bool, "sandbox": bool, "write": [dir], "report": path}}
 #   forker -> server  {"pid": N}                           the child leads its own session
 #   forker -> server  {"pid": N, "wait_status": S}         the raw waitpid status
@@ -121,9 +121,11 @@ def confine(spec):
     network and restricts writes (Landlock), as the trampoline does. A step
     that must hold and fails ends the child with 127."""
     report = open(spec["report"], "w") if spec.get("report") else None
-    for procs in spec.get("cgroups", []):
-        with open(procs, "w") as handle:
-            handle.write(str(os.getpid()))
+    # "0" is the writer itself; a forked child is one thread, which a v1
+    # `tasks` file takes without the kernel's global lock (see cgroup.rs).
+    for join in spec.get("cgroups", []):
+        with open(join, "w") as handle:
+            handle.write("0")
     import resource
 
     userns = bool(spec.get("userns")) and own_user_namespace()

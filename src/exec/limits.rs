@@ -423,7 +423,7 @@ impl RunLimits {
     /// rlimits to set.
     pub fn confinement(&self, mut base: Confinement) -> Confinement {
         if let Some(group) = &self.group {
-            base.cgroups = group.procs_files();
+            base.cgroups = group.join_files();
         }
         base.rlimits
             .push(("fsize".into(), self.limits.file_size_mb.saturating_mul(MIB)));
