@@ -26,11 +26,21 @@ use crate::diagnostics::ToolError;
 use crate::exec::limits::LimitCaps;
 
 /// Reads a tool's arguments; a malformed one is an `invalid_request` that
-/// names the problem (rmcp's own extractor would answer without our
-/// `Diagnostic:` line).
+/// names the problem and, where it is inside an argument, the argument's
+/// path (`limits.memory_mb: invalid type: …`). rmcp's own extractor would
+/// answer without our `Diagnostic:` line, and serde alone names no field for
+/// a wrong type.
 pub fn parse<T: DeserializeOwned>(arguments: JsonObject) -> Result<T, ToolError> {
-    serde_json::from_value(serde_json::Value::Object(arguments))
-        .map_err(|error| ToolError::invalid(format!("invalid arguments: {error}")))
+    serde_path_to_error::deserialize(serde_json::Value::Object(arguments)).map_err(|error| {
+        let path = error.path().to_string();
+        let problem = error.into_inner().to_string();
+        // A reader of our own (`limits_arg`) may have named the path already.
+        ToolError::invalid(if path == "." || problem.starts_with(&path) {
+            format!("invalid arguments: {problem}")
+        } else {
+            format!("invalid arguments: {path}: {problem}")
+        })
+    })
 }
 
 /// Arguments that become a service request, or an argument error.

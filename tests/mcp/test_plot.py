@@ -76,5 +76,5 @@ async def test_a_solve_job_is_drawn_and_one_with_nothing_timed_says_so(full):
     error = await call_error(full.session, "get_solve_job", {"job_id": satisfy["job_id"], "include_plot": "yes"})
     assert (error.category, error.message) == (
         "invalid_request",
-        'invalid arguments: invalid type: string "yes", expected a boolean',
+        'invalid arguments: include_plot: invalid type: string "yes", expected a boolean',
     ), error
