@@ -1033,6 +1033,50 @@ mod tests {
         }
     }
 
+    /// An adopted job keeps its id and times, runs at once even in a full
+    /// registry, is told to the journal before `adopt` returns, and ends
+    /// like any other; its id cannot be adopted twice.
+    #[tokio::test]
+    async fn an_adopted_job_runs_under_its_own_id_and_times() {
+        let registry: JobRegistry<u32> =
+            JobRegistry::new("test job", bounds(1, 0, 8), CancellationToken::new());
+        let journal = Arc::new(Recorder::default());
+        registry.keep_in(journal.clone());
+        let busy = registry.submit((), sleeper(60_000, 1)).unwrap();
+        assert!(registry.check_room(1).is_err(), "the registry is full");
+        let id = "0123456789abcdef0123456789abcdef";
+        let submitted = SystemTime::now() - Duration::from_secs(30);
+        let started = submitted + Duration::from_secs(5);
+        let adopted = registry
+            .adopt(id, (), submitted, started, sleeper(20, 7))
+            .unwrap();
+        assert_eq!(adopted.id, id);
+        assert_eq!(adopted.state, JobState::Running);
+        assert_eq!(
+            (adopted.submitted_at, adopted.started_at),
+            (submitted, Some(started))
+        );
+        assert!(adopted.elapsed_ms >= 25_000, "{}", adopted.elapsed_ms);
+        assert_eq!(
+            journal.told.lock().unwrap().last().cloned(),
+            Some((id.to_owned(), JobState::Running))
+        );
+        assert!(
+            registry
+                .adopt(id, (), submitted, started, sleeper(1, 8))
+                .is_none()
+        );
+        let done = registry.wait(id).await.unwrap();
+        assert_eq!(done.state, JobState::Succeeded);
+        assert_eq!(done.result.as_deref(), Some(&7));
+        assert!(
+            registry.check_room(1).is_err(),
+            "its slot is freed, the other is held"
+        );
+        registry.cancel(&busy.id).await.unwrap();
+        assert!(registry.check_room(1).is_ok());
+    }
+
     #[tokio::test]
     async fn a_journal_hears_of_admission_and_end_but_not_of_an_end_by_shutdown() {
         let registry: JobRegistry<u32> =

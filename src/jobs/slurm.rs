@@ -779,6 +779,46 @@ mod tests {
         assert_eq!(minutes(u64::MAX), u64::MAX.div_ceil(60_000));
     }
 
+    /// Only a job directory of this server's work directory is followed
+    /// (and so removed at the end), whatever a record on disk says.
+    #[test]
+    fn only_job_dirs_of_the_work_directory_are_resumed() {
+        let backend = SlurmBackend::new(SlurmConfig {
+            settings: SlurmSettings::default(),
+            workdir: PathBuf::from("/shared/sg"),
+            worker: PathBuf::from("/usr/bin/solvergate"),
+            search_path: None,
+            runtime_dir: PathBuf::from("/opt/minizinc"),
+            cpsat_python: PathBuf::from("/usr/bin/python3"),
+            pythonpath: None,
+        });
+        let handoff = |job_id: &str, dir: &str| SlurmHandoff {
+            job_id: job_id.to_owned(),
+            dir: PathBuf::from(dir),
+        };
+        let good = "/shared/sg/job-0123456789abcdef0123456789abcdef";
+        assert_eq!(backend.resumable(&handoff("41", good)), Ok(()));
+        let refused = [
+            handoff("", good),
+            handoff("41;rm", good),
+            handoff("41", "/home/me"),
+            handoff("41", "/shared/sg"),
+            handoff("41", "/shared/sg/job-0123456789abcdef0123456789abcdef/.."),
+            handoff(
+                "41",
+                "/shared/sg/../sg/job-0123456789abcdef0123456789abcdef",
+            ),
+            handoff("41", "/shared/sg/job-0123456789ABCDEF0123456789abcdef"),
+            handoff(
+                "41",
+                "/shared/sg/other/job-0123456789abcdef0123456789abcdef",
+            ),
+        ];
+        for handoff in refused {
+            assert!(backend.resumable(&handoff).is_err(), "{handoff:?}");
+        }
+    }
+
     #[test]
     fn paths_are_quoted_for_the_shell() {
         assert_eq!(shell_quote(Path::new("/a b/it's")), "'/a b/it'\\''s'");

@@ -468,6 +468,174 @@ pub(crate) fn set(status: &mut Value, field: &str, value: Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jobs::SolveJobs;
+
+    const ID: &str = "0123456789abcdef0123456789abcdef";
+
+    fn gone() -> Writer {
+        Writer {
+            pid: 999_999_999,
+            started: 5,
+            boot: boot_id(),
+        }
+    }
+
+    fn handoff() -> SlurmHandoff {
+        SlurmHandoff {
+            job_id: "41".to_owned(),
+            dir: PathBuf::from("/shared/solvergate/job-00000000000000000000000000000000"),
+        }
+    }
+
+    fn running_status() -> Value {
+        serde_json::json!({"job_id": ID, "state": "running", "message": null, "diagnostic": null})
+    }
+
+    /// A journal of solve jobs under `root`, with `record` as job `ID`'s
+    /// running file, written as the bytes `record` serialises to.
+    fn journal_with(root: &Path, record: &Value) -> JobJournal<SolveJobs> {
+        let journal = JobJournal::<SolveJobs>::new(root, &JobScope::Stdio, 8, true);
+        crate::kept::write_whole(
+            &journal.running,
+            &format!("{ID}.json"),
+            record.to_string().as_bytes(),
+        )
+        .unwrap();
+        journal
+    }
+
+    #[test]
+    fn a_handoff_is_kept_and_a_record_without_one_reads_as_before() {
+        let record = Record {
+            scope: "stdio".to_owned(),
+            writer: gone(),
+            on_slurm: true,
+            slurm: Some(handoff()),
+            status: running_status(),
+        };
+        let written = serde_json::to_value(&record).unwrap();
+        assert_eq!(
+            written["slurm"],
+            serde_json::json!({"job_id": "41", "dir": "/shared/solvergate/job-00000000000000000000000000000000"})
+        );
+        let back: Record = serde_json::from_value(written).unwrap();
+        assert_eq!(back.slurm, Some(handoff()));
+        let without = serde_json::to_value(Record {
+            slurm: None,
+            ..back
+        })
+        .unwrap();
+        assert!(
+            without.get("slurm").is_none(),
+            "absent, as before: {without}"
+        );
+    }
+
+    /// A record an earlier version wrote (no `slurm`) of a job its dead
+    /// server had handed to Slurm reads as failed, saying no server
+    /// follows it, and is done from then on.
+    #[test]
+    fn an_old_slurm_record_whose_server_is_gone_reads_as_failed() {
+        let root = tempfile::tempdir().unwrap();
+        let old = serde_json::json!({
+            "scope": "stdio",
+            "writer": gone(),
+            "on_slurm": true,
+            "status": running_status(),
+        });
+        let journal = journal_with(root.path(), &old);
+        assert!(journal.orphans().is_empty(), "nothing says where it runs");
+        assert!(journal.claim(ID, |_| Ok(())).is_none());
+        let status = journal.find(ID).unwrap();
+        assert_eq!(status["state"], "failed");
+        insta::assert_snapshot!(status["message"].as_str().unwrap(), @"the server that ran this job (pid 999999999) stopped before it recorded a Slurm job for it; a job it had just submitted would run on with no server following it. Submit it again");
+        assert!(journal.done.join(format!("{ID}.json")).exists());
+        assert!(!journal.running.join(format!("{ID}.json")).exists());
+    }
+
+    /// The first claimant takes the job and writes itself in as its
+    /// writer; the next finds a live writer and leaves it alone.
+    #[test]
+    fn an_orphan_is_claimed_once() {
+        let root = tempfile::tempdir().unwrap();
+        let orphan = serde_json::json!({
+            "scope": "stdio",
+            "writer": gone(),
+            "on_slurm": true,
+            "slurm": handoff(),
+            "status": running_status(),
+        });
+        let journal = journal_with(root.path(), &orphan);
+        let found = journal.orphans();
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].id.as_str(), &found[0].handoff), (ID, &handoff()));
+        let claimed = journal.claim(ID, |orphan| {
+            let record = Record {
+                scope: "stdio".to_owned(),
+                writer: Writer::this_process(),
+                on_slurm: true,
+                slurm: Some(orphan.handoff.clone()),
+                status: orphan.status.clone(),
+            };
+            journal.write(&journal.running, &orphan.id, &record);
+            Ok(orphan.handoff)
+        });
+        assert_eq!(claimed, Some(handoff()));
+        assert!(journal.orphans().is_empty());
+        assert!(
+            journal
+                .claim(ID, |_| -> Result<(), String> { panic!("claimed twice") })
+                .is_none()
+        );
+        let seen = journal.find(ID).unwrap();
+        assert_eq!(seen["state"], "running");
+        let pid = std::process::id();
+        assert_eq!(
+            seen["message"].as_str().unwrap(),
+            format!(
+                "this job runs in another solvergate server on this machine (pid {pid}); its state here is as that server last wrote it"
+            )
+        );
+    }
+
+    /// A server that cannot follow the job says why, and the job is done.
+    #[test]
+    fn an_orphan_this_server_cannot_follow_is_failed_saying_why() {
+        let root = tempfile::tempdir().unwrap();
+        let orphan = serde_json::json!({
+            "scope": "stdio",
+            "writer": gone(),
+            "on_slurm": true,
+            "slurm": handoff(),
+            "status": running_status(),
+        });
+        let journal = journal_with(root.path(), &orphan);
+        let claimed: Option<()> = journal.claim(ID, |_| Err("it is elsewhere".to_owned()));
+        assert!(claimed.is_none());
+        let status = journal.find(ID).unwrap();
+        assert_eq!(status["state"], "failed");
+        assert_eq!(status["diagnostic"]["category"], "job_failed");
+        insta::assert_snapshot!(status["message"].as_str().unwrap(), @"the server that ran this job (pid 999999999) stopped before the job finished. The job was handed to Slurm (job 41), where it may still run until its time limit, but this server cannot follow it: it is elsewhere. Submit it again");
+        assert!(journal.orphans().is_empty());
+    }
+
+    /// Another scope's orphan is neither listed nor claimed.
+    #[test]
+    fn another_scopes_orphan_is_left_alone() {
+        let root = tempfile::tempdir().unwrap();
+        let orphan = serde_json::json!({
+            "scope": "session:abc",
+            "writer": gone(),
+            "on_slurm": true,
+            "slurm": handoff(),
+            "status": running_status(),
+        });
+        let journal = journal_with(root.path(), &orphan);
+        assert!(journal.orphans().is_empty());
+        assert!(journal.claim(ID, |_| Ok(())).is_none());
+        assert!(journal.find(ID).is_none());
+        assert!(journal.running.join(format!("{ID}.json")).exists());
+    }
 
     #[test]
     fn only_registry_ids_become_paths() {

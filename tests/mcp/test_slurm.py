@@ -310,6 +310,22 @@ async def wait_terminal(session, job_id: str, tool: str, timeout: float = 90) ->
             await anyio.sleep(0.1)
 
 
+def workers_of(workdir: Path) -> list[int]:
+    """The pids of `solvergate worker` processes of jobs in `workdir` (the
+    node is this machine)."""
+    found = []
+    for proc in all_procs():
+        if proc.comm != "solvergate":
+            continue
+        try:
+            argv = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"worker" in argv and any(arg.startswith(str(workdir).encode()) for arg in argv):
+            found.append(proc.pid)
+    return found
+
+
 def scancel_all(statuses: list[dict]) -> None:
     ids = [status["slurm"]["job_id"] for status in statuses if status.get("slurm")]
     if ids:
@@ -458,13 +474,11 @@ async def test_a_slurm_job_that_failed_while_no_server_watched_reads_as_failed_w
     try:
         slurm_id = before["slurm"]["job_id"]
         # The node's worker dies without a result: Slurm says FAILED.
-        workers = [
-            p for p in all_procs() if p.comm == "solvergate" and b" worker " in Path(f"/proc/{p.pid}/cmdline").read_bytes().replace(b"\0", b" ")
-            and str(workdir).encode() in Path(f"/proc/{p.pid}/cmdline").read_bytes()
-        ]
-        assert workers, "the job's worker was not found on the node"
+        with anyio.fail_after(30):
+            while not (workers := workers_of(workdir)):
+                await anyio.sleep(0.05)
         for worker in workers:
-            os.kill(worker.pid, signal.SIGKILL)
+            os.kill(worker, signal.SIGKILL)
         with anyio.fail_after(60):
             while slurm_state(slurm_id) not in SLURM_ENDED:
                 await anyio.sleep(0.1)
