@@ -12,6 +12,10 @@
 //! which ends in the same functions, so a result is the same struct
 //! whichever ran it.
 //!
+//! A backend whose work may outlive its server (Slurm) tells where it went
+//! ([`SlurmHandoff`], through the run's handoff slot) and can follow such
+//! work from there in a later server (`resume_solve`, `resume_cpsat`).
+//!
 //! A backend must keep the registry's contract: when the work's future
 //! resolves after its token was cancelled, nothing it started is still
 //! running. Synchronous tools never go through a backend.

@@ -16,6 +16,14 @@
 //! (`TIMEOUT`, `FAILED`, `NODE_FAIL`, `OUT_OF_MEMORY`, ...) → failed, with
 //! Slurm's state, reason and the tail of the job's output.
 //!
+//! The server's environment goes with the job, except its run tag (`exec`
+//! kills what carries it when the server dies; a Slurm job outlives its
+//! server). When `sbatch` returns, the run's handoff slot is told the Slurm
+//! job id and directory, for the job's journal record: should the server
+//! be killed, the next one resumes the same poll from there
+//! ([`super::reattach`]); fresh and resumed jobs share one loop
+//! (`follow`), and each removes its directory at the end.
+//!
 //! Every Slurm command goes through `exec` (unconfined: the sandbox would
 //! cut it off from slurmctld). What this module must never do: report a
 //! job ended while the Slurm job may still run.

@@ -2,21 +2,32 @@
 //! in a later one: MCP clients restart their stdio servers all the time.
 //!
 //! A registry with a journal ([`super::registry::Journal`]) hands it every
-//! job twice: at admission, and with its final snapshot. [`JobJournal`]
-//! writes each as the status a get tool returns, one JSON file per job:
-//! `<kind>/running/<id>.json` while it runs, then `<kind>/done/<id>.json`
-//! (written first, atomically, then the running file removed). At most
-//! `max_terminal` done files are kept per kind, oldest removed first.
+//! job at admission, again when its work was handed to Slurm, and with its
+//! final snapshot. [`JobJournal`] writes each as the status a get tool
+//! returns, one JSON file per job: `<kind>/running/<id>.json` while it
+//! runs, then `<kind>/done/<id>.json` (written first, atomically, then the
+//! running file removed). At most `max_terminal` done files are kept per
+//! kind, oldest removed first.
 //!
 //! Each file names the server process that wrote it (pid, start time, boot)
 //! and the scope the job belongs to: this machine's stdio servers share
 //! one, each HTTP session has its own (so its jobs are not readable from
-//! another), and HTTP requests without a session share another. A lookup
-//! of an id the registry does not hold ([`JobJournal::find`]) returns the
-//! stored status of a job of the same scope: a finished one exactly as it
-//! was written; a running one whose server is gone as `failed`, saying so
-//! (its processes died with that server), and from then on stored as done;
-//! one still running in another live server as that server last wrote it.
+//! another), and HTTP requests without a session share another. A job
+//! handed to Slurm also names its Slurm job and its directory
+//! ([`SlurmHandoff`]). A lookup of an id the registry does not hold
+//! ([`JobJournal::find`]) returns the stored status of a job of the same
+//! scope: a finished one exactly as it was written; one still running in
+//! another live server as that server last wrote it; a running one whose
+//! server is gone as `failed`, saying so (its processes died with that
+//! server), and from then on stored as done — unless it was handed to
+//! Slurm, where it runs on: a new server takes such an orphan over first
+//! ([`JobJournal::claim`], see [`super::reattach`]), and only one it cannot
+//! follow reads as `failed`.
+//!
+//! The one thing a maintainer must not break: deciding what becomes of a
+//! running record whose writer is gone (taken over, or retired as failed)
+//! happens under the kind's claim lock, reading the record again there, so
+//! two servers never both follow one job.
 //!
 //! What is kept is any [`Kept`] kind: the background job kinds, and the
 //! MCP face's tasks, which say for themselves what their stored status

@@ -4,7 +4,10 @@ solve's; a hard model times out with its incumbent; cancel ends the Slurm
 job (squeue and sacct say CANCELLED) with no solver process left; a
 portfolio's losers are scancel'ed when the winner's result appears; a
 CP-SAT job with a checker succeeds; closing the server cancels its Slurm
-jobs; an unusable Slurm is refused before any job is admitted, naming the
+jobs; a Slurm job whose server was SIGKILLed is taken over by the next server
+on the same data dir and ends as it would have (solve, CP-SAT, a race's
+attempts; cancel; a Slurm-side end while no server watched; never by two
+servers; a session's never); an unusable Slurm is refused before any job is admitted, naming the
 command that failed and its stderr.
 
 Needs the single-node cluster of scripts/slurm-cluster. scripts/test sets
