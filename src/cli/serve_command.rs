@@ -131,6 +131,10 @@ pub async fn serve_http(
     });
     // Probe the runtimes once, not per session.
     sessionless.warm_up();
+    // Sessionless jobs are read by id alone, from any later server too:
+    // their Slurm jobs an earlier server left running go on here. (A
+    // session's ended with its server, and no later session reads them.)
+    sessionless.reattach_slurm_jobs();
 
     let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();
     origins.extend(args.allow_origins.iter().cloned());

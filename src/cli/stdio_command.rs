@@ -97,6 +97,7 @@ async fn serve_stdio(
     });
     eprintln!("{}", server.job_backend_line());
     server.warm_up();
+    server.reattach_slurm_jobs();
     let jobs = server.clone();
     let (stdin, stdout) = rmcp::transport::io::stdio_pipes();
     // The gate answers the lines rmcp would drop (oversized, not JSON) and

@@ -12,6 +12,10 @@
 //! which ends in the same functions, so a result is the same struct
 //! whichever ran it.
 //!
+//! A backend whose work may outlive its server (Slurm) tells where it went
+//! ([`SlurmHandoff`], through the run's handoff slot) and can follow such
+//! work from there in a later server (`resume_solve`, `resume_cpsat`).
+//!
 //! A backend must keep the registry's contract: when the work's future
 //! resolves after its token was cancelled, nothing it started is still
 //! running. Synchronous tools never go through a backend.
@@ -231,6 +235,33 @@ impl std::fmt::Display for SlurmState {
 /// Shared with the job's status: the backend fills it in as it learns.
 pub type PlacementSlot = Arc<Mutex<Option<SlurmPlacement>>>;
 
+/// A job handed to Slurm, as its journal record keeps it: enough for a
+/// later server to follow the job to its end when this one is gone
+/// (Slurm jobs outlive their server; see [`super::reattach`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlurmHandoff {
+    /// Slurm's job id.
+    pub job_id: String,
+    /// The job's directory in the shared work directory: its `task.json`,
+    /// and the `result.json` its worker leaves.
+    pub dir: PathBuf,
+}
+
+/// Where a job's work was handed off, told once by the backend the moment
+/// `sbatch` returns; the registry's journal waits on it to write the job's
+/// record again with it.
+pub type HandoffSlot = Arc<tokio::sync::watch::Sender<Option<SlurmHandoff>>>;
+
+/// A handoff slot with nothing told yet.
+pub fn handoff_slot() -> HandoffSlot {
+    Arc::new(tokio::sync::watch::Sender::new(None))
+}
+
+/// What a handoff slot holds.
+pub(crate) fn handoff_of(slot: &HandoffSlot) -> Option<SlurmHandoff> {
+    slot.borrow().clone()
+}
+
 /// The last placement a slot holds.
 pub(crate) fn placement_of(slot: &PlacementSlot) -> Option<SlurmPlacement> {
     slot.lock().ok().and_then(|placement| placement.clone())
@@ -256,6 +287,8 @@ pub struct RunContext {
     pub live: LiveSlot,
     /// Where the job runs (the Slurm backend fills it).
     pub placement: PlacementSlot,
+    /// Told once the work was handed to Slurm (the Slurm backend tells it).
+    pub handoff: HandoffSlot,
 }
 
 /// Runs admitted jobs somewhere.
@@ -278,6 +311,18 @@ pub trait JobBackend: Send + Sync {
 
     /// One CP-SAT job: the script, then its checker.
     fn cpsat(&self, job: CpsatJob, run: RunContext) -> Work<CpsatJobOutput>;
+
+    /// Whether this backend can follow `handoff`, a job an earlier server
+    /// handed off and left running; `Err` says why not, in words.
+    fn resumable(&self, handoff: &SlurmHandoff) -> Result<(), String>;
+
+    /// Follows the solve `handoff` names from where its server left it
+    /// (already submitted) to its end, as [`Self::solve`] would have.
+    fn resume_solve(&self, handoff: SlurmHandoff, run: RunContext) -> Work<SolveResult>;
+
+    /// Follows the CP-SAT job `handoff` names, as [`Self::cpsat`] would
+    /// have.
+    fn resume_cpsat(&self, handoff: SlurmHandoff, run: RunContext) -> Work<CpsatJobOutput>;
 
     /// Stops whatever this backend still has running elsewhere (the server
     /// is going away); waits until it has.
@@ -399,6 +444,7 @@ pub fn detached_context(token: CancellationToken) -> RunContext {
         token,
         live: LiveSlot::default(),
         placement: PlacementSlot::default(),
+        handoff: handoff_slot(),
     }
 }
 

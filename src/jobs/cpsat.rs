@@ -8,17 +8,19 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Number;
+use serde_json::{Number, Value};
 use tokio_util::sync::CancellationToken;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::backend::{
-    CpsatJob, CpsatJobOutput, CpsatJobRequest, JobBackend, PlacementSlot, RunContext,
-    SlurmPlacement, placement_of,
+    CpsatJob, CpsatJobOutput, CpsatJobRequest, HandoffSlot, JobBackend, PlacementSlot, RunContext,
+    SlurmHandoff, SlurmPlacement, handoff_slot, placement_of,
 };
+use super::reattach::{self, Reattach};
 use super::registry::{JobRegistry, JobSnapshot, Start};
 use super::status::{BackgroundJobs, JobKind, JobLife, ResultStatus, full, live_figures};
+use super::store::JobJournal;
 use crate::budget::Budget;
 use crate::cpsat::{CheckerReport, Cpsat, CpsatPythonResult, ScriptSource};
 use crate::diagnostics::ToolError;
@@ -36,6 +38,8 @@ pub struct CpsatJobMeta {
     pub placement: PlacementSlot,
     /// The latest figures of the running script's intermediate envelopes.
     pub live: LiveSlot,
+    /// Told when the job is handed to Slurm, for its journal record.
+    pub handoff: HandoffSlot,
 }
 
 /// One CP-SAT job as `get_cpsat_python_job` reports it.
@@ -72,6 +76,9 @@ pub struct CpsatJobs {
     cpsat: Cpsat,
     backend: Arc<dyn JobBackend>,
     registry: JobRegistry<CpsatJobOutput, CpsatJobMeta>,
+    /// Where the registry keeps its jobs, once it does: read again to take
+    /// over a job an earlier server left on Slurm.
+    journal: Arc<OnceLock<Arc<JobJournal<CpsatJobs>>>>,
 }
 
 impl CpsatJobs {
@@ -87,7 +94,65 @@ impl CpsatJobs {
             cpsat,
             backend,
             registry: JobRegistry::new("CP-SAT job", bounds, shutdown),
+            journal: Arc::default(),
         }
+    }
+
+    /// Keeps every job admitted from now on in `journal` too; the first
+    /// journal given stays.
+    pub fn keep_in(&self, journal: Arc<JobJournal<CpsatJobs>>) {
+        self.registry.keep_in(journal.clone());
+        let _ = self.journal.set(journal);
+    }
+}
+
+impl Reattach for CpsatJobs {
+    fn journal(&self) -> Option<&JobJournal<CpsatJobs>> {
+        self.journal.get().map(Arc::as_ref)
+    }
+
+    fn job_backend(&self) -> &Arc<dyn JobBackend> {
+        &self.backend
+    }
+
+    fn stored_meta(
+        status: &Value,
+        handoff: SlurmHandoff,
+        placement: SlurmPlacement,
+    ) -> Option<CpsatJobMeta> {
+        let checker_timeout_ms = match &status["checker_timeout_ms"] {
+            Value::Null => None,
+            budget => Some(Budget::from_millis(budget.as_u64()?)?),
+        };
+        let meta = CpsatJobMeta {
+            script_timeout_ms: Budget::from_millis(status["script_timeout_ms"].as_u64()?)?,
+            checker_timeout_ms,
+            placement: Arc::new(std::sync::Mutex::new(Some(placement))),
+            live: LiveSlot::default(),
+            handoff: handoff_slot(),
+        };
+        meta.handoff.send_replace(Some(handoff));
+        Some(meta)
+    }
+
+    fn resume(
+        backend: Arc<dyn JobBackend>,
+        handoff: SlurmHandoff,
+        meta: &CpsatJobMeta,
+    ) -> Start<CpsatJobOutput> {
+        let (live, placement) = (meta.live.clone(), meta.placement.clone());
+        let told = meta.handoff.clone();
+        Box::new(move |token: CancellationToken| {
+            backend.resume_cpsat(
+                handoff,
+                RunContext {
+                    token,
+                    live,
+                    placement,
+                    handoff: told,
+                },
+            )
+        })
     }
 }
 
@@ -114,9 +179,10 @@ impl BackgroundJobs for CpsatJobs {
             checker_timeout_ms: job.checker_timeout_ms,
             placement: PlacementSlot::default(),
             live: LiveSlot::default(),
+            handoff: handoff_slot(),
         };
         let (backend, placement) = (self.backend.clone(), meta.placement.clone());
-        let live = meta.live.clone();
+        let (live, handoff) = (meta.live.clone(), meta.handoff.clone());
         let work: Start<CpsatJobOutput> = Box::new(move |token: CancellationToken| {
             backend.cpsat(
                 job,
@@ -124,6 +190,7 @@ impl BackgroundJobs for CpsatJobs {
                     token,
                     live,
                     placement,
+                    handoff,
                 },
             )
         });
@@ -155,6 +222,18 @@ impl BackgroundJobs for CpsatJobs {
             ResultStatus::Script(output.result.status),
             output.result.objective.clone(),
         )
+    }
+
+    fn handoff(meta: &CpsatJobMeta) -> Option<&HandoffSlot> {
+        Some(&meta.handoff)
+    }
+
+    fn reattach(&self, id: &str) -> bool {
+        reattach::reattach(self, id)
+    }
+
+    fn reattach_orphans(&self) -> usize {
+        reattach::reattach_orphans(self)
     }
 }
 
@@ -214,6 +293,7 @@ mod tests {
             checker_timeout_ms: Budget::from_millis(1500),
             placement: PlacementSlot::default(),
             live: LiveSlot::default(),
+            handoff: handoff_slot(),
         }
     }
 

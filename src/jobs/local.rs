@@ -6,10 +6,10 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::backend::{
-    BoxFuture, CpsatJob, CpsatJobOutput, JobBackend, RunContext, cpsat_outcome, execute_solve,
-    run_job, solve_outcome,
+    BoxFuture, CpsatJob, CpsatJobOutput, JobBackend, RunContext, SlurmHandoff, cpsat_outcome,
+    execute_solve, run_job, solve_outcome,
 };
-use super::registry::Work;
+use super::registry::{Outcome, Work};
 use super::slurm::{SlurmBackend, SlurmConfig};
 use crate::cpsat::Cpsat;
 use crate::diagnostics::ToolError;
@@ -32,6 +32,9 @@ pub fn build(choice: &BackendChoice, minizinc: MiniZinc, cpsat: Cpsat) -> Arc<dy
         BackendChoice::Slurm(config) => Arc::new(SlurmBackend::new(config.as_ref().clone())),
     }
 }
+
+/// Why a local server does not follow a job an earlier server left on Slurm.
+const NOT_SLURM: &str = "this server runs jobs on this machine (SOLVERGATE_JOB_BACKEND=local), so it cannot follow a Slurm job; a server started with the Slurm backend and the same work directory can";
 
 /// Work that the server runs itself.
 #[derive(Clone)]
@@ -80,6 +83,18 @@ impl JobBackend for LocalBackend {
             let result = run_job(&cpsat, &job, &progress, &run.token).await;
             cpsat_outcome(result, &run.token)
         })
+    }
+
+    fn resumable(&self, _handoff: &SlurmHandoff) -> Result<(), String> {
+        Err(NOT_SLURM.to_owned())
+    }
+
+    fn resume_solve(&self, _handoff: SlurmHandoff, _run: RunContext) -> Work<SolveResult> {
+        Box::pin(async { Outcome::Failed(NOT_SLURM.to_owned()) })
+    }
+
+    fn resume_cpsat(&self, _handoff: SlurmHandoff, _run: RunContext) -> Work<CpsatJobOutput> {
+        Box::pin(async { Outcome::Failed(NOT_SLURM.to_owned()) })
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {

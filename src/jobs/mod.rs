@@ -7,12 +7,14 @@
 //! runs is the backend's business ([`backend`]): in this process, or on a
 //! Slurm cluster ([`slurm`], whose nodes run [`worker`], talking through
 //! the files of [`wire`]). What a job was survives its server on disk
-//! ([`store`]).
+//! ([`store`]), and a Slurm job, which runs on when its server is killed,
+//! is taken over by the next server ([`reattach`]).
 
 pub mod backend;
 pub mod cpsat;
 pub mod local;
 pub mod portfolio;
+pub mod reattach;
 pub mod registry;
 pub mod slurm;
 pub mod solve;

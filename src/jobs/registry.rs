@@ -21,10 +21,13 @@
 //! freed its slot.
 //!
 //! A registry may keep a journal ([`Journal`], [`JobRegistry::keep_in`]):
-//! it is told of every job at admission, before its work can start, and
-//! again with its final snapshot (on the blocking pool, never under the
-//! lock) — except a job that shutdown ended, whose journal entry stays as
-//! admitted, so a later server reads it as interrupted.
+//! it is told of every job at admission, before its work can start, again
+//! when the work was handed to something that outlives the server (a Slurm
+//! job), and with its final snapshot (those two on the blocking pool,
+//! never under the lock) — except a job that shutdown ended, whose journal
+//! entry stays as it was, so a later server reads it as interrupted. A job
+//! an earlier server handed off is taken in under its own id
+//! ([`JobRegistry::adopt`]) and ends here like any other.
 //!
 //! The one rule a maintainer must keep: the registry lock is never held
 //! across an `.await`.
@@ -155,7 +158,17 @@ pub trait Journal<R, M>: Send + Sync {
     fn ended(&self, job: JobSnapshot<R, M>);
     /// The stored status of a job the registry does not hold.
     fn find(&self, id: &str) -> Option<serde_json::Value>;
+    /// Resolves when job `job`'s work has been handed to something that
+    /// may outlive this server (a Slurm job): the registry then tells
+    /// [`Self::admitted`] again with the job as it is then, off the lock.
+    /// `None` (the default): the record written at admission stays.
+    fn handed_off(&self, _job: &JobSnapshot<R, M>) -> Option<HandedOff> {
+        None
+    }
 }
+
+/// What [`Journal::handed_off`] returns.
+pub type HandedOff = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Resolves to a job's final snapshot, whether or not the registry still
 /// retains the job.
@@ -277,20 +290,38 @@ impl<R: Send + Sync + 'static, M: Send + Sync + 'static> JobRegistry<R, M> {
         self.shared.journal.get()?.find(id)
     }
 
-    /// Tells the journal of each admitted job, and of its end when it comes.
+    /// Tells the journal of each admitted job, of its handoff if it is
+    /// handed off, and of its end when it comes (in that order: one task
+    /// per job tells all but the first).
     fn journal_admitted(&self, admitted: &[Admitted<R, M>]) {
         let Some(journal) = self.shared.journal.get() else {
             return;
         };
         for (snapshot, completion) in admitted {
             journal.admitted(snapshot);
+            let handed_off = journal.handed_off(snapshot);
             let journal = journal.clone();
             let registry = self.clone();
+            let id = snapshot.id.clone();
             let done = Completion {
                 done: completion.done.clone(),
             };
             tokio::spawn(async move {
-                let Some(last) = done.finished().await else {
+                let mut finished = std::pin::pin!(done.finished());
+                let last = match handed_off {
+                    None => finished.await,
+                    Some(handed_off) => tokio::select! {
+                        last = &mut finished => last,
+                        () = handed_off => {
+                            if let Some(now) = registry.get(&id).filter(|now| !now.state.is_terminal()) {
+                                let journal = journal.clone();
+                                let _ = tokio::task::spawn_blocking(move || journal.admitted(&now)).await;
+                            }
+                            finished.await
+                        }
+                    },
+                };
+                let Some(last) = last else {
                     return;
                 };
                 // The whole token's cancellation counts too: it comes
@@ -304,6 +335,61 @@ impl<R: Send + Sync + 'static, M: Send + Sync + 'static> JobRegistry<R, M> {
                 }
             });
         }
+    }
+
+    /// Takes in job `id`, which an earlier server admitted and whose work
+    /// goes on outside any server (a Slurm job whose server was killed):
+    /// it runs at once under the id, times and meta it had, whatever the
+    /// bounds say (its work runs already; a slot it takes delays new jobs
+    /// until it ends). Its journal is told at once, before this returns.
+    /// `None` when the registry holds `id` already.
+    pub fn adopt(
+        &self,
+        id: &str,
+        meta: M,
+        submitted_at: SystemTime,
+        started_at: SystemTime,
+        start: Start<R>,
+    ) -> Option<JobSnapshot<R, M>> {
+        let (admitted, token) = {
+            let mut inner = self.lock();
+            if inner.jobs.contains_key(id) {
+                return None;
+            }
+            let (done, completion) = watch::channel(None);
+            let ran = SystemTime::now()
+                .duration_since(started_at)
+                .unwrap_or_default();
+            let token = self.shared.shutdown.child_token();
+            let entry = Entry {
+                meta: Arc::new(meta),
+                state: JobState::Running,
+                submitted_at,
+                started_at: Some(started_at),
+                started: Some(Instant::now().checked_sub(ran).unwrap_or_else(Instant::now)),
+                finished_at: None,
+                ran_ms: 0,
+                result: None,
+                message: None,
+                token: token.clone(),
+                start: None,
+                done,
+            };
+            let snapshot = snapshot(id, &entry);
+            inner.jobs.insert(id.to_owned(), entry);
+            inner.order.push(id.to_owned());
+            inner.running += 1;
+            ((snapshot, Completion { done: completion }), token)
+        };
+        let snapshot = admitted.0.clone();
+        self.journal_admitted(&[admitted]);
+        // It only follows work that runs elsewhere: no caps to carry.
+        self.spawn(
+            id.to_owned(),
+            token,
+            under_caps(LimitCaps::default(), start),
+        );
+        Some(snapshot)
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner<R, M>> {
@@ -945,6 +1031,50 @@ mod tests {
         fn find(&self, _id: &str) -> Option<serde_json::Value> {
             None
         }
+    }
+
+    /// An adopted job keeps its id and times, runs at once even in a full
+    /// registry, is told to the journal before `adopt` returns, and ends
+    /// like any other; its id cannot be adopted twice.
+    #[tokio::test]
+    async fn an_adopted_job_runs_under_its_own_id_and_times() {
+        let registry: JobRegistry<u32> =
+            JobRegistry::new("test job", bounds(1, 0, 8), CancellationToken::new());
+        let journal = Arc::new(Recorder::default());
+        registry.keep_in(journal.clone());
+        let busy = registry.submit((), sleeper(60_000, 1)).unwrap();
+        assert!(registry.check_room(1).is_err(), "the registry is full");
+        let id = "0123456789abcdef0123456789abcdef";
+        let submitted = SystemTime::now() - Duration::from_secs(30);
+        let started = submitted + Duration::from_secs(5);
+        let adopted = registry
+            .adopt(id, (), submitted, started, sleeper(20, 7))
+            .unwrap();
+        assert_eq!(adopted.id, id);
+        assert_eq!(adopted.state, JobState::Running);
+        assert_eq!(
+            (adopted.submitted_at, adopted.started_at),
+            (submitted, Some(started))
+        );
+        assert!(adopted.elapsed_ms >= 25_000, "{}", adopted.elapsed_ms);
+        assert_eq!(
+            journal.told.lock().unwrap().last().cloned(),
+            Some((id.to_owned(), JobState::Running))
+        );
+        assert!(
+            registry
+                .adopt(id, (), submitted, started, sleeper(1, 8))
+                .is_none()
+        );
+        let done = registry.wait(id).await.unwrap();
+        assert_eq!(done.state, JobState::Succeeded);
+        assert_eq!(done.result.as_deref(), Some(&7));
+        assert!(
+            registry.check_room(1).is_err(),
+            "its slot is freed, the other is held"
+        );
+        registry.cancel(&busy.id).await.unwrap();
+        assert!(registry.check_room(1).is_ok());
     }
 
     #[tokio::test]

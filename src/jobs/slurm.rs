@@ -16,6 +16,14 @@
 //! (`TIMEOUT`, `FAILED`, `NODE_FAIL`, `OUT_OF_MEMORY`, ...) → failed, with
 //! Slurm's state, reason and the tail of the job's output.
 //!
+//! The server's environment goes with the job, except its run tag (`exec`
+//! kills what carries it when the server dies; a Slurm job outlives its
+//! server). When `sbatch` returns, the run's handoff slot is told the Slurm
+//! job id and directory, for the job's journal record: should the server
+//! be killed, the next one resumes the same poll from there
+//! ([`super::reattach`]); fresh and resumed jobs share one loop
+//! (`follow`), and each removes its directory at the end.
+//!
 //! Every Slurm command goes through `exec` (unconfined: the sandbox would
 //! cut it off from slurmctld). What this module must never do: report a
 //! job ended while the Slurm job may still run.
@@ -29,8 +37,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::backend::{
-    BoxFuture, CpsatJob, CpsatJobOutput, JobBackend, PlacementSlot, RunContext, SlurmPlacement,
-    SlurmState, cpsat_outcome, solve_outcome,
+    BoxFuture, CpsatJob, CpsatJobOutput, JobBackend, PlacementSlot, RunContext, SlurmHandoff,
+    SlurmPlacement, SlurmState, cpsat_outcome, solve_outcome,
 };
 use super::registry::{Outcome, Work};
 use super::wire::{
@@ -134,6 +142,26 @@ enum Dispatched {
     Done(Box<WorkerOutcome>),
     Cancelled,
     Failed(String),
+}
+
+impl Dispatched {
+    /// A solve job's outcome, as the local backend would have ended it.
+    fn solved(self, token: &CancellationToken) -> Outcome<SolveResult> {
+        match self {
+            Dispatched::Done(outcome) => solve_outcome(outcome.into_solve(), token),
+            Dispatched::Cancelled => Outcome::Cancelled,
+            Dispatched::Failed(message) => Outcome::Failed(message),
+        }
+    }
+
+    /// A CP-SAT job's outcome, as the local backend would have ended it.
+    fn scripted(self, token: &CancellationToken) -> Outcome<CpsatJobOutput> {
+        match self {
+            Dispatched::Done(outcome) => cpsat_outcome(outcome.into_cpsat(), token),
+            Dispatched::Cancelled => Outcome::Cancelled,
+            Dispatched::Failed(message) => Outcome::Failed(message),
+        }
+    }
 }
 
 /// What one Slurm job asks for.
@@ -253,7 +281,9 @@ impl SlurmBackend {
         Ok(())
     }
 
-    /// Writes the job's directory, submits it, follows it to its end.
+    /// Writes the job's directory, submits it, tells the run where it went
+    /// (its placement, and the handoff its journal record keeps), and
+    /// follows it to its end.
     async fn dispatch(
         &self,
         work: WorkerWork,
@@ -277,6 +307,29 @@ impl SlurmBackend {
                 reason: None,
             },
         );
+        run.handoff.send_replace(Some(SlurmHandoff {
+            job_id: id.clone(),
+            dir: dir.path.clone(),
+        }));
+        self.follow(id, dir, run).await
+    }
+
+    /// Follows a job an earlier server submitted and left running, from
+    /// where it left it: the same poll, cancel and end mapping as a job this
+    /// server submitted, and its directory removed at the end.
+    async fn resume(&self, handoff: SlurmHandoff, run: &RunContext) -> Dispatched {
+        if let Err(why) = self.resumable(&handoff) {
+            return Dispatched::Failed(why);
+        }
+        self.track(&handoff.job_id, true);
+        let dir = JobDir { path: handoff.dir };
+        self.follow(handoff.job_id, dir, run).await
+    }
+
+    /// Polls submitted job `id` until its result appears, Slurm says it
+    /// ended without one, or its token is cancelled (then `scancel` and a
+    /// wait). Fresh and resumed jobs both end here.
+    async fn follow(&self, id: String, dir: JobDir, run: &RunContext) -> Dispatched {
         let mut ticks = 0u32;
         let mut failures = 0u32;
         loop {
@@ -379,6 +432,11 @@ impl SlurmBackend {
         let path = |name: &str| dir.path.join(name).to_string_lossy().into_owned();
         let mut args = vec![
             "--parsable".to_owned(),
+            // The server's environment goes with the job (so sandbox and
+            // Python settings apply on the node), but not its run tag: a
+            // process carrying it is killed by this server's watchdog when
+            // the server dies, and a Slurm job outlives its server.
+            format!("--export=ALL,{}=", exec::escape::RUN_TAG),
             format!("--job-name=solvergate-{}", resources.kind),
             format!("--output={}", path("slurm.out")),
             format!("--chdir={}", dir.path.to_string_lossy()),
@@ -634,11 +692,8 @@ impl JobBackend for SlurmBackend {
                 Ok(work) => work,
                 Err(error) => return Outcome::Failed(error.to_string()),
             };
-            match backend.dispatch(work, resources, &run).await {
-                Dispatched::Done(outcome) => solve_outcome(outcome.into_solve(), &run.token),
-                Dispatched::Cancelled => Outcome::Cancelled,
-                Dispatched::Failed(message) => Outcome::Failed(message),
-            }
+            let dispatched = backend.dispatch(work, resources, &run).await;
+            dispatched.solved(&run.token)
         })
     }
 
@@ -654,15 +709,48 @@ impl JobBackend for SlurmBackend {
                     .as_millis()
                     .saturating_add(job.checker_timeout_ms.map_or(0, Budget::as_millis)),
             };
-            match backend
+            let dispatched = backend
                 .dispatch(WorkerWork::Cpsat(job), resources, &run)
-                .await
-            {
-                Dispatched::Done(outcome) => cpsat_outcome(outcome.into_cpsat(), &run.token),
-                Dispatched::Cancelled => Outcome::Cancelled,
-                Dispatched::Failed(message) => Outcome::Failed(message),
-            }
+                .await;
+            dispatched.scripted(&run.token)
         })
+    }
+
+    fn resumable(&self, handoff: &SlurmHandoff) -> Result<(), String> {
+        let id = &handoff.job_id;
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!("{id:?} is not a Slurm job id"));
+        }
+        let in_workdir = handoff.dir.parent() == Some(self.config.workdir.as_path())
+            && handoff
+                .dir
+                .file_name()
+                .and_then(|name| name.to_str())
+                .and_then(|name| name.strip_prefix("job-"))
+                .is_some_and(|uuid| {
+                    uuid.len() == 32
+                        && uuid
+                            .bytes()
+                            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                });
+        if !in_workdir {
+            return Err(format!(
+                "its directory {} is not a job directory of this server's Slurm work directory {} (SOLVERGATE_SLURM_WORKDIR)",
+                handoff.dir.display(),
+                self.config.workdir.display()
+            ));
+        }
+        Ok(())
+    }
+
+    fn resume_solve(&self, handoff: SlurmHandoff, run: RunContext) -> Work<SolveResult> {
+        let backend = self.clone();
+        Box::pin(async move { backend.resume(handoff, &run).await.solved(&run.token) })
+    }
+
+    fn resume_cpsat(&self, handoff: SlurmHandoff, run: RunContext) -> Work<CpsatJobOutput> {
+        let backend = self.clone();
+        Box::pin(async move { backend.resume(handoff, &run).await.scripted(&run.token) })
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
@@ -697,6 +785,46 @@ mod tests {
         assert_eq!(minutes(1_000), 2);
         assert_eq!(minutes(120_000), 3);
         assert_eq!(minutes(u64::MAX), u64::MAX.div_ceil(60_000));
+    }
+
+    /// Only a job directory of this server's work directory is followed
+    /// (and so removed at the end), whatever a record on disk says.
+    #[test]
+    fn only_job_dirs_of_the_work_directory_are_resumed() {
+        let backend = SlurmBackend::new(SlurmConfig {
+            settings: SlurmSettings::default(),
+            workdir: PathBuf::from("/shared/sg"),
+            worker: PathBuf::from("/usr/bin/solvergate"),
+            search_path: None,
+            runtime_dir: PathBuf::from("/opt/minizinc"),
+            cpsat_python: PathBuf::from("/usr/bin/python3"),
+            pythonpath: None,
+        });
+        let handoff = |job_id: &str, dir: &str| SlurmHandoff {
+            job_id: job_id.to_owned(),
+            dir: PathBuf::from(dir),
+        };
+        let good = "/shared/sg/job-0123456789abcdef0123456789abcdef";
+        assert_eq!(backend.resumable(&handoff("41", good)), Ok(()));
+        let refused = [
+            handoff("", good),
+            handoff("41;rm", good),
+            handoff("41", "/home/me"),
+            handoff("41", "/shared/sg"),
+            handoff("41", "/shared/sg/job-0123456789abcdef0123456789abcdef/.."),
+            handoff(
+                "41",
+                "/shared/sg/../sg/job-0123456789abcdef0123456789abcdef",
+            ),
+            handoff("41", "/shared/sg/job-0123456789ABCDEF0123456789abcdef"),
+            handoff(
+                "41",
+                "/shared/sg/other/job-0123456789abcdef0123456789abcdef",
+            ),
+        ];
+        for handoff in refused {
+            assert!(backend.resumable(&handoff).is_err(), "{handoff:?}");
+        }
     }
 
     #[test]

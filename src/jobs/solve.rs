@@ -5,17 +5,22 @@
 //! `timeout`. A solver-level `error` is a `succeeded` job whose result says
 //! `error`; `failed` means our machinery failed (see `message`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use serde_json::Number;
+use serde_json::{Number, Value};
 
-use super::backend::{JobBackend, PlacementSlot, RunContext, SlurmPlacement, placement_of};
+use super::backend::{
+    HandoffSlot, JobBackend, PlacementSlot, RunContext, SlurmHandoff, SlurmPlacement, handoff_slot,
+    placement_of,
+};
+use super::reattach::{self, Reattach};
 use super::registry::{JobRegistry, JobSnapshot, Start};
 use super::status::{BackgroundJobs, JobKind, JobLife, ResultStatus, full, live_figures};
+use super::store::JobJournal;
 use crate::budget::Budget;
 use crate::diagnostics::ToolError;
 use crate::minizinc::{MiniZinc, SolveRequest, SolveResult};
@@ -31,16 +36,19 @@ pub struct SolveJobMeta {
     pub live: LiveSlot,
     /// Where the job runs, when a cluster runs it.
     pub placement: PlacementSlot,
+    /// Told when the job is handed to Slurm, for its journal record.
+    pub handoff: HandoffSlot,
 }
 
 impl SolveJobMeta {
-    /// The meta of a job under `timeout_ms`, its live figures and placement
-    /// still empty.
+    /// The meta of a job under `timeout_ms`, its live figures, placement
+    /// and handoff still empty.
     pub fn new(timeout_ms: Budget) -> Self {
         SolveJobMeta {
             timeout_ms,
             live: LiveSlot::default(),
             placement: PlacementSlot::default(),
+            handoff: handoff_slot(),
         }
     }
 }
@@ -72,6 +80,9 @@ pub struct SolveJobs {
     minizinc: MiniZinc,
     backend: Arc<dyn JobBackend>,
     registry: JobRegistry<SolveResult, SolveJobMeta>,
+    /// Where the registry keeps its jobs, once it does: read again to take
+    /// over a job an earlier server left on Slurm.
+    journal: Arc<OnceLock<Arc<JobJournal<SolveJobs>>>>,
 }
 
 impl SolveJobs {
@@ -87,7 +98,15 @@ impl SolveJobs {
             minizinc,
             backend,
             registry: JobRegistry::new("solve job", bounds, shutdown),
+            journal: Arc::default(),
         }
+    }
+
+    /// Keeps every job admitted from now on in `journal` too; the first
+    /// journal given stays.
+    pub fn keep_in(&self, journal: Arc<JobJournal<SolveJobs>>) {
+        self.registry.keep_in(journal.clone());
+        let _ = self.journal.set(journal);
     }
 
     /// The MiniZinc service solves are checked and solvers selected against.
@@ -104,6 +123,7 @@ impl SolveJobs {
     pub(crate) fn start(&self, request: SolveRequest, meta: &SolveJobMeta) -> Start<SolveResult> {
         let backend = self.backend.clone();
         let (live, placement) = (meta.live.clone(), meta.placement.clone());
+        let handoff = meta.handoff.clone();
         Box::new(move |token: CancellationToken| {
             backend.solve(
                 request,
@@ -111,6 +131,48 @@ impl SolveJobs {
                     token,
                     live,
                     placement,
+                    handoff,
+                },
+            )
+        })
+    }
+}
+
+impl Reattach for SolveJobs {
+    fn journal(&self) -> Option<&JobJournal<SolveJobs>> {
+        self.journal.get().map(Arc::as_ref)
+    }
+
+    fn job_backend(&self) -> &Arc<dyn JobBackend> {
+        &self.backend
+    }
+
+    fn stored_meta(
+        status: &Value,
+        handoff: SlurmHandoff,
+        placement: SlurmPlacement,
+    ) -> Option<SolveJobMeta> {
+        let meta = SolveJobMeta::new(Budget::from_millis(status["timeout_ms"].as_u64()?)?);
+        *meta.placement.lock().ok()? = Some(placement);
+        meta.handoff.send_replace(Some(handoff));
+        Some(meta)
+    }
+
+    fn resume(
+        backend: Arc<dyn JobBackend>,
+        handoff: SlurmHandoff,
+        meta: &SolveJobMeta,
+    ) -> Start<SolveResult> {
+        let (live, placement) = (meta.live.clone(), meta.placement.clone());
+        let told = meta.handoff.clone();
+        Box::new(move |token: CancellationToken| {
+            backend.resume_solve(
+                handoff,
+                RunContext {
+                    token,
+                    live,
+                    placement,
+                    handoff: told,
                 },
             )
         })
@@ -158,6 +220,18 @@ impl BackgroundJobs for SolveJobs {
 
     fn headline(result: &SolveResult) -> (ResultStatus, Option<Number>) {
         (ResultStatus::Solve(result.status), result.objective.clone())
+    }
+
+    fn handoff(meta: &SolveJobMeta) -> Option<&HandoffSlot> {
+        Some(&meta.handoff)
+    }
+
+    fn reattach(&self, id: &str) -> bool {
+        reattach::reattach(self, id)
+    }
+
+    fn reattach_orphans(&self) -> usize {
+        reattach::reattach_orphans(self)
     }
 }
 

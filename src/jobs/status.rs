@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Number;
 use tokio_util::sync::CancellationToken;
 
-use super::backend::{SlurmPlacement, visible_state};
+use super::backend::{HandoffSlot, SlurmPlacement, visible_state};
 use super::registry::{JobRegistry, JobSnapshot, JobState, RegistryFull};
 use crate::cpsat::ScriptStatus;
 use crate::diagnostics::{Category, Diagnostic, ToolError};
@@ -59,6 +59,27 @@ pub trait BackgroundJobs: Send + Sync {
 
     /// A result's status and objective, as a list shows them.
     fn headline(result: &Self::Result) -> (ResultStatus, Option<Number>);
+
+    /// Where a job tells that its work was handed to Slurm; `None` (the
+    /// default) for a kind whose work always runs in its server.
+    fn handoff(_meta: &Self::Meta) -> Option<&HandoffSlot> {
+        None
+    }
+
+    /// Takes over job `id` when an earlier server handed it to Slurm and
+    /// stopped while it ran ([`super::reattach`]); whether this server
+    /// holds it now. `false` (the default) for a kind that never outlives
+    /// its server.
+    fn reattach(&self, _id: &str) -> bool {
+        false
+    }
+
+    /// Takes over every job of this kind an earlier server left running on
+    /// Slurm; how many. 0 (the default) for a kind that never outlives its
+    /// server.
+    fn reattach_orphans(&self) -> usize {
+        0
+    }
 
     /// The job's status, or the unknown-id error.
     fn get(&self, id: &str) -> Result<Self::Status, ToolError> {

@@ -2,21 +2,32 @@
 //! in a later one: MCP clients restart their stdio servers all the time.
 //!
 //! A registry with a journal ([`super::registry::Journal`]) hands it every
-//! job twice: at admission, and with its final snapshot. [`JobJournal`]
-//! writes each as the status a get tool returns, one JSON file per job:
-//! `<kind>/running/<id>.json` while it runs, then `<kind>/done/<id>.json`
-//! (written first, atomically, then the running file removed). At most
-//! `max_terminal` done files are kept per kind, oldest removed first.
+//! job at admission, again when its work was handed to Slurm, and with its
+//! final snapshot. [`JobJournal`] writes each as the status a get tool
+//! returns, one JSON file per job: `<kind>/running/<id>.json` while it
+//! runs, then `<kind>/done/<id>.json` (written first, atomically, then the
+//! running file removed). At most `max_terminal` done files are kept per
+//! kind, oldest removed first.
 //!
 //! Each file names the server process that wrote it (pid, start time, boot)
 //! and the scope the job belongs to: this machine's stdio servers share
 //! one, each HTTP session has its own (so its jobs are not readable from
-//! another), and HTTP requests without a session share another. A lookup
-//! of an id the registry does not hold ([`JobJournal::find`]) returns the
-//! stored status of a job of the same scope: a finished one exactly as it
-//! was written; a running one whose server is gone as `failed`, saying so
-//! (its processes died with that server), and from then on stored as done;
-//! one still running in another live server as that server last wrote it.
+//! another), and HTTP requests without a session share another. A job
+//! handed to Slurm also names its Slurm job and its directory
+//! ([`SlurmHandoff`]). A lookup of an id the registry does not hold
+//! ([`JobJournal::find`]) returns the stored status of a job of the same
+//! scope: a finished one exactly as it was written; one still running in
+//! another live server as that server last wrote it; a running one whose
+//! server is gone as `failed`, saying so (its processes died with that
+//! server), and from then on stored as done — unless it was handed to
+//! Slurm, where it runs on: a new server takes such an orphan over first
+//! ([`JobJournal::claim`], see [`super::reattach`]), and only one it cannot
+//! follow reads as `failed`.
+//!
+//! The one thing a maintainer must not break: deciding what becomes of a
+//! running record whose writer is gone (taken over, or retired as failed)
+//! happens under the kind's claim lock, reading the record again there, so
+//! two servers never both follow one job.
 //!
 //! What is kept is any [`Kept`] kind: the background job kinds, and the
 //! MCP face's tasks, which say for themselves what their stored status
@@ -29,7 +40,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::registry::{JobSnapshot, Journal};
+use super::backend::{HandoffSlot, SlurmHandoff, handoff_of};
+use super::registry::{HandedOff, JobSnapshot, Journal};
 use super::status::{BackgroundJobs, JobKind};
 use crate::diagnostics::{Category, Diagnostic};
 
@@ -123,8 +135,25 @@ struct Record {
     /// The job was handed to Slurm, where it may outlive its server.
     #[serde(default)]
     on_slurm: bool,
+    /// Where on Slurm, once it was submitted: a later server follows the
+    /// job from there when this record's writer is gone. Absent from
+    /// records of jobs never submitted, and from those of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    slurm: Option<SlurmHandoff>,
     /// The status the get tool returned when this was written.
     status: Value,
+}
+
+/// A job an earlier server handed to Slurm and left running when it
+/// stopped: what a new server needs to follow it ([`JobJournal::claim`]).
+#[derive(Debug, Clone)]
+pub struct Orphan {
+    /// The job's id, kept by the server that follows it.
+    pub id: String,
+    /// Its status as its server last wrote it.
+    pub status: Value,
+    /// Where it runs.
+    pub handoff: SlurmHandoff,
 }
 
 /// What a journal keeps of one kind of work, and how it reads back.
@@ -145,6 +174,11 @@ pub trait Kept {
     fn elsewhere(status: &mut Value, why: String);
     /// Marks a stored status as ended by its server's end, `why`.
     fn interrupted(status: &mut Value, why: String);
+    /// Where a job of this kind tells that its work was handed to Slurm;
+    /// `None` (the default) for a kind that always runs in its server.
+    fn handoff(_meta: &Self::Meta) -> Option<&HandoffSlot> {
+        None
+    }
 }
 
 impl<K: BackgroundJobs> Kept for K {
@@ -164,6 +198,10 @@ impl<K: BackgroundJobs> Kept for K {
 
     fn elsewhere(status: &mut Value, why: String) {
         set(status, "message", Value::from(why));
+    }
+
+    fn handoff(meta: &K::Meta) -> Option<&HandoffSlot> {
+        K::handoff(meta)
     }
 
     fn interrupted(status: &mut Value, why: String) {
@@ -216,36 +254,146 @@ impl<K: Kept> JobJournal<K> {
         }
         let record = self.read(&self.running.join(&name))?;
         if record.writer.is_alive() {
-            let mut status = record.status;
-            K::elsewhere(
-                &mut status,
-                format!(
-                    "this {} runs in another solvergate server on this machine (pid {}); its state here is as that server wrote it at admission",
-                    K::NOUN,
-                    record.writer.pid
-                ),
-            );
-            return Some(status);
+            return Some(self.elsewhere(record));
         }
-        // Its server is gone, and the job's processes with it (on Slurm:
-        // cancelled by a server that stopped cleanly, else left to run).
-        let message = match record.on_slurm {
-            false => format!(
+        // Its server is gone. Whether another server is taking the job
+        // over is decided under the claim lock: read it again there.
+        let _claims = self.claim_lock();
+        if let Some(record) = self.read(&self.done.join(&name)) {
+            return Some(record.status);
+        }
+        let record = self.read(&self.running.join(&name))?;
+        if record.writer.is_alive() {
+            return Some(self.elsewhere(record));
+        }
+        let message = match (&record.slurm, record.on_slurm) {
+            (_, false) => format!(
                 "the server that ran this {noun} (pid {}) stopped before the {noun} finished; its processes stopped with it. {}",
                 record.writer.pid,
                 K::AGAIN,
                 noun = K::NOUN,
             ),
-            true => format!(
-                "the server that ran this job (pid {}) stopped before the job finished. The job was handed to Slurm: it may still run there until its time limit, but no server follows it any more (re-attaching a Slurm job is not supported yet). Submit it again",
+            (Some(handoff), true) => format!(
+                "the server that ran this job (pid {}) stopped before the job finished. The job was handed to Slurm (job {}), where it may still run until its time limit, but no server follows it. Submit it again",
+                record.writer.pid, handoff.job_id
+            ),
+            (None, true) => format!(
+                "the server that ran this job (pid {}) stopped before it recorded a Slurm job for it; a job it had just submitted would run on with no server following it. Submit it again",
                 record.writer.pid
             ),
         };
+        Some(self.interrupt(id, record, message))
+    }
+
+    /// A record of a live server's job, as this one reads it.
+    fn elsewhere(&self, record: Record) -> Value {
         let mut status = record.status;
-        K::interrupted(&mut status, message);
+        K::elsewhere(
+            &mut status,
+            format!(
+                "this {} runs in another solvergate server on this machine (pid {}); its state here is as that server last wrote it",
+                K::NOUN,
+                record.writer.pid
+            ),
+        );
+        status
+    }
+
+    /// Retires a running `record` as ended by its server's end, `why`.
+    fn interrupt(&self, id: &str, record: Record, why: String) -> Value {
+        let mut status = record.status;
+        K::interrupted(&mut status, why);
         let interrupted = Record { status, ..record };
         self.retire(id, &interrupted);
-        Some(interrupted.status)
+        interrupted.status
+    }
+
+    /// Offers job `id` to `adopt` if it is an orphan of this scope: a
+    /// running record whose writer is gone, of a job handed to Slurm, not
+    /// yet done. `adopt` takes it over (`Ok`) or says why it cannot
+    /// (`Err`: the job is then retired as `failed`, saying so).
+    ///
+    /// Claims are made one at a time among every server on this data dir
+    /// (an advisory lock on the kind's `running/.claims.lock`, which the
+    /// kernel drops when its holder dies, however it dies), and `adopt`
+    /// runs holding it: it must write the record anew with this process
+    /// as its writer before returning (the registry's journal does, at
+    /// adoption), so the next claimant, reading again under the lock,
+    /// finds a live writer and leaves the job alone.
+    pub fn claim<T>(&self, id: &str, adopt: impl FnOnce(Orphan) -> Result<T, String>) -> Option<T> {
+        if !is_job_id(id) {
+            return None;
+        }
+        let name = format!("{id}.json");
+        let _claims = self.claim_lock()?;
+        if self.done.join(&name).exists() {
+            return None;
+        }
+        let record = self.read(&self.running.join(&name))?;
+        if record.writer.is_alive() {
+            return None;
+        }
+        let handoff = record.slurm.clone()?;
+        let orphan = Orphan {
+            id: id.to_owned(),
+            status: record.status.clone(),
+            handoff: handoff.clone(),
+        };
+        match adopt(orphan) {
+            Ok(adopted) => Some(adopted),
+            Err(why) => {
+                let message = format!(
+                    "the server that ran this job (pid {}) stopped before the job finished. The job was handed to Slurm (job {}), where it may still run until its time limit, but this server cannot follow it: {why}. Submit it again",
+                    record.writer.pid, handoff.job_id
+                );
+                self.interrupt(id, record, message);
+                None
+            }
+        }
+    }
+
+    /// This scope's running records whose writer is gone and that were
+    /// handed to Slurm, as read now (without the claim lock): what a server
+    /// starting up may offer to [`Self::claim`].
+    pub fn orphans(&self) -> Vec<Orphan> {
+        let Ok(entries) = fs::read_dir(&self.running) else {
+            return Vec::new();
+        };
+        let mut orphans: Vec<Orphan> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let id = name.strip_suffix(".json").filter(|id| is_job_id(id))?;
+                let record = self.read(&entry.path())?;
+                if record.writer.is_alive() {
+                    return None;
+                }
+                Some(Orphan {
+                    id: id.to_owned(),
+                    handoff: record.slurm?,
+                    status: record.status,
+                })
+            })
+            .collect();
+        orphans.sort_by(|a, b| a.id.cmp(&b.id));
+        orphans
+    }
+
+    /// The claim lock, held until the guard drops; `None` when the lock
+    /// file cannot be opened or locked (the data dir is read-only, or its
+    /// file system has no locks): then nothing is claimed, and a lookup
+    /// goes on without it (a server that cannot write its journal cannot
+    /// mark a job as its own either).
+    fn claim_lock(&self) -> Option<fs::File> {
+        fs::create_dir_all(&self.running).ok()?;
+        let file = fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.running.join(".claims.lock"))
+            .ok()?;
+        file.lock().ok()?;
+        Some(file)
     }
 
     /// Moves job `id` to done as `record`: written there first, then its
@@ -280,6 +428,7 @@ impl<K: Kept> JobJournal<K> {
             scope: self.scope.clone(),
             writer: self.writer.clone(),
             on_slurm: self.on_slurm,
+            slurm: K::handoff(&job.meta).and_then(handoff_of),
             status: K::stored(job)?,
         })
     }
@@ -302,6 +451,13 @@ impl<K: Kept> Journal<K::Result, K::Meta> for JobJournal<K> {
     fn find(&self, id: &str) -> Option<Value> {
         JobJournal::find(self, id)
     }
+
+    fn handed_off(&self, job: &JobSnapshot<K::Result, K::Meta>) -> Option<HandedOff> {
+        let mut told = K::handoff(&job.meta)?.subscribe();
+        Some(Box::pin(async move {
+            let _ = told.wait_for(Option::is_some).await;
+        }))
+    }
 }
 
 /// Whether `id` is one the registry could have made (a UUID in simple
@@ -323,6 +479,174 @@ pub(crate) fn set(status: &mut Value, field: &str, value: Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jobs::SolveJobs;
+
+    const ID: &str = "0123456789abcdef0123456789abcdef";
+
+    fn gone() -> Writer {
+        Writer {
+            pid: 999_999_999,
+            started: 5,
+            boot: boot_id(),
+        }
+    }
+
+    fn handoff() -> SlurmHandoff {
+        SlurmHandoff {
+            job_id: "41".to_owned(),
+            dir: PathBuf::from("/shared/solvergate/job-00000000000000000000000000000000"),
+        }
+    }
+
+    fn running_status() -> Value {
+        serde_json::json!({"job_id": ID, "state": "running", "message": null, "diagnostic": null})
+    }
+
+    /// A journal of solve jobs under `root`, with `record` as job `ID`'s
+    /// running file, written as the bytes `record` serialises to.
+    fn journal_with(root: &Path, record: &Value) -> JobJournal<SolveJobs> {
+        let journal = JobJournal::<SolveJobs>::new(root, &JobScope::Stdio, 8, true);
+        crate::kept::write_whole(
+            &journal.running,
+            &format!("{ID}.json"),
+            record.to_string().as_bytes(),
+        )
+        .unwrap();
+        journal
+    }
+
+    #[test]
+    fn a_handoff_is_kept_and_a_record_without_one_reads_as_before() {
+        let record = Record {
+            scope: "stdio".to_owned(),
+            writer: gone(),
+            on_slurm: true,
+            slurm: Some(handoff()),
+            status: running_status(),
+        };
+        let written = serde_json::to_value(&record).unwrap();
+        assert_eq!(
+            written["slurm"],
+            serde_json::json!({"job_id": "41", "dir": "/shared/solvergate/job-00000000000000000000000000000000"})
+        );
+        let back: Record = serde_json::from_value(written).unwrap();
+        assert_eq!(back.slurm, Some(handoff()));
+        let without = serde_json::to_value(Record {
+            slurm: None,
+            ..back
+        })
+        .unwrap();
+        assert!(
+            without.get("slurm").is_none(),
+            "absent, as before: {without}"
+        );
+    }
+
+    /// A record an earlier version wrote (no `slurm`) of a job its dead
+    /// server had handed to Slurm reads as failed, saying no server
+    /// follows it, and is done from then on.
+    #[test]
+    fn an_old_slurm_record_whose_server_is_gone_reads_as_failed() {
+        let root = tempfile::tempdir().unwrap();
+        let old = serde_json::json!({
+            "scope": "stdio",
+            "writer": gone(),
+            "on_slurm": true,
+            "status": running_status(),
+        });
+        let journal = journal_with(root.path(), &old);
+        assert!(journal.orphans().is_empty(), "nothing says where it runs");
+        assert!(journal.claim(ID, |_| Ok(())).is_none());
+        let status = journal.find(ID).unwrap();
+        assert_eq!(status["state"], "failed");
+        insta::assert_snapshot!(status["message"].as_str().unwrap(), @"the server that ran this job (pid 999999999) stopped before it recorded a Slurm job for it; a job it had just submitted would run on with no server following it. Submit it again");
+        assert!(journal.done.join(format!("{ID}.json")).exists());
+        assert!(!journal.running.join(format!("{ID}.json")).exists());
+    }
+
+    /// The first claimant takes the job and writes itself in as its
+    /// writer; the next finds a live writer and leaves it alone.
+    #[test]
+    fn an_orphan_is_claimed_once() {
+        let root = tempfile::tempdir().unwrap();
+        let orphan = serde_json::json!({
+            "scope": "stdio",
+            "writer": gone(),
+            "on_slurm": true,
+            "slurm": handoff(),
+            "status": running_status(),
+        });
+        let journal = journal_with(root.path(), &orphan);
+        let found = journal.orphans();
+        assert_eq!(found.len(), 1);
+        assert_eq!((found[0].id.as_str(), &found[0].handoff), (ID, &handoff()));
+        let claimed = journal.claim(ID, |orphan| {
+            let record = Record {
+                scope: "stdio".to_owned(),
+                writer: Writer::this_process(),
+                on_slurm: true,
+                slurm: Some(orphan.handoff.clone()),
+                status: orphan.status.clone(),
+            };
+            journal.write(&journal.running, &orphan.id, &record);
+            Ok(orphan.handoff)
+        });
+        assert_eq!(claimed, Some(handoff()));
+        assert!(journal.orphans().is_empty());
+        assert!(
+            journal
+                .claim(ID, |_| -> Result<(), String> { panic!("claimed twice") })
+                .is_none()
+        );
+        let seen = journal.find(ID).unwrap();
+        assert_eq!(seen["state"], "running");
+        let pid = std::process::id();
+        assert_eq!(
+            seen["message"].as_str().unwrap(),
+            format!(
+                "this job runs in another solvergate server on this machine (pid {pid}); its state here is as that server last wrote it"
+            )
+        );
+    }
+
+    /// A server that cannot follow the job says why, and the job is done.
+    #[test]
+    fn an_orphan_this_server_cannot_follow_is_failed_saying_why() {
+        let root = tempfile::tempdir().unwrap();
+        let orphan = serde_json::json!({
+            "scope": "stdio",
+            "writer": gone(),
+            "on_slurm": true,
+            "slurm": handoff(),
+            "status": running_status(),
+        });
+        let journal = journal_with(root.path(), &orphan);
+        let claimed: Option<()> = journal.claim(ID, |_| Err("it is elsewhere".to_owned()));
+        assert!(claimed.is_none());
+        let status = journal.find(ID).unwrap();
+        assert_eq!(status["state"], "failed");
+        assert_eq!(status["diagnostic"]["category"], "job_failed");
+        insta::assert_snapshot!(status["message"].as_str().unwrap(), @"the server that ran this job (pid 999999999) stopped before the job finished. The job was handed to Slurm (job 41), where it may still run until its time limit, but this server cannot follow it: it is elsewhere. Submit it again");
+        assert!(journal.orphans().is_empty());
+    }
+
+    /// Another scope's orphan is neither listed nor claimed.
+    #[test]
+    fn another_scopes_orphan_is_left_alone() {
+        let root = tempfile::tempdir().unwrap();
+        let orphan = serde_json::json!({
+            "scope": "session:abc",
+            "writer": gone(),
+            "on_slurm": true,
+            "slurm": handoff(),
+            "status": running_status(),
+        });
+        let journal = journal_with(root.path(), &orphan);
+        assert!(journal.orphans().is_empty());
+        assert!(journal.claim(ID, |_| Ok(())).is_none());
+        assert!(journal.find(ID).is_none());
+        assert!(journal.running.join(format!("{ID}.json")).exists());
+    }
 
     #[test]
     fn only_registry_ids_become_paths() {

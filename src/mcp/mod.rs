@@ -261,7 +261,6 @@ impl JobPools {
         let (root, scope) = (&store.root, &store.scope);
         let retained = bounds.max_retained_terminal;
         self.solve_jobs
-            .registry()
             .keep_in(Arc::new(JobJournal::<SolveJobs>::new(
                 root, scope, retained, on_slurm,
             )));
@@ -272,7 +271,6 @@ impl JobPools {
                 root, scope, retained, false,
             )));
         self.cpsat_jobs
-            .registry()
             .keep_in(Arc::new(JobJournal::<CpsatJobs>::new(
                 root,
                 scope,
@@ -284,6 +282,12 @@ impl JobPools {
             .keep_in(Arc::new(JobJournal::<tasks::TaskKind>::new(
                 root, scope, retained, false,
             )));
+    }
+
+    /// Takes over the Slurm jobs an earlier server of this scope left
+    /// running (see [`crate::jobs::reattach`]); how many.
+    fn reattach_orphans(&self) -> usize {
+        self.solve_jobs.reattach_orphans() + self.cpsat_jobs.reattach_orphans()
     }
 
     /// Stops every job and waits until their processes are gone, or until
@@ -515,6 +519,19 @@ impl SolvergateServer {
         left
     }
 
+    /// Takes over the Slurm jobs an earlier server left running, of this
+    /// server's own scope: called once at start-up by a face whose scope
+    /// outlives a process (stdio, an HTTP server's sessionless jobs).
+    /// Says on stderr how many it took over, when any.
+    pub fn reattach_slurm_jobs(&self) {
+        let taken = self.jobs.reattach_orphans();
+        if taken > 0 {
+            eprintln!(
+                "solvergate: following {taken} Slurm job(s) an earlier server left running; they finish here"
+            );
+        }
+    }
+
     /// This server's own job registries, for [`Self::with_sessionless_jobs`].
     pub fn job_pools(&self) -> JobPools {
         self.jobs.clone()
@@ -668,6 +685,8 @@ impl SolvergateServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<Polled<K::Status>, ToolError> {
         let jobs = K::of(self.jobs(context));
+        // A job an earlier server left running on Slurm becomes this one's.
+        jobs.reattach(id);
         let live = match action {
             JobAction::Get => jobs.get(id),
             JobAction::Cancel => jobs.cancel(id).await,

@@ -225,7 +225,7 @@ async def test_a_job_running_in_another_live_server_is_not_called_failed(harness
         assert seen["state"] in ("queued", "running"), seen
         assert seen["message"] == (
             f"this job runs in another solvergate server on this machine (pid {first.pid});"
-            " its state here is as that server wrote it at admission"
+            " its state here is as that server last wrote it"
         ), seen
         assert seen["diagnostic"] is None, seen
         await call_ok(first.session, "cancel_solve_job", {"job_id": job["job_id"]})

@@ -4,7 +4,10 @@ solve's; a hard model times out with its incumbent; cancel ends the Slurm
 job (squeue and sacct say CANCELLED) with no solver process left; a
 portfolio's losers are scancel'ed when the winner's result appears; a
 CP-SAT job with a checker succeeds; closing the server cancels its Slurm
-jobs; an unusable Slurm is refused before any job is admitted, naming the
+jobs; a Slurm job whose server was SIGKILLed is taken over by the next server
+on the same data dir and ends as it would have (solve, CP-SAT, a race's
+attempts; cancel; a Slurm-side end while no server watched; never by two
+servers; a session's never); an unusable Slurm is refused before any job is admitted, naming the
 command that failed and its stderr.
 
 Needs the single-node cluster of scripts/slurm-cluster. scripts/test sets
@@ -15,7 +18,9 @@ without it every test here is skipped with that reason.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -25,11 +30,13 @@ import anyio
 import anyio.to_thread
 import pytest
 
+from test_http import http_server, http_session, sessionless_client
 from cpsat_helpers import KNAPSACK, PYTHON, REAL_CHECKER, check_knapsack_answer, knapsack_script
 from helpers import (
     HANG_AFTER_FIRST_MODEL,
     HARD_MODEL,
     OPT_MODEL,
+    all_procs,
     OPT_OBJECTIVE,
     call_error,
     call_ok,
@@ -240,40 +247,343 @@ async def test_closing_the_server_cancels_its_slurm_jobs(harness, workdir):
     assert not left, f"solver processes alive after the server exited: {describe(left)}"
 
 
-async def test_a_slurm_job_whose_server_was_killed_reads_as_failed_saying_where_it_ran(harness, workdir, tmp_path):
-    """After a SIGKILL of its server (on a real cluster the job may run on;
-    on this one-node cluster the server's watchdog ends it), a new server
-    on the same data dir says the job failed with its server and that
-    Slurm may still run it (issue 27; re-attaching is not built)."""
-    data = tmp_path / "data"
-    env, marker = slurm_env(harness, workdir, XDG_DATA_HOME=str(data))
-    launched_pid = 0
+# ---- re-attach: a Slurm job outlives its SIGKILLed server (issue 27) ------------------------
+
+#: Prints x = 1 at once, then hangs in the output of x = 2 until its budget:
+#: `timeout` with that one solution, whichever server follows it.
+SLOW_SOLVE = {"model": HANG_AFTER_FIRST_MODEL, "solver": "gecode", "all_solutions": True, "timeout_ms": 6000}
+
+
+def slow_script() -> str:
+    """The knapsack script, after a few seconds' sleep: still running when
+    its server is killed and the next one starts."""
+    return "import time\ntime.sleep(6)\n" + knapsack_script()
+
+
+def data_env(harness, workdir: Path, data: Path) -> tuple[dict[str, str], str]:
+    return slurm_env(harness, workdir, XDG_DATA_HOME=str(data))
+
+
+def running_record(data: Path, kind: str, job_id: str) -> dict:
+    return json.loads((data / "solvergate" / "jobs" / kind / "running" / f"{job_id}.json").read_text())
+
+
+async def wait_gone(pid: int) -> None:
+    with anyio.fail_after(15):
+        while Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            await anyio.sleep(0.05)
+
+
+async def submitted_then_killed(harness, workdir: Path, data: Path, submits: list[tuple[str, dict]]) -> tuple[list[dict], int]:
+    """A stdio server on `data` takes `submits`, each waited for until Slurm
+    runs it; then the server is SIGKILLed. Returns each submit's running
+    status and the dead server's pid."""
+    env, _ = data_env(harness, workdir, data)
+    statuses: list[dict] = []
+    pid = 0
     try:
         async with harness.open("full", env=env) as launched:
-            launched_pid = launched.pid
-            submitted = await call_ok(launched.session, "submit_solve_job", LONG_JOB)
-            running = await wait_slurm_state(launched.session, submitted["job_id"], {"RUNNING"})
-            slurm_id = running["slurm"]["job_id"]
-            os.kill(launched.pid, signal.SIGKILL)
-            with anyio.fail_after(10):
-                while Path(f"/proc/{launched.pid}/stat").exists() and Path(f"/proc/{launched.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                    await anyio.sleep(0.05)
+            pid = launched.pid
+            for tool, arguments in submits:
+                submitted = await call_ok(launched.session, tool, arguments)
+                get_tool = tool.replace("submit_", "get_")
+                statuses.append(await wait_slurm_state(launched.session, submitted["job_id"], {"RUNNING"}, tool=get_tool, timeout=60))
+            # The record names the Slurm job before anything else happens.
+            for (tool, _), status in zip(submits, statuses):
+                kind = "solve" if tool == "submit_solve_job" else "cpsat_python"
+                with anyio.fail_after(10):
+                    while "slurm" not in running_record(data, kind, status["job_id"]):
+                        await anyio.sleep(0.05)
+            os.kill(pid, signal.SIGKILL)
+            await wait_gone(pid)
     except BaseException:  # noqa: BLE001 - the client's teardown of a killed server
-        if not launched_pid:
+        if not pid or len(statuses) != len(submits):
+            raise
+    return statuses, pid
+
+
+async def wait_terminal(session, job_id: str, tool: str, timeout: float = 90) -> tuple[dict, list[str]]:
+    seen: list[str] = []
+    with anyio.fail_after(timeout):
+        while True:
+            job = await call_ok(session, tool, {"job_id": job_id})
+            seen.append(job["state"])
+            if job["state"] not in ("queued", "running"):
+                return job, seen
+            await anyio.sleep(0.1)
+
+
+def workers_of(workdir: Path) -> list[int]:
+    """The pids of `solvergate worker` processes of jobs in `workdir` (the
+    node is this machine)."""
+    found = []
+    for proc in all_procs():
+        if proc.comm != "solvergate":
+            continue
+        try:
+            argv = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"worker" in argv and any(arg.startswith(str(workdir).encode()) for arg in argv):
+            found.append(proc.pid)
+    return found
+
+
+def scancel_all(statuses: list[dict]) -> None:
+    ids = [status["slurm"]["job_id"] for status in statuses if status.get("slurm")]
+    if ids:
+        subprocess.run(["scancel", *ids], capture_output=True, timeout=30)
+
+
+async def test_a_killed_servers_solve_job_is_reattached_and_finishes_as_it_would_have(harness, workdir, tmp_path):
+    data = tmp_path / "data"
+    (before,), dead = await submitted_then_killed(harness, workdir, data, [("submit_solve_job", SLOW_SOLVE)])
+    try:
+        env, marker = data_env(harness, workdir, data)
+        async with harness.open("full", env=env) as second:
+            assert "following 1 Slurm job(s) an earlier server left running" in second.stderr_text()
+            # Right after the restart: running, where it ran, under its old id.
+            now = await call_ok(second.session, "get_solve_job", {"job_id": before["job_id"]})
+            assert now["state"] == "running" and now["message"] is None, now
+            assert now["slurm"]["job_id"] == before["slurm"]["job_id"] and now["slurm"]["node"] == NODE, now
+            assert now["submitted_at"] == before["submitted_at"] and now["started_at"] == before["started_at"], now
+            listed = await call_ok(second.session, "list_solve_jobs", {})
+            assert [job["job_id"] for job in listed["jobs"]] == [before["job_id"]], listed
+            record = running_record(data, "solve", before["job_id"])
+            assert record["writer"]["pid"] == second.pid != dead, record["writer"]
+            # What a server that lived gives for the same solve.
+            local = await call_ok(second.session, "solve_minizinc_model", SLOW_SOLVE)
+            job, seen = await wait_terminal(second.session, before["job_id"], "get_solve_job")
+            assert job["state"] == "timeout", job
+            assert set(seen) <= {"running", "timeout"}, seen
+            for name in SAME_FIELDS:
+                assert job["result"][name] == local[name], f"{name}: re-attached {job['result'][name]!r} vs local {local[name]!r}"
+            assert job["result"]["solutions"] == [{"x": 1}], job["result"]
+            assert job["timeout_ms"] == SLOW_SOLVE["timeout_ms"] and job["slurm"]["job_id"] == before["slurm"]["job_id"]
+            assert await no_job_dirs_left(workdir) == [], "the re-attached job's directory is removed"
+        # Kept as done: a third server reads what the second gave.
+        done = json.loads((data / "solvergate" / "jobs" / "solve" / "done" / f"{before['job_id']}.json").read_text())
+        assert done["status"]["result"] == job["result"] and done["status"]["state"] == "timeout"
+        assert not (data / "solvergate" / "jobs" / "solve" / "running" / f"{before['job_id']}.json").exists()
+        assert not solver_procs(marker)
+    finally:
+        scancel_all([before])
+
+
+async def test_a_killed_servers_cpsat_job_is_reattached_and_finishes_as_it_would_have(harness, workdir, tmp_path):
+    data = tmp_path / "data"
+    arguments = {"source": slow_script(), "checker": REAL_CHECKER, "problem": KNAPSACK, "script_timeout_ms": 60000}
+    (before,), _ = await submitted_then_killed(harness, workdir, data, [("submit_cpsat_python_job", arguments)])
+    try:
+        env, _ = data_env(harness, workdir, data)
+        async with harness.open("full", env=env) as second:
+            now = await call_ok(second.session, "get_cpsat_python_job", {"job_id": before["job_id"]})
+            assert now["state"] == "running" and now["slurm"]["job_id"] == before["slurm"]["job_id"], now
+            assert (now["script_timeout_ms"], now["checker_timeout_ms"]) == (60000, 60000), now
+            job, _ = await wait_terminal(second.session, before["job_id"], "get_cpsat_python_job")
+            assert job["state"] == "succeeded", job
+            assert job["result"]["status"] == "optimal", job["result"]
+            check_knapsack_answer(job["result"])
+            assert job["checker"]["status"] == "accepted", job["checker"]
+            # What a server that lived gives for the same script.
+            local = await call_ok(second.session, "run_cpsat_python", {"source": slow_script(), "script_timeout_ms": 60000})
+            for name in ("status", "objective", "solution", "best_objective_bound"):
+                assert job["result"][name] == local[name], f"{name}: re-attached {job['result'][name]!r} vs local {local[name]!r}"
+            assert await no_job_dirs_left(workdir) == []
+    finally:
+        scancel_all([before])
+
+
+async def test_a_killed_servers_race_reads_failed_and_its_attempts_finish_as_solve_jobs(harness, workdir, tmp_path):
+    """A race's coordinator ran in its server: the race reads `failed`.
+    Its attempts are solve jobs on Slurm: each is re-attached and ends on
+    its own (no winner cancels the others any more)."""
+    data = tmp_path / "data"
+    env, _ = data_env(harness, workdir, data)
+    race = {
+        "models": [HANG_AFTER_FIRST_MODEL, HANG_AFTER_FIRST_MODEL + "% the same\n"],
+        "solvers": ["gecode"],
+        "all_solutions": True,
+        "per_attempt_timeout_ms": 6000,
+    }
+    pid = 0
+    attempts: list[dict] = []
+    try:
+        async with harness.open("full", env=env) as launched:
+            pid = launched.pid
+            submitted = await call_ok(launched.session, "submit_portfolio_job", race)
+            for attempt in submitted["attempt_job_ids"]:
+                attempts.append(await wait_slurm_state(launched.session, attempt, {"RUNNING"}, timeout=60))
+            os.kill(pid, signal.SIGKILL)
+            await wait_gone(pid)
+    except BaseException:  # noqa: BLE001 - the client's teardown of a killed server
+        if not pid or len(attempts) != 2:
             raise
     try:
-        env, _ = slurm_env(harness, workdir, XDG_DATA_HOME=str(data))
         async with harness.open("full", env=env) as second:
-            status = await call_ok(second.session, "get_solve_job", {"job_id": submitted["job_id"]})
-        message = (
-            f"the server that ran this job (pid {launched_pid}) stopped before the job finished. The job was handed"
-            " to Slurm: it may still run there until its time limit, but no server follows it any more"
-            " (re-attaching a Slurm job is not supported yet). Submit it again"
-        )
-        assert (status["state"], status["message"]) == ("failed", message), status
-        assert status["diagnostic"] == {"category": "job_failed", "message": message}, status
+            status = await call_ok(second.session, "get_portfolio_job", {"job_id": submitted["job_id"]})
+            assert status["state"] == "failed", status
+            assert status["message"].startswith(f"the server that ran this job (pid {pid}) stopped before the job finished"), status
+            for attempt in attempts:
+                job, _ = await wait_terminal(second.session, attempt["job_id"], "get_solve_job")
+                assert job["state"] == "timeout" and job["result"]["solutions"] == [{"x": 1}], job
+                assert job["slurm"]["job_id"] == attempt["slurm"]["job_id"], job
+            assert await no_job_dirs_left(workdir) == []
     finally:
-        subprocess.run(["scancel", slurm_id], capture_output=True, timeout=30)
+        scancel_all(attempts)
+
+
+async def test_cancelling_a_reattached_job_ends_its_slurm_job(harness, workdir, tmp_path):
+    data = tmp_path / "data"
+    (before,), _ = await submitted_then_killed(harness, workdir, data, [("submit_solve_job", LONG_JOB)])
+    try:
+        env, marker = data_env(harness, workdir, data)
+        async with harness.open("full", env=env) as second:
+            now = await call_ok(second.session, "get_solve_job", {"job_id": before["job_id"]})
+            assert now["state"] == "running" and now["slurm"]["state"] == "RUNNING", now
+            cancelled = await call_ok(second.session, "cancel_solve_job", {"job_id": before["job_id"]})
+            assert cancelled["state"] == "cancelled", cancelled
+            assert cancelled["slurm"]["state"] == "CANCELLED", cancelled["slurm"]
+            assert slurm_state(before["slurm"]["job_id"]) == "CANCELLED"
+            left = solver_procs(marker)
+            assert not left, f"solver processes alive after cancel returned: {describe(left)}"
+            assert await no_job_dirs_left(workdir) == []
+    finally:
+        scancel_all([before])
+
+
+async def test_a_slurm_job_cancelled_while_no_server_watched_reads_as_cancelled(harness, workdir, tmp_path):
+    data = tmp_path / "data"
+    (before,), _ = await submitted_then_killed(harness, workdir, data, [("submit_solve_job", LONG_JOB)])
+    try:
+        slurm_id = before["slurm"]["job_id"]
+        subprocess.run(["scancel", slurm_id], capture_output=True, timeout=30, check=True)
+        with anyio.fail_after(60):
+            while slurm_state(slurm_id) != "CANCELLED":
+                await anyio.sleep(0.1)
+        env, _ = data_env(harness, workdir, data)
+        async with harness.open("full", env=env) as second:
+            job, _ = await wait_terminal(second.session, before["job_id"], "get_solve_job", timeout=30)
+            assert job["state"] == "cancelled" and job["result"] is None, job
+            assert job["slurm"]["state"] == "CANCELLED" and job["slurm"]["job_id"] == slurm_id, job
+            assert await no_job_dirs_left(workdir) == []
+    finally:
+        scancel_all([before])
+
+
+async def test_a_slurm_job_that_failed_while_no_server_watched_reads_as_failed_with_slurms_state(harness, workdir, tmp_path):
+    data = tmp_path / "data"
+    (before,), _ = await submitted_then_killed(harness, workdir, data, [("submit_solve_job", LONG_JOB)])
+    try:
+        slurm_id = before["slurm"]["job_id"]
+        # The node's worker dies without a result: Slurm says FAILED.
+        with anyio.fail_after(30):
+            while not (workers := workers_of(workdir)):
+                await anyio.sleep(0.05)
+        for worker in workers:
+            os.kill(worker, signal.SIGKILL)
+        with anyio.fail_after(60):
+            while slurm_state(slurm_id) not in SLURM_ENDED:
+                await anyio.sleep(0.1)
+        state = slurm_state(slurm_id)
+        env, _ = data_env(harness, workdir, data)
+        async with harness.open("full", env=env) as second:
+            job, _ = await wait_terminal(second.session, before["job_id"], "get_solve_job", timeout=30)
+            assert job["state"] == "failed" and job["slurm"]["state"] == state, (state, job)
+            # Slurm's state, its reason when it gives one, and the job's output.
+            pattern = rf"Slurm job {slurm_id} ended {state}(, reason \w+)? without a result; (the job printed nothing|the job's last output:\n.*)"
+            assert re.fullmatch(pattern, job["message"], re.DOTALL), job["message"]
+            assert job["diagnostic"]["category"] == "job_failed", job
+    finally:
+        scancel_all([before])
+
+
+async def test_two_new_servers_do_not_both_follow_a_job(harness, workdir, tmp_path):
+    """Started at once on the same data dir, exactly one server takes the
+    job over; the other answers with its record and says which server
+    runs it, as for any job of another live server."""
+    data = tmp_path / "data"
+    (before,), _ = await submitted_then_killed(harness, workdir, data, [("submit_solve_job", LONG_JOB)])
+    try:
+        env, _ = data_env(harness, workdir, data)
+        async with harness.open("full", env=env) as one, harness.open("full", env=env) as two:
+            seen = {}
+            for server in (one, two):
+                seen[server.pid] = await call_ok(server.session, "get_solve_job", {"job_id": before["job_id"]})
+            owners = [pid for pid, status in seen.items() if status["message"] is None]
+            assert len(owners) == 1, seen
+            owner = owners[0]
+            other = next(pid for pid in seen if pid != owner)
+            assert seen[other]["message"] == (
+                f"this job runs in another solvergate server on this machine (pid {owner});"
+                " its state here is as that server last wrote it"
+            ), seen[other]
+            # As last written: at the handoff, when Slurm still held it pending.
+            assert seen[other]["state"] in ("queued", "running") and seen[other]["slurm"]["job_id"] == before["slurm"]["job_id"]
+            assert running_record(data, "solve", before["job_id"])["writer"]["pid"] == owner
+            by_pid = {one.pid: one, two.pid: two}
+            # Only the owner can stop it; the other still reads it after.
+            cancelled = await call_ok(by_pid[owner].session, "cancel_solve_job", {"job_id": before["job_id"]})
+            assert cancelled["state"] == "cancelled", cancelled
+            assert slurm_state(before["slurm"]["job_id"]) == "CANCELLED"
+            with anyio.fail_after(10):
+                while (await call_ok(by_pid[other].session, "get_solve_job", {"job_id": before["job_id"]}))["state"] != "cancelled":
+                    await anyio.sleep(0.1)
+    finally:
+        scancel_all([before])
+
+
+async def test_over_http_a_sessionless_job_is_taken_over_and_a_sessions_is_not(harness, workdir, tmp_path):
+    """A sessionless job is read by its id alone, from a later server too:
+    it is taken over. A session's job belongs to a session that ended with
+    its server: no later session (nor a sessionless request) reads it, and
+    no server takes it over."""
+    data = tmp_path / "data"
+    variables = {
+        "SOLVERGATE_JOB_BACKEND": "slurm",
+        "SOLVERGATE_SLURM_PARTITION": PARTITION,
+        "SOLVERGATE_SLURM_WORKDIR": str(workdir),
+        "SOLVERGATE_CPSAT_PYTHON": PYTHON,
+        "SOLVERGATE_CPSAT_WARM": "0",
+        "XDG_DATA_HOME": str(data),
+    }
+    started: list[dict] = []
+    with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full", **variables) as server:
+        try:
+            async with sessionless_client(server.url) as client, http_session(server.url, close=False) as session:
+                loose = await call_ok(client, "submit_solve_job", SLOW_SOLVE)
+                owned = await call_ok(session, "submit_solve_job", LONG_JOB)
+                started.append(await wait_slurm_state(client, loose["job_id"], {"RUNNING"}, timeout=60))
+                started.append(await wait_slurm_state(session, owned["job_id"], {"RUNNING"}, timeout=60))
+                with anyio.fail_after(10):
+                    while not all("slurm" in running_record(data, "solve", job["job_id"]) for job in started):
+                        await anyio.sleep(0.05)
+                dead = server.proc.pid
+                os.kill(dead, signal.SIGKILL)
+                server.proc.wait(timeout=15)
+        except BaseException:  # noqa: BLE001 - the clients' teardown of a killed server
+            if len(started) != 2 or server.proc.poll() is None:
+                raise
+    loose, owned = started
+    try:
+        with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full", **variables) as server:
+            async with sessionless_client(server.url) as client, http_session(server.url) as session:
+                now = await call_ok(client, "get_solve_job", {"job_id": loose["job_id"]})
+                assert now["state"] == "running" and now["slurm"]["job_id"] == loose["slurm"]["job_id"], now
+                for caller in (session, client):
+                    error = await call_error(caller, "get_solve_job", {"job_id": owned["job_id"]})
+                    assert error.category == "invalid_request" and owned["job_id"] in error.message, error
+                    error = await call_error(caller, "cancel_solve_job", {"job_id": owned["job_id"]})
+                    assert error.category == "invalid_request", error
+                job, _ = await wait_terminal(client, loose["job_id"], "get_solve_job")
+                assert job["state"] == "timeout" and job["result"]["solutions"] == [{"x": 1}], job
+            assert "following 1 Slurm job(s) an earlier server left running" in server.stderr_text()
+        # Nobody took the session's job over: its record still names its
+        # dead server, and Slurm still runs it (to its time limit).
+        assert running_record(data, "solve", owned["job_id"])["writer"]["pid"] == dead
+        assert slurm_state(owned["slurm"]["job_id"]) == "RUNNING"
+    finally:
+        scancel_all(started)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,138 @@
+//! Taking over Slurm jobs whose server is gone.
+//!
+//! A job handed to Slurm runs on when its server is killed (a server that
+//! stops cleanly cancels its Slurm jobs first). Its journal record says
+//! where: the Slurm job id and its directory in the shared work directory
+//! ([`SlurmHandoff`], written the moment `sbatch` returned). A new server on
+//! the same data dir takes such a job over under its old id
+//! ([`JobRegistry::adopt`](super::registry::JobRegistry::adopt)), with the
+//! meta, submission and start times its status kept, and follows it from
+//! "already submitted" with the same poll, cancel and end mapping as a job
+//! it submitted itself: the job ends with the result its first server would
+//! have given, is kept as done, and its directory is removed.
+//!
+//! When: at start-up, for every orphan of the server's own scope
+//! ([`reattach_orphans`]: a stdio server's, and an HTTP server's
+//! sessionless jobs), and again whenever a get or cancel names an id the
+//! server does not hold ([`reattach`]: a server that died after this one
+//! started). At start-up rather than only on demand because that is what a
+//! client whose server restarted expects: its jobs are listed, a get right
+//! away says `running` and where it runs, and a job nobody asks about
+//! still ends — kept, its directory removed — instead of idling on the
+//! cluster with nobody to clean up after it. A session's jobs are never
+//! taken over: their session ended with their server, and no later
+//! session may read them.
+//!
+//! Not taken over: a portfolio race, whose coordinator ran in its server
+//! (it reads as `failed`); its attempts are solve jobs, each followed to
+//! its own end, with no winner left to cancel the others.
+//!
+//! What a maintainer must not break: exactly one server follows a job.
+//! Claims go through [`JobJournal::claim`], one at a time across
+//! processes, and an adopted job's record names its new server before the
+//! claim lock is let go.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use super::backend::{JobBackend, SlurmHandoff, SlurmPlacement, SlurmState};
+use super::registry::Start;
+use super::status::BackgroundJobs;
+use super::store::{JobJournal, Orphan};
+
+/// A kind of job whose work may be handed to Slurm, and so outlive its
+/// server.
+pub trait Reattach: BackgroundJobs + Sized {
+    /// This kind's journal, once the server keeps one.
+    fn journal(&self) -> Option<&JobJournal<Self>>;
+
+    /// The backend this kind's jobs run on.
+    fn job_backend(&self) -> &Arc<dyn JobBackend>;
+
+    /// The meta of the job `status` (as stored) describes, handed off as
+    /// `handoff` and last seen at `placement`; `None` when the status does
+    /// not read as this kind's.
+    fn stored_meta(
+        status: &Value,
+        handoff: SlurmHandoff,
+        placement: SlurmPlacement,
+    ) -> Option<Self::Meta>;
+
+    /// The work that follows a handed-off job of this kind to its end.
+    fn resume(
+        backend: Arc<dyn JobBackend>,
+        handoff: SlurmHandoff,
+        meta: &Self::Meta,
+    ) -> Start<Self::Result>;
+}
+
+/// Takes over job `id` if it is an orphan of this server's scope that its
+/// backend can follow; whether the registry holds it now.
+pub(crate) fn reattach<K: Reattach>(jobs: &K, id: &str) -> bool {
+    let Some(journal) = jobs.journal() else {
+        return false;
+    };
+    if jobs.registry().get(id).is_some() {
+        return true;
+    }
+    journal.claim(id, |orphan| adopt(jobs, orphan)).is_some()
+}
+
+/// Takes over every orphan of this server's scope its backend can follow;
+/// how many. One it cannot follow is left as it is, for a server that can
+/// (a get then says why this one cannot).
+pub(crate) fn reattach_orphans<K: Reattach>(jobs: &K) -> usize {
+    let Some(journal) = jobs.journal() else {
+        return 0;
+    };
+    journal
+        .orphans()
+        .iter()
+        .filter(|orphan| jobs.job_backend().resumable(&orphan.handoff).is_ok())
+        .filter(|orphan| reattach(jobs, &orphan.id))
+        .count()
+}
+
+/// Registers `orphan` under its id, its work following its Slurm job.
+fn adopt<K: Reattach>(jobs: &K, orphan: Orphan) -> Result<(), String> {
+    let backend = jobs.job_backend();
+    backend.resumable(&orphan.handoff)?;
+    let unreadable = || "its record could not be read by this version".to_owned();
+    let submitted = time(&orphan.status["submitted_at"]).ok_or_else(unreadable)?;
+    let started = time(&orphan.status["started_at"]).unwrap_or(submitted);
+    let placement =
+        serde_json::from_value(orphan.status["slurm"].clone()).unwrap_or_else(|_| SlurmPlacement {
+            job_id: orphan.handoff.job_id.clone(),
+            node: None,
+            state: SlurmState::Pending,
+            reason: None,
+        });
+    let meta =
+        K::stored_meta(&orphan.status, orphan.handoff.clone(), placement).ok_or_else(unreadable)?;
+    let start = K::resume(backend.clone(), orphan.handoff, &meta);
+    // `None`: this registry holds the id already, which is as good.
+    let _ = jobs
+        .registry()
+        .adopt(&orphan.id, meta, submitted, started, start);
+    Ok(())
+}
+
+/// An RFC 3339 time of a stored status.
+fn time(value: &Value) -> Option<SystemTime> {
+    humantime::parse_rfc3339(value.as_str()?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_times_read_back() {
+        let at = SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(1_250);
+        assert_eq!(time(&Value::from("1970-01-01T00:00:01.250Z")), Some(at));
+        assert_eq!(time(&Value::Null), None);
+        assert_eq!(time(&Value::from("yesterday")), None);
+    }
+}
