@@ -41,11 +41,7 @@ impl Home {
             dir: test_runtime(),
             source: LocationSource::Flag,
         }));
-        let cpsat = Arc::new(CpsatRuntime {
-            python: test_python(),
-            source: LocationSource::Flag,
-            inherited_pythonpath: None,
-        });
+        let cpsat = Arc::new(CpsatRuntime::at(test_python(), LocationSource::Flag, None));
         let minizinc = MiniZinc::new(minizinc);
         let planner = Planner::new(
             minizinc.clone(),

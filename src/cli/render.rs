@@ -66,8 +66,12 @@ pub fn runtime_status(status: &RuntimeStatus, only: Option<RuntimeKind>) -> Stri
             None => {
                 let _ = writeln!(
                     text,
-                    "  status:      not installed — {}; run `solvergate install-runtime --only cpsat` or `solvergate configure-runtime --python <path>`",
-                    cpsat.problem.as_deref().unwrap_or("unknown problem")
+                    "  status:      not installed — {}; {}",
+                    cpsat.problem.as_deref().unwrap_or("unknown problem"),
+                    cpsat.hint.as_deref().map_or(
+                        "run `solvergate install-runtime --only cpsat` or `solvergate configure-runtime --python <path>`".to_owned(),
+                        |hint| format!("{hint}, or run `solvergate install-runtime --only cpsat`"),
+                    )
                 );
             }
         }

@@ -100,11 +100,11 @@ async fn execute(task: WorkerTask, cancel: &CancellationToken) -> WorkerOutcome 
             }
         }
         WorkerWork::Cpsat(job) => {
-            let cpsat = Cpsat::new(Arc::new(CpsatRuntime {
-                python: task.cpsat_python,
-                source: LocationSource::Flag,
-                inherited_pythonpath: task.pythonpath.map(OsString::from),
-            }));
+            let cpsat = Cpsat::new(Arc::new(CpsatRuntime::at(
+                task.cpsat_python,
+                LocationSource::Flag,
+                task.pythonpath.map(OsString::from),
+            )));
             match run_job(&cpsat, &job, &crate::progress::Progress::none(), cancel).await {
                 Ok(output) => WorkerOutcome::Cpsat(output),
                 Err(error) => WorkerOutcome::refused(error),

@@ -2,9 +2,11 @@
 //!
 //! Resolved like the MiniZinc runtime, most specific first:
 //! `SOLVERGATE_CPSAT_PYTHON`, then `cpsat_python` in `install.json`, then
-//! the managed venv `<data dir>/cpsat/bin/python`. "Installed" means the
-//! interpreter answered `import ortools.sat.python.cp_model`, not merely
-//! that a file exists.
+//! the Python environment this binary was installed into when it has
+//! OR-Tools (the wheel's `cpsat` extra: `uv tool install 'solvergate[cpsat]'`,
+//! `uvx`, `pip install` into a venv), then the managed venv
+//! `<data dir>/cpsat/bin/python`. "Installed" means the interpreter answered
+//! `import ortools.sat.python.cp_model`, not merely that a file exists.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -47,6 +49,57 @@ pub struct CpsatRuntime {
     /// The server's own PYTHONPATH, kept after the helper module's dir
     /// when scripts run.
     pub inherited_pythonpath: Option<std::ffi::OsString>,
+    /// The Python environment this binary was installed into, when it runs
+    /// from one (chosen or not: without OR-Tools it is passed over).
+    pub tool_environment: Option<ToolEnvironment>,
+}
+
+/// The Python environment a solvergate wheel was installed into: the venv
+/// whose `bin` holds this executable (`uv tool` and `uvx` make one per
+/// tool, `pip install` uses the active one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolEnvironment {
+    /// The environment's interpreter.
+    pub python: PathBuf,
+    /// Its site-packages hold an `ortools` package.
+    pub has_ortools: bool,
+}
+
+impl ToolEnvironment {
+    /// The environment `exe` (this binary's own path) was installed into:
+    /// its directory holds a `python` and its parent is a venv
+    /// (`pyvenv.cfg`). `None` for a binary installed any other way.
+    pub fn of(exe: &Path) -> Option<ToolEnvironment> {
+        let bin = exe.parent()?;
+        let root = bin.parent()?;
+        let python = bin.join("python");
+        if !(root.join("pyvenv.cfg").is_file() && is_executable(&python)) {
+            return None;
+        }
+        // `lib/python3.X/site-packages/ortools`: looked at, not imported, so
+        // resolving stays free; the probe still decides "installed".
+        let has_ortools = std::fs::read_dir(root.join("lib")).is_ok_and(|entries| {
+            entries.flatten().any(|entry| {
+                entry.file_name().to_string_lossy().starts_with("python")
+                    && entry.path().join("site-packages/ortools").is_dir()
+            })
+        });
+        Some(ToolEnvironment {
+            python,
+            has_ortools,
+        })
+    }
+}
+
+/// How to add OR-Tools to the environment solvergate was installed into.
+pub fn tool_environment_hint() -> String {
+    let version = super::manifest::Manifest::builtin()
+        .ok()
+        .and_then(|manifest| manifest.cpsat)
+        .map_or_else(|| "9.15.6755".to_owned(), |pins| pins.ortools);
+    format!(
+        "this solvergate was installed without OR-Tools: install it with its `cpsat` extra (`uv tool install 'solvergate[cpsat]'`) or add it (`uv tool install --with ortools=={version} solvergate`)"
+    )
 }
 
 /// What `check_runtime` says about CP-SAT.
@@ -62,34 +115,59 @@ pub struct CpsatStatus {
     pub ortools_version: Option<String>,
     /// Why it is not usable, when it is not.
     pub problem: Option<String>,
+    /// How to make it usable where the generic advice does not fit: a
+    /// solvergate installed as a Python tool without OR-Tools is told how
+    /// to add it to that tool's environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }
 
 impl CpsatRuntime {
-    /// Resolves the interpreter: env, then config, then the managed venv.
+    /// The interpreter `python`, chosen by `source` (a flag, a Slurm task
+    /// file), with `pythonpath` kept after the helper's dir.
+    pub fn at(
+        python: PathBuf,
+        source: LocationSource,
+        pythonpath: Option<std::ffi::OsString>,
+    ) -> CpsatRuntime {
+        CpsatRuntime {
+            python,
+            source,
+            inherited_pythonpath: pythonpath,
+            tool_environment: None,
+        }
+    }
+
+    /// Resolves the interpreter: env, then config, then the tool's own
+    /// environment (with OR-Tools), then the managed venv.
     pub fn resolve(settings: &Settings, dirs: &UserDirs) -> CpsatRuntime {
+        let exe = std::env::current_exe().ok();
+        CpsatRuntime::resolve_for(settings, dirs, exe.as_deref())
+    }
+
+    /// [`resolve`](Self::resolve) for a binary at `exe`.
+    pub fn resolve_for(settings: &Settings, dirs: &UserDirs, exe: Option<&Path>) -> CpsatRuntime {
+        let tool_environment = exe.and_then(ToolEnvironment::of);
+        let chosen = |python: PathBuf, source: LocationSource| CpsatRuntime {
+            python,
+            source,
+            inherited_pythonpath: settings.pythonpath.clone(),
+            tool_environment: tool_environment.clone(),
+        };
         if let Some(python) = &settings.cpsat_python {
-            return CpsatRuntime {
-                python: python.clone(),
-                source: LocationSource::Env,
-                inherited_pythonpath: settings.pythonpath.clone(),
-            };
+            return chosen(python.clone(), LocationSource::Env);
         }
         if let config::ConfigRead::Found(config::InstallConfig {
             cpsat_python: Some(python),
             ..
         }) = config::read(&dirs.config_dir)
         {
-            return CpsatRuntime {
-                python,
-                source: LocationSource::Config,
-                inherited_pythonpath: settings.pythonpath.clone(),
-            };
+            return chosen(python, LocationSource::Config);
         }
-        CpsatRuntime {
-            python: venv_python(&default_venv(dirs)),
-            source: LocationSource::Default,
-            inherited_pythonpath: settings.pythonpath.clone(),
+        if let Some(environment) = tool_environment.as_ref().filter(|env| env.has_ortools) {
+            return chosen(environment.python.clone(), LocationSource::ToolEnvironment);
         }
+        chosen(venv_python(&default_venv(dirs)), LocationSource::Default)
     }
 
     /// The interpreter's OR-Tools version: asked once per interpreter file
@@ -123,6 +201,12 @@ impl CpsatRuntime {
             python: self.python.display().to_string(),
             source: self.source,
             ortools_version: probed.as_ref().ok().cloned(),
+            hint: (probed.is_err()
+                && self
+                    .tool_environment
+                    .as_ref()
+                    .is_some_and(|env| !env.has_ortools))
+            .then(tool_environment_hint),
             problem: probed.err().map(|problem| problem.to_string()),
         }
     }
@@ -171,5 +255,42 @@ pub async fn probe_python(python: &Path, cancel: &CancellationToken) -> Result<S
                 .trim()
                 .to_owned(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn executable(path: &Path) {
+        std::fs::write(path, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn a_tool_environment_is_a_venv_holding_the_binary_beside_its_python() {
+        let root = tempfile::tempdir().unwrap();
+        let bin = root.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let exe = bin.join("solvergate");
+        // No venv marker, no python: an ordinary install.
+        assert_eq!(ToolEnvironment::of(&exe), None);
+        std::fs::write(root.path().join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        assert_eq!(ToolEnvironment::of(&exe), None, "no python beside it");
+        executable(&bin.join("python"));
+        let found = ToolEnvironment::of(&exe).unwrap();
+        assert_eq!(found.python, bin.join("python"));
+        assert!(!found.has_ortools);
+        // A file named like the package is not the package.
+        let site = root.path().join("lib/python3.12/site-packages");
+        std::fs::create_dir_all(&site).unwrap();
+        std::fs::write(site.join("ortools"), "").unwrap();
+        assert!(!ToolEnvironment::of(&exe).unwrap().has_ortools);
+        std::fs::remove_file(site.join("ortools")).unwrap();
+        std::fs::create_dir(site.join("ortools")).unwrap();
+        assert!(ToolEnvironment::of(&exe).unwrap().has_ortools);
+        // A binary at the file system's root has no environment.
+        assert_eq!(ToolEnvironment::of(Path::new("/solvergate")), None);
     }
 }

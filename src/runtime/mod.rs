@@ -75,6 +75,9 @@ pub enum LocationSource {
     Config,
     /// The default place in the per-user data dir.
     Default,
+    /// The Python environment this solvergate was installed into (`uv tool
+    /// install`, `uvx`, `pip install`), which can import OR-Tools.
+    ToolEnvironment,
 }
 
 impl LocationSource {
@@ -85,6 +88,7 @@ impl LocationSource {
             LocationSource::Env => "from SOLVERGATE_CPSAT_PYTHON",
             LocationSource::Config => "from install.json",
             LocationSource::Default => "default location",
+            LocationSource::ToolEnvironment => "from the solvergate tool's environment",
         }
     }
 
@@ -95,6 +99,8 @@ impl LocationSource {
             LocationSource::Env => "from SOLVERGATE_RUNTIME_DIR",
             LocationSource::Config => "from install.json",
             LocationSource::Default => "default location",
+            // Never chosen for MiniZinc: no Python package carries it.
+            LocationSource::ToolEnvironment => "from the solvergate tool's environment",
         }
     }
 }

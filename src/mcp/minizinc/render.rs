@@ -59,11 +59,17 @@ pub fn runtime_status(status: &RuntimeStatus) -> String {
             );
         }
         None => {
-            let _ = writeln!(
-                text,
-                "CP-SAT runtime not usable: {}. Run `solvergate install-runtime --only cpsat`, or adopt a Python that can import ortools with `solvergate configure-runtime --python <path>`.",
-                cpsat.problem.as_deref().unwrap_or("unknown problem")
-            );
+            let problem = cpsat.problem.as_deref().unwrap_or("unknown problem");
+            let _ = match &cpsat.hint {
+                Some(hint) => writeln!(
+                    text,
+                    "CP-SAT runtime not usable: {problem}. Fix: {hint}, or run `solvergate install-runtime --only cpsat`."
+                ),
+                None => writeln!(
+                    text,
+                    "CP-SAT runtime not usable: {problem}. Run `solvergate install-runtime --only cpsat`, or adopt a Python that can import ortools with `solvergate configure-runtime --python <path>`."
+                ),
+            };
         }
     }
     limits_lines(&mut text, status.limits.as_ref());
