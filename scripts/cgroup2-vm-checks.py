@@ -420,6 +420,16 @@ def check_shared_group(vm, checks):
             bool(found) and found.group(2) == "rlimit" and found.group(4) == "rlimit",
             found.group(0) if found else "no limits line (exit %d): %s %s" % (code, out, err),
         )
+        note = re.search(r"note: our cgroup v2 group .*", out)
+        checks.record(
+            "check-runtime says why, and the shared group is left as it was",
+            note is not None and "other process" in note.group(0)
+            and not os.path.exists(os.path.join(scope, "server")),
+            "%s; server leaf %s" % (
+                note.group(0) if note else "no note in: %s" % out,
+                "made" if os.path.exists(os.path.join(scope, "server")) else "not made",
+            ),
+        )
         code, result, err = vm.cpsat(scope, "trivial.py")
         checks.record(
             "and a script still runs there",
