@@ -16,6 +16,9 @@ Prints one line per check as it goes, then a block:
     ==== cgroup2-vm: ALL PASS (n checks) ====      (or: FAILED (k of n checks))
 
 and the join-cost figures, which are measurements, not checks. Exit 0 when every check passed.
+
+With --join-only it takes only the join figures, in the group --delegated names, as the user it
+runs as (the init runs it as root once more after remounting the hierarchy with favordynmods).
 """
 
 import argparse
@@ -144,7 +147,8 @@ class Vm:
         write(os.path.join(self.apps, "cgroup.subtree_control"), "+memory +pids")
         package = os.path.join(self.home, "stub", "ortools", "sat", "python")
         os.makedirs(package)
-        write(os.path.join(self.home, "stub", "ortools", "__init__.py"), '__version__ = "0+stub"\n')
+        stub = os.path.join(self.home, "stub", "ortools")
+        write(os.path.join(stub, "__init__.py"), '__version__ = "0+stub"\n')
         write(os.path.join(self.home, "stub", "ortools", "sat", "__init__.py"), "")
         write(os.path.join(package, "__init__.py"), "")
         write(os.path.join(package, "cp_model.py"), STUB_CP_MODEL)
@@ -182,7 +186,8 @@ class Vm:
         """`count` trivial scripts started now, each by a server in a scope of its own (a
         scope a server has handed controllers down in takes no other process)."""
         return [
-            self.start(self.scope(name), ["run-cpsat", "--json", "trivial.py"]) for _ in range(count)
+            self.start(self.scope(name), ["run-cpsat", "--json", "trivial.py"])
+            for _ in range(count)
         ]
 
     def run(self, scope, args, env=None, timeout=120):
@@ -356,7 +361,9 @@ def check_fork_bomb(vm, checks):
         and details.get("mechanism") == "cgroup_v2"
         and details.get("value") == 32
     )
-    checks.record("a fork bomb at 32 processes is a processes resource_limit", ok, brief(result) + err)
+    checks.record(
+        "a fork bomb at 32 processes is a processes resource_limit", ok, brief(result) + err
+    )
     kids = children(result or {})
     time.sleep(0.2)
     survivors = [pid for pid in kids if alive(pid)]
@@ -400,8 +407,8 @@ def check_server_killed(vm, checks):
         len(pids) == 4 and not survivors,
         "tree %s, alive after 10 s %s" % (pids, survivors),
     )
-    print("cgroup2-vm: note: after the server was killed, run groups left in its scope: %s"
-          % run_groups(scope), flush=True)
+    left = run_groups(scope)
+    print("cgroup2-vm: note: run groups left in a killed server's scope: %s" % left, flush=True)
 
 
 def check_shared_group(vm, checks):
@@ -423,9 +430,11 @@ def check_shared_group(vm, checks):
         note = re.search(r"note: our cgroup v2 group .*", out)
         checks.record(
             "check-runtime says why, and the shared group is left as it was",
-            note is not None and "other process" in note.group(0)
+            note is not None
+            and "other process" in note.group(0)
             and not os.path.exists(os.path.join(scope, "server")),
-            "%s; server leaf %s" % (
+            "%s; server leaf %s"
+            % (
                 note.group(0) if note else "no note in: %s" % out,
                 "made" if os.path.exists(os.path.join(scope, "server")) else "not made",
             ),
@@ -482,27 +491,41 @@ def measure_join_cost(vm, rounds):
     for mode in ("auto", "off"):
         for key in ("duration_ms", "wall_ms"):
             if samples[mode][key]:
-                lines.append(figures("run-cpsat trivial, limits %s, %s" % (mode, key), samples[mode][key]))
-    group = os.path.join(vm.apps, "join-probe")
-    os.mkdir(group)
-    joins = []
-    for _ in range(rounds * 2):
-        read_end, write_end = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(read_end)
-            began = time.perf_counter_ns()
-            write(os.path.join(group, "cgroup.procs"), "0")
-            os.write(write_end, str(time.perf_counter_ns() - began).encode())
-            os._exit(0)
-        os.close(write_end)
-        took = os.read(read_end, 64)
-        os.close(read_end)
-        os.waitpid(pid, 0)
-        joins.append(int(took) / 1e6)
-    lines.append(figures("join: write 0 to a v2 group's cgroup.procs, ms", joins))
-    os.rmdir(group)
+                name = "run-cpsat trivial, limits %s, %s" % (mode, key)
+                lines.append(figures(name, samples[mode][key]))
+    lines.extend(measure_join(vm.apps, rounds * 2, read("/proc/self/mounts")))
     return lines
+
+
+def measure_join(parent, count, mounts):
+    """A forked child writes 0 to a fresh group's cgroup.procs (what the trampoline does),
+    timed around the write; beside it, a write that moves nothing (memory.high) for what any
+    cgroup write costs here."""
+    options = re.search(r"cgroup2 /sys/fs/cgroup cgroup2 (\S+)", mounts)
+    label = "favordynmods" if options and "favordynmods" in options.group(1) else "default mount"
+    group = os.path.join(parent, "join-probe")
+    os.mkdir(group)
+    timed = {"cgroup.procs": [], "memory.high": []}
+    for _ in range(count):
+        for name, value in (("cgroup.procs", "0"), ("memory.high", "max")):
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(read_end)
+                began = time.perf_counter_ns()
+                write(os.path.join(group, name), value)
+                os.write(write_end, str(time.perf_counter_ns() - began).encode())
+                os._exit(0)
+            os.close(write_end)
+            took = os.read(read_end, 64)
+            os.close(read_end)
+            os.waitpid(pid, 0)
+            timed[name].append(int(took) / 1e6)
+    os.rmdir(group)
+    return [
+        figures("join (%s): write 0 to cgroup.procs, ms" % label, timed["cgroup.procs"]),
+        figures("baseline (%s): write max to memory.high, ms" % label, timed["memory.high"]),
+    ]
 
 
 def main():
@@ -511,12 +534,20 @@ def main():
     parser.add_argument("--delegated", required=True)
     parser.add_argument("--solvergate", required=True)
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument(
+        "--join-only", action="store_true", help="only the join figures, in --delegated, as is"
+    )
     args = parser.parse_args()
+    if args.join_only:
+        for line in measure_join(args.delegated, args.rounds * 2, read("/proc/self/mounts")):
+            print(line)
+        return 0
     if os.geteuid() == 0:
         os.setgroups([])
         os.setgid(args.uid)
         os.setuid(args.uid)
-    print("cgroup2-vm: checks as uid %d in %s" % (os.getuid(), read("/proc/self/cgroup")), flush=True)
+    where = read("/proc/self/cgroup")
+    print("cgroup2-vm: checks as uid %d in %s" % (os.getuid(), where), flush=True)
     vm = Vm(args.delegated, args.solvergate, "/home/user")
     vm.set_up()
     checks = Checks()
