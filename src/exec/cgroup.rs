@@ -58,6 +58,9 @@ pub struct Host {
     pub memory: Option<Parent>,
     /// Where task-bounded run groups go, when we may make them.
     pub pids: Option<Parent>,
+    /// Why our v2 group, which offers `memory` and `pids`, is not used:
+    /// said in `check_runtime` beside the fallback.
+    pub v2_refused: Option<String>,
 }
 
 /// The name every run group starts with: `solvergate-<server pid>-<n>`.
@@ -69,12 +72,16 @@ impl Host {
     pub fn discover() -> Host {
         let own = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
         let mounts = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        if let Some(parent) = v2_parent(&own, &mounts) {
-            return Host {
-                memory: Some(parent.clone()),
-                pids: Some(parent),
-            };
-        }
+        let v2_refused = match v2_parent(&own, &mounts, std::process::id()) {
+            Ok(parent) => {
+                return Host {
+                    memory: Some(parent.clone()),
+                    pids: Some(parent),
+                    v2_refused: None,
+                };
+            }
+            Err(refused) => refused,
+        };
         let v1 = |controller: &str| {
             let dir = v1_dir(&own, &mounts, controller)?;
             remove_stale_groups(&dir);
@@ -86,6 +93,7 @@ impl Host {
         Host {
             memory: v1("memory"),
             pids: v1("pids"),
+            v2_refused,
         }
     }
 }
@@ -131,16 +139,34 @@ fn v1_dir(own: &str, mounts: &str, controller: &str) -> Option<PathBuf> {
 }
 
 /// On v2: our group, when it offers `memory` and `pids` and we may
-/// reorganise it (move ourselves into a `server` leaf and enable both
-/// controllers for the children).
-fn v2_parent(own: &str, mounts: &str) -> Option<Parent> {
-    let mount = mount_point(mounts, None)?;
-    let path = own_path(own, "")?;
+/// reorganise it (move ourselves, process `pid`, into a `server` leaf and
+/// enable both controllers for the children). `Err(Some(why))` when the
+/// group offers both but cannot be used, `Err(None)` when there is no v2
+/// group with both to speak of.
+fn v2_parent(own: &str, mounts: &str, pid: u32) -> Result<Parent, Option<String>> {
+    let mount = mount_point(mounts, None).ok_or(None)?;
+    let path = own_path(own, "").ok_or(None)?;
     let dir = mount.join(path.trim_start_matches('/'));
-    let offered = fs::read_to_string(dir.join("cgroup.controllers")).ok()?;
+    let offered = fs::read_to_string(dir.join("cgroup.controllers")).map_err(|_| None)?;
     let has = |name: &str| offered.split_whitespace().any(|c| c == name);
     if !(has("memory") && has("pids")) {
-        return None;
+        return Err(None);
+    }
+    let refused = |why: &str| Some(format!("our cgroup v2 group {} {why}", dir.display()));
+    // The kernel gives controllers only to the children of a group that
+    // holds no process itself (the root aside): a group shared with
+    // another process (the terminal's shell, the MCP client that started
+    // us) cannot be reorganised. Said before anything moves, so nothing is
+    // left behind in a group that is not ours.
+    let procs = fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+    let others = procs
+        .split_whitespace()
+        .filter(|other| *other != pid.to_string())
+        .count();
+    if others > 0 && path != "/" {
+        return Err(refused(&format!(
+            "holds {others} other process(es), and the kernel gives the controllers only to the children of a group without processes: start solvergate in a group of its own (`systemd-run --user --scope -p Delegate=yes solvergate …`, or `Delegate=yes` in its unit)"
+        )));
     }
     let enabled = |dir: &Path| {
         fs::read_to_string(dir.join("cgroup.subtree_control")).is_ok_and(|text| {
@@ -153,18 +179,24 @@ fn v2_parent(own: &str, mounts: &str) -> Option<Parent> {
         // A group that hands controllers to its children may hold no
         // process itself: move ourselves into a leaf first.
         let leaf = dir.join("server");
+        let not_writable = || refused("is not writable by us");
         match fs::create_dir(&leaf) {
             Ok(()) => {}
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(_) => return None,
+            Err(_) => return Err(not_writable()),
         }
-        fs::write(leaf.join("cgroup.procs"), std::process::id().to_string()).ok()?;
-        fs::write(dir.join("cgroup.subtree_control"), "+memory +pids").ok()?;
+        fs::write(leaf.join("cgroup.procs"), pid.to_string()).map_err(|_| not_writable())?;
+        fs::write(dir.join("cgroup.subtree_control"), "+memory +pids")
+            .map_err(|error| refused(&format!("refused its children the controllers: {error}")))?;
     }
-    (enabled(&dir) && probe_writable(&dir)).then_some(Parent {
-        version: Version::V2,
-        dir,
-    })
+    if enabled(&dir) && probe_writable(&dir) {
+        Ok(Parent {
+            version: Version::V2,
+            dir,
+        })
+    } else {
+        Err(refused("does not let us make run groups in it"))
+    }
 }
 
 /// Whether we can create (and remove) a group in `dir`.
@@ -418,6 +450,30 @@ mod tests {
             Some(PathBuf::from("/sys/fs/cgroup/unified"))
         );
         assert_eq!(own_path(OWN, ""), Some("/"));
+    }
+
+    #[test]
+    fn a_v2_group_shared_with_another_process_is_refused_untouched() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("app.slice/app-client.scope");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("cgroup.controllers"), "cpu memory pids\n").unwrap();
+        fs::write(dir.join("cgroup.subtree_control"), "").unwrap();
+        fs::write(dir.join("cgroup.procs"), "41\n42\n").unwrap();
+        let mounts = format!(
+            "30 1 0:26 / {} rw,nsdelegate - cgroup2 cgroup2 rw\n",
+            root.path().display()
+        );
+        let own = "0::/app.slice/app-client.scope\n";
+        let why = v2_parent(own, &mounts, 42).unwrap_err().unwrap();
+        assert!(
+            why.contains("app-client.scope holds 1 other process(es)"),
+            "{why}"
+        );
+        assert!(!dir.join("server").exists(), "nothing moved");
+        // A group without the controllers is no v2 group to speak of.
+        fs::write(dir.join("cgroup.controllers"), "cpu\n").unwrap();
+        assert_eq!(v2_parent(own, &mounts, 42).unwrap_err(), None);
     }
 
     #[test]

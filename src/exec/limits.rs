@@ -357,6 +357,7 @@ pub fn enforcement() -> Option<Enforcement> {
     if let Some(why) = config.processes_unbounded {
         notes.push(format!("processes are not bounded: {why}"));
     }
+    notes.extend(config.host.v2_refused.clone());
     Some(Enforcement {
         memory_mb: config.limits.memory_mb,
         memory_via,
