@@ -29,6 +29,7 @@ pub mod confine;
 pub mod escape;
 mod forker;
 mod jail;
+mod last_words;
 pub mod limits;
 mod pipes;
 pub mod sandbox;
