@@ -1,13 +1,17 @@
 //! One confined run's state, the same for a cold child and a warm-forked
 //! one: its scratch dir (the child's `TMPDIR`, beside the file the
-//! trampoline reports to), its limits and cgroups, and the watch on its
-//! scratch dir; at the end, what the sandbox enforced and the breach.
+//! trampoline reports to), its limits and cgroups, and the watches on its
+//! scratch dir and (under rlimits) its tree's memory; at the end, what the
+//! sandbox enforced and the breach.
 
 use std::io;
 use std::path::PathBuf;
 
+use nix::unistd::Pid;
+
 use super::confine::Confinement;
 use super::limits::{Breach, RunLimits, ScratchWatch};
+use super::memory_watch::TreeMemoryWatch;
 use super::{ChildCommand, Ending, SandboxReport, limits, sandbox, watchdog};
 
 /// A confined run, from before its spawn to after its sweep.
@@ -19,6 +23,7 @@ pub(super) struct Jail {
     pub report: PathBuf,
     limits: Option<RunLimits>,
     scratch: Option<ScratchWatch>,
+    memory: Option<TreeMemoryWatch>,
 }
 
 impl Jail {
@@ -39,6 +44,7 @@ impl Jail {
             _dir: dir,
             limits: RunLimits::prepare()?,
             scratch: None,
+            memory: None,
         }))
     }
 
@@ -57,22 +63,39 @@ impl Jail {
     }
 
     /// Starts measuring the scratch dir (and `command`'s own writable
-    /// dirs) against the scratch limit, from the spawn on.
-    pub fn watch(&mut self, command: &ChildCommand) {
+    /// dirs) against the scratch limit and, where only rlimits bound
+    /// memory, the tree of the session `leader` leads against the memory
+    /// limit, from the spawn on.
+    pub fn watch(&mut self, command: &ChildCommand, leader: Pid) {
         if let Some(limits) = &self.limits {
             self.scratch = Some(ScratchWatch::start(
                 command.measured_dirs(&self.write_dir),
                 limits.scratch_bytes(),
             ));
+            self.memory = limits
+                .tree_memory_bytes()
+                .map(|limit| TreeMemoryWatch::start(leader, limit));
         }
     }
 
-    /// Resolves once the scratch dir went over its limit (never, when it
-    /// is not watched).
-    pub async fn over_scratch(&self) {
-        match &self.scratch {
-            Some(scratch) => scratch.exceeded().await,
-            None => std::future::pending().await,
+    /// Resolves once the scratch dir or the tree's memory went over its
+    /// limit (never, when neither is watched).
+    pub async fn over_limit(&self) {
+        let scratch = async {
+            match &self.scratch {
+                Some(scratch) => scratch.exceeded().await,
+                None => std::future::pending().await,
+            }
+        };
+        let memory = async {
+            match &self.memory {
+                Some(memory) => memory.exceeded().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = scratch => {}
+            () = memory => {}
         }
     }
 
@@ -82,7 +105,7 @@ impl Jail {
     }
 
     /// What the sandbox enforced and the breach, once the run is swept:
-    /// the scratch breach that stopped it, else what the run's cgroups
+    /// the memory or scratch breach that stopped it, else what the run's cgroups
     /// counted or its ending shows. The cgroups are emptied and removed
     /// (on the blocking pool) whatever the ending.
     pub async fn finish(
@@ -93,13 +116,17 @@ impl Jail {
         stderr: &str,
     ) -> (Option<SandboxReport>, Option<Breach>) {
         let sandbox = sandbox::read_report(&self.report);
-        let scratch_breach = match (&self.scratch, &self.limits) {
-            (Some(scratch), Some(limits)) if ending == Ending::OverLimit => {
+        let watched_breach = match (&self.limits, &self.memory, &self.scratch) {
+            (Some(limits), Some(memory), _) if ending == Ending::OverLimit && memory.fired() => {
+                let (bytes, processes) = memory.seen();
+                Some(limits.memory_breach(bytes, processes))
+            }
+            (Some(limits), _, Some(scratch)) if ending == Ending::OverLimit => {
                 Some(limits.scratch_breach(scratch.bytes()))
             }
             _ => None,
         };
-        drop(self.scratch);
+        drop((self.scratch, self.memory));
         let counted = match self.limits {
             Some(limits) => {
                 let (stdout, stderr) = (
@@ -112,7 +139,7 @@ impl Jail {
             }
             None => None,
         };
-        (sandbox, scratch_breach.or(counted))
+        (sandbox, watched_breach.or(counted))
     }
 }
 

@@ -7,14 +7,15 @@
 //!
 //! | limit | cgroup available | otherwise |
 //! |---|---|---|
-//! | memory | the tree's group: `memory.max` / `memory.limit_in_bytes` | `RLIMIT_DATA`, per process |
+//! | memory | the tree's group: `memory.max` / `memory.limit_in_bytes` | `RLIMIT_DATA` per process, and the tree's sum measured by the executor ([`super::memory_watch`]) |
 //! | processes | the tree's group: `pids.max` | `RLIMIT_NPROC` in a user namespace of the run's own (not for root, whom the kernel exempts, nor where the kernel refuses the namespace: probed at start-up) |
 //! | file size | `RLIMIT_FSIZE` | `RLIMIT_FSIZE` |
 //! | scratch | the executor measures the run's scratch dir | the same |
 //!
 //! A breach is a fact of the run ([`Breach`], on `RunOutput::breach`): read
 //! from what the kernel counted (an OOM kill, a refused fork), from the
-//! scratch measurement that stopped the tree, or — under rlimits, where the
+//! measurement that stopped the tree (its scratch dir; under rlimits, its
+//! memory), or — under rlimits, where the
 //! kernel counts nothing — from how a failed run ended: SIGXFSZ, or the
 //! runtime's own terminal form of a refused allocation, fork or write at
 //! the very end of its stderr or stdout ([`super::last_words`]; a word
@@ -446,6 +447,29 @@ impl RunLimits {
             base.userns = true;
         }
         base
+    }
+
+    /// What the run's tree may hold in memory, in bytes, when only
+    /// rlimits bound it (each process's data segment, not the tree's sum):
+    /// the executor then watches the tree's sum ([`super::memory_watch`]).
+    /// `None` under a cgroup, which bounds the tree itself.
+    pub fn tree_memory_bytes(&self) -> Option<u64> {
+        (self.memory_via == Via::Rlimit).then(|| self.limits.memory_mb.saturating_mul(MIB))
+    }
+
+    /// The breach of a run the executor stopped because its tree held
+    /// `bytes` in `processes` processes.
+    pub fn memory_breach(&self, bytes: u64, processes: u64) -> Breach {
+        Breach {
+            limit: LimitKind::Memory,
+            value: self.limits.memory_mb,
+            unit: LimitKind::Memory.unit().to_owned(),
+            via: self.memory_via,
+            observed: format!(
+                "the tree's {processes} process(es) held {} MiB together",
+                bytes.div_ceil(MIB)
+            ),
+        }
     }
 
     /// What the run's scratch dir may hold, in bytes.
