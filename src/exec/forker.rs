@@ -267,15 +267,15 @@ impl Forker {
 
         let deadline = tokio::time::Instant::from_std(started + limits.timeout);
         if let Some(jail) = &mut jail {
-            jail.watch(&command);
+            jail.watch(&command, child);
         }
-        let over_scratch = async {
+        let over_limit = async {
             match &jail {
-                Some(jail) => jail.over_scratch().await,
+                Some(jail) => jail.over_limit().await,
                 None => std::future::pending().await,
             }
         };
-        let mut over_scratch = Box::pin(over_scratch);
+        let mut over_limit = Box::pin(over_limit);
         let mut watched = super::Watched::default();
         let mut watch = tokio::time::interval(super::CAP_POLL);
         let (ending, status) = loop {
@@ -287,7 +287,7 @@ impl Forker {
                 }
                 () = tokio::time::sleep_until(deadline) => break (Ending::TimedOut, None),
                 () = cancel.cancelled() => break (Ending::Cancelled, None),
-                () = over_scratch.as_mut() => break (Ending::OverLimit, None),
+                () = over_limit.as_mut() => break (Ending::OverLimit, None),
                 _ = watch.tick(), if watcher.is_some() => {
                     if let Some(watcher) = watcher {
                         watched.feed_capture(&out, watcher);
@@ -329,7 +329,7 @@ impl Forker {
             Ending::Exited => wait_status.map(decode_wait_status),
             _ => None,
         };
-        drop(over_scratch);
+        drop(over_limit);
         let (sandbox, breach) = match jail {
             Some(jail) => jail.finish(ending, return_code, &stdout, &stderr).await,
             None => (None, None),

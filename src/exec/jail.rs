@@ -1,13 +1,17 @@
 //! One confined run's state, the same for a cold child and a warm-forked
 //! one: its scratch dir (the child's `TMPDIR`, beside the file the
-//! trampoline reports to), its limits and cgroups, and the watch on its
-//! scratch dir; at the end, what the sandbox enforced and the breach.
+//! trampoline reports to), its limits and cgroups, and the watches on its
+//! scratch dir and (under rlimits) its tree's memory; at the end, what the
+//! sandbox enforced and the breach.
 
 use std::io;
 use std::path::PathBuf;
 
+use nix::unistd::Pid;
+
 use super::confine::Confinement;
 use super::limits::{Breach, RunLimits, ScratchWatch};
+use super::memory_watch::TreeMemoryWatch;
 use super::{ChildCommand, Ending, SandboxReport, limits, sandbox, watchdog};
 
 /// A confined run, from before its spawn to after its sweep.
@@ -19,6 +23,7 @@ pub(super) struct Jail {
     pub report: PathBuf,
     limits: Option<RunLimits>,
     scratch: Option<ScratchWatch>,
+    memory: Option<TreeMemoryWatch>,
 }
 
 impl Jail {
@@ -39,6 +44,7 @@ impl Jail {
             _dir: dir,
             limits: RunLimits::prepare()?,
             scratch: None,
+            memory: None,
         }))
     }
 
@@ -57,22 +63,39 @@ impl Jail {
     }
 
     /// Starts measuring the scratch dir (and `command`'s own writable
-    /// dirs) against the scratch limit, from the spawn on.
-    pub fn watch(&mut self, command: &ChildCommand) {
+    /// dirs) against the scratch limit and, where only rlimits bound
+    /// memory, the tree of the session `leader` leads against the memory
+    /// limit, from the spawn on.
+    pub fn watch(&mut self, command: &ChildCommand, leader: Pid) {
         if let Some(limits) = &self.limits {
             self.scratch = Some(ScratchWatch::start(
                 command.measured_dirs(&self.write_dir),
                 limits.scratch_bytes(),
             ));
+            self.memory = limits
+                .tree_memory_bytes()
+                .map(|limit| TreeMemoryWatch::start(leader, limit));
         }
     }
 
-    /// Resolves once the scratch dir went over its limit (never, when it
-    /// is not watched).
-    pub async fn over_scratch(&self) {
-        match &self.scratch {
-            Some(scratch) => scratch.exceeded().await,
-            None => std::future::pending().await,
+    /// Resolves once the scratch dir or the tree's memory went over its
+    /// limit (never, when neither is watched).
+    pub async fn over_limit(&self) {
+        let scratch = async {
+            match &self.scratch {
+                Some(scratch) => scratch.exceeded().await,
+                None => std::future::pending().await,
+            }
+        };
+        let memory = async {
+            match &self.memory {
+                Some(memory) => memory.exceeded().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = scratch => {}
+            () = memory => {}
         }
     }
 
@@ -82,7 +105,7 @@ impl Jail {
     }
 
     /// What the sandbox enforced and the breach, once the run is swept:
-    /// the scratch breach that stopped it, else what the run's cgroups
+    /// the memory or scratch breach that stopped it, else what the run's cgroups
     /// counted or its ending shows. The cgroups are emptied and removed
     /// (on the blocking pool) whatever the ending.
     pub async fn finish(
@@ -93,36 +116,37 @@ impl Jail {
         stderr: &str,
     ) -> (Option<SandboxReport>, Option<Breach>) {
         let sandbox = sandbox::read_report(&self.report);
-        let scratch_breach = match (&self.scratch, &self.limits) {
-            (Some(scratch), Some(limits)) if ending == Ending::OverLimit => {
+        let watched_breach = match (&self.limits, &self.memory, &self.scratch) {
+            (Some(limits), Some(memory), _) if ending == Ending::OverLimit && memory.fired() => {
+                let (bytes, processes) = memory.seen();
+                Some(limits.memory_breach(bytes, processes))
+            }
+            (Some(limits), _, Some(scratch)) if ending == Ending::OverLimit => {
                 Some(limits.scratch_breach(scratch.bytes()))
             }
             _ => None,
         };
-        drop(self.scratch);
+        drop((self.scratch, self.memory));
         let counted = match self.limits {
             Some(limits) => {
-                let said = said_at_the_end(stdout, stderr);
-                tokio::task::spawn_blocking(move || limits.finish(return_code, &said))
+                let (stdout, stderr) = (
+                    tail_of(stdout, TAIL).to_owned(),
+                    tail_of(stderr, TAIL).to_owned(),
+                );
+                tokio::task::spawn_blocking(move || limits.finish(return_code, &stdout, &stderr))
                     .await
                     .unwrap_or(None)
             }
             None => None,
         };
-        (sandbox, scratch_breach.or(counted))
+        (sandbox, watched_breach.or(counted))
     }
 }
 
-/// The last 16 KiB of stdout and of stderr, where a failed run's runtime
-/// says why it failed (MiniZinc 2.6 reports a failed allocation only as a
-/// JSON error on stdout, Python and 2.9 on stderr).
-fn said_at_the_end(stdout: &str, stderr: &str) -> String {
-    format!(
-        "{}\n{}",
-        tail_of(stdout, 16 * 1024),
-        tail_of(stderr, 16 * 1024)
-    )
-}
+/// How much of the end of stdout and of stderr a failed run's last words
+/// are read from (MiniZinc 2.6 reports a failed allocation as a JSON error
+/// on stdout, Python and 2.9 on stderr): 16 KiB.
+const TAIL: usize = 16 * 1024;
 
 /// The last `bytes` of `text` (or all of it), cut at a character boundary.
 fn tail_of(text: &str, bytes: usize) -> &str {
@@ -141,6 +165,5 @@ mod tests {
     fn a_tail_is_cut_at_a_character_boundary() {
         assert_eq!(tail_of("héllo", 4), "llo");
         assert_eq!(tail_of("abc", 10), "abc");
-        assert_eq!(said_at_the_end("out", "err"), "out\nerr");
     }
 }

@@ -7,19 +7,27 @@
 //!
 //! | limit | cgroup available | otherwise |
 //! |---|---|---|
-//! | memory | the tree's group: `memory.max` / `memory.limit_in_bytes` | `RLIMIT_DATA`, per process |
+//! | memory | the tree's group: `memory.max` / `memory.limit_in_bytes` | `RLIMIT_DATA` per process, and the tree's sum measured by the executor ([`super::memory_watch`]) |
 //! | processes | the tree's group: `pids.max` | `RLIMIT_NPROC` in a user namespace of the run's own (not for root, whom the kernel exempts, nor where the kernel refuses the namespace: probed at start-up) |
 //! | file size | `RLIMIT_FSIZE` | `RLIMIT_FSIZE` |
 //! | scratch | the executor measures the run's scratch dir | the same |
 //!
 //! A breach is a fact of the run ([`Breach`], on `RunOutput::breach`): read
 //! from what the kernel counted (an OOM kill, a refused fork), from the
-//! scratch measurement that stopped the tree, or — under rlimits, where the
+//! measurement that stopped the tree (its scratch dir; under rlimits, its
+//! memory), or — under rlimits, where the
 //! kernel counts nothing — from how a failed run ended: SIGXFSZ, or the
-//! runtimes' own words for a refused allocation, fork or write at the end
-//! of its stderr or stdout (`MemoryError`, `std::bad_alloc`, `out of memory`, `Resource temporarily
-//! unavailable`, `File too large`). That last is the one place the executor
+//! runtime's own terminal form of a refused allocation, fork or write at
+//! the very end of its stderr or stdout ([`super::last_words`]; a word
+//! merely mentioned is not one). That last is the one place the executor
 //! reads a child's output, and only of a run that failed.
+//!
+//! A program that is refused an allocation, catches the error and exits 0
+//! with an answer was not stopped by a limit: the limit held and the
+//! program went on. That run is not a breach (no `resource_limit`), and
+//! nothing is said of it: under rlimits the kernel counts no refusal, and
+//! the only trace would be words in the output of a run that succeeded,
+//! which the executor does not read.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -35,6 +43,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::cgroup::{self, Host};
 use super::confine::{self, Confinement};
+use super::last_words::{self, Refused};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 
 /// One mebibyte.
@@ -441,6 +450,29 @@ impl RunLimits {
         base
     }
 
+    /// What the run's tree may hold in memory, in bytes, when only
+    /// rlimits bound it (each process's data segment, not the tree's sum):
+    /// the executor then watches the tree's sum ([`super::memory_watch`]).
+    /// `None` under a cgroup, which bounds the tree itself.
+    pub fn tree_memory_bytes(&self) -> Option<u64> {
+        (self.memory_via == Via::Rlimit).then(|| self.limits.memory_mb.saturating_mul(MIB))
+    }
+
+    /// The breach of a run the executor stopped because its tree held
+    /// `bytes` in `processes` processes.
+    pub fn memory_breach(&self, bytes: u64, processes: u64) -> Breach {
+        Breach {
+            limit: LimitKind::Memory,
+            value: self.limits.memory_mb,
+            unit: LimitKind::Memory.unit().to_owned(),
+            via: self.memory_via,
+            observed: format!(
+                "the tree's {processes} process(es) held {} MiB together",
+                bytes.div_ceil(MIB)
+            ),
+        }
+    }
+
     /// What the run's scratch dir may hold, in bytes.
     pub fn scratch_bytes(&self) -> u64 {
         self.limits.scratch_mb.saturating_mul(MIB)
@@ -449,8 +481,13 @@ impl RunLimits {
     /// The breach a finished run shows, if any: the kernel's counters
     /// first, then (under rlimits, for a failed run) its ending. The groups
     /// are emptied and removed.
-    /// `printed` is the end of what the run printed (stdout, then stderr).
-    pub fn finish(mut self, return_code: Option<i32>, printed: &str) -> Option<Breach> {
+    /// `stdout` and `stderr` are the ends of what the run printed.
+    pub fn finish(
+        mut self,
+        return_code: Option<i32>,
+        stdout: &str,
+        stderr: &str,
+    ) -> Option<Breach> {
         let counted = self.group.take().map(cgroup::RunGroup::finish);
         let limits = self.limits;
         let breach = |limit: LimitKind, via: Via, observed: String| Breach {
@@ -494,33 +531,21 @@ impl RunLimits {
         if !failed {
             return None;
         }
-        // EFBIG where the program ignores the signal (Python), else SIGXFSZ.
-        let too_large = said(printed, &["File too large", "[Errno 27]"]);
-        let sigxfsz = return_code == Some(-(nix::sys::signal::Signal::SIGXFSZ as i32));
-        if too_large.is_some() || sigxfsz {
-            let observed =
-                too_large.unwrap_or_else(|| "a write past the limit (SIGXFSZ)".to_owned());
+        if return_code == Some(-(nix::sys::signal::Signal::SIGXFSZ as i32)) {
+            let observed = "a write past the limit (SIGXFSZ)".to_owned();
             return Some(breach(LimitKind::FileSize, Via::Rlimit, observed));
         }
-        if self.memory_via == Via::Rlimit
-            && let Some(line) = said(
-                printed,
-                &[
-                    "MemoryError",
-                    "std::bad_alloc",
-                    "out of memory",
-                    "Cannot allocate memory",
-                ],
-            )
-        {
-            return Some(breach(LimitKind::Memory, Via::Rlimit, line));
+        let words = last_words::read(stdout, stderr)?;
+        match words.refused {
+            Refused::FileSize => Some(breach(LimitKind::FileSize, Via::Rlimit, words.line)),
+            Refused::Memory if self.memory_via == Via::Rlimit => {
+                Some(breach(LimitKind::Memory, Via::Rlimit, words.line))
+            }
+            Refused::Processes if self.processes_via == Via::Rlimit => {
+                Some(breach(LimitKind::Processes, Via::Rlimit, words.line))
+            }
+            Refused::Memory | Refused::Processes => None,
         }
-        if self.processes_via == Via::Rlimit
-            && let Some(line) = said(printed, &["Resource temporarily unavailable", "[Errno 11]"])
-        {
-            return Some(breach(LimitKind::Processes, Via::Rlimit, line));
-        }
-        None
     }
 
     /// The breach of a run the executor stopped because its scratch dir
@@ -621,16 +646,6 @@ fn usage(dirs: &[PathBuf], limit: u64) -> u64 {
         }
     }
     total
-}
-
-/// The last line of `printed` that contains one of `phrases`, trimmed and
-/// shortened to 200 characters.
-fn said(printed: &str, phrases: &[&str]) -> Option<String> {
-    let line = printed
-        .lines()
-        .rev()
-        .find(|line| phrases.iter().any(|phrase| line.contains(phrase)))?;
-    Some(line.trim().chars().take(200).collect())
 }
 
 /// A run that went over one of its limits.
@@ -747,36 +762,36 @@ mod tests {
     #[test]
     fn rlimit_breaches_are_read_from_a_failed_run_only() {
         let python = "Traceback (most recent call last):\n  File \"x.py\", line 1\nMemoryError\n";
-        let breach = rlimited().finish(Some(1), python).unwrap();
+        let breach = rlimited().finish(Some(1), "", python).unwrap();
         assert_eq!((breach.limit, breach.value), (LimitKind::Memory, 512));
         assert_eq!(breach.observed, "MemoryError");
-        assert_eq!(rlimited().finish(Some(0), python), None);
-        let minizinc = "Error: error: out of memory\n";
+        assert_eq!(rlimited().finish(Some(0), "", python), None);
         let minizinc_json =
             "{\"type\": \"error\", \"what\": \"error\", \"message\": \"out of memory\"}\n";
         assert_eq!(
-            rlimited().finish(Some(1), minizinc_json).unwrap().limit,
+            rlimited().finish(Some(1), minizinc_json, "").unwrap().limit,
             LimitKind::Memory
         );
+        let fork = "Traceback (most recent call last):\n  File \"x.py\", line 3\nBlockingIOError: [Errno 11] Resource temporarily unavailable\n";
         assert_eq!(
-            rlimited().finish(Some(1), minizinc).unwrap().limit,
-            LimitKind::Memory
-        );
-        let fork = "BlockingIOError: [Errno 11] Resource temporarily unavailable\n";
-        assert_eq!(
-            rlimited().finish(Some(1), fork).unwrap().limit,
+            rlimited().finish(Some(1), "", fork).unwrap().limit,
             LimitKind::Processes
         );
-        let efbig = "OSError: [Errno 27] File too large\n";
+        let efbig = "Traceback (most recent call last):\n  File \"x.py\", line 3\nOSError: [Errno 27] File too large\n";
         assert_eq!(
-            rlimited().finish(Some(1), efbig).unwrap().limit,
+            rlimited().finish(Some(1), "", efbig).unwrap().limit,
             LimitKind::FileSize
         );
         assert_eq!(
-            rlimited().finish(Some(-25), "").unwrap().limit,
+            rlimited().finish(Some(-25), "", "").unwrap().limit,
             LimitKind::FileSize
         );
-        assert_eq!(rlimited().finish(Some(1), "ValueError: no\n"), None);
+        assert_eq!(rlimited().finish(Some(1), "", "ValueError: no\n"), None);
+        // Only what the rlimits bound: memory under a cgroup is the
+        // kernel's to count.
+        let mut grouped = rlimited();
+        grouped.memory_via = Via::CgroupV1;
+        assert_eq!(grouped.finish(Some(1), "", python), None);
     }
 
     #[test]

@@ -29,7 +29,9 @@ pub mod confine;
 pub mod escape;
 mod forker;
 mod jail;
+mod last_words;
 pub mod limits;
+mod memory_watch;
 mod pipes;
 pub mod sandbox;
 mod tree;
@@ -247,8 +249,8 @@ pub enum Ending {
     /// The caller asked the child to stop and report (SIGINT, as Ctrl-C
     /// would, then the grace period): what it printed is kept.
     Stopped,
-    /// The tree went over a limit the executor measures (its scratch dir)
-    /// and we stopped it as at the deadline: [`RunOutput::breach`] says
+    /// The tree went over a limit the executor measures (its scratch dir;
+    /// under rlimits, its memory) and we stopped it as at the deadline: [`RunOutput::breach`] says
     /// which.
     OverLimit,
 }
@@ -513,15 +515,15 @@ pub async fn run_stoppable(
 
     let deadline = tokio::time::Instant::from_std(started + limits.timeout);
     if let Some(jail) = &mut jail {
-        jail.watch(command);
+        jail.watch(command, guard.leader);
     }
-    let over_scratch = async {
+    let over_limit = async {
         match &jail {
-            Some(jail) => jail.over_scratch().await,
+            Some(jail) => jail.over_limit().await,
             None => std::future::pending().await,
         }
     };
-    let mut over_scratch = Box::pin(over_scratch);
+    let mut over_limit = Box::pin(over_limit);
     let mut watched = Watched::default();
     let mut cap_check = tokio::time::interval(CAP_POLL);
     let (ending, status) = loop {
@@ -538,7 +540,7 @@ pub async fn run_stoppable(
             () = tokio::time::sleep_until(deadline) => break (Ending::TimedOut, None),
             () = cancel.cancelled() => break (Ending::Cancelled, None),
             () = stop.cancelled() => break (Ending::Stopped, None),
-            () = over_scratch.as_mut() => break (Ending::OverLimit, None),
+            () = over_limit.as_mut() => break (Ending::OverLimit, None),
             _ = cap_check.tick() => {
                 match (watcher, &drains) {
                     (Some(watcher), Some((out, _))) => watched.feed_capture(out, watcher),
@@ -606,7 +608,7 @@ pub async fn run_stoppable(
         .unwrap_or_else(|error| Err(io::Error::other(error)))
         .map_err(io_error("read the output"))?,
     };
-    drop(over_scratch);
+    drop(over_limit);
     // A program the trampoline could not exec is the spawn error a direct
     // start would have been.
     if let Some(source) = jail.as_ref().and_then(Jail::exec_error) {

@@ -1,4 +1,4 @@
-//! Killing a child's whole process tree.
+//! Killing a child's whole process tree, and reading `/proc` about it.
 //!
 //! Every child we start leads a session of its own, so "the tree" is every
 //! live process whose session id is the child's pid. A kill signals the
@@ -7,6 +7,9 @@
 //! moved to another group inside the session (MiniZinc puts its solver in
 //! one). A grandchild that called `setsid` itself has left the session: the
 //! sweep in [`super::escape`] catches it by its run tag or as an orphan.
+//!
+//! This is the one reader of `/proc/PID/stat` (for the sweep, the escapee
+//! scans and the tree memory watch of [`super::memory_watch`]).
 
 use std::fs;
 use std::time::{Duration, Instant};
@@ -100,6 +103,8 @@ pub(super) struct Stat {
     pub(super) session: i32,
     /// When the process started, in clock ticks since boot (field 22).
     pub(super) start_time: u64,
+    /// Its resident set, in pages (field 24).
+    pub(super) rss_pages: u64,
 }
 
 impl Stat {
@@ -128,12 +133,63 @@ fn parse_stat(text: &str) -> Option<Stat> {
     // Fields 7 to 21 (tty_nr to itrealvalue) stand between the session
     // and the start time.
     let start_time = fields.nth(15)?.parse().ok()?;
+    let _vsize = fields.next()?;
+    let rss_pages = fields.next()?.parse().ok()?;
     Some(Stat {
         state,
         ppid,
         session,
         start_time,
+        rss_pages,
     })
+}
+
+/// The resident memory of every live process of `sessions` (by session
+/// id), in one pass over `/proc`: each session's processes with their
+/// resident sets, in bytes. Blocking.
+pub(super) fn resident_by_session(
+    sessions: &std::collections::BTreeSet<i32>,
+) -> std::collections::BTreeMap<i32, Vec<(Pid, u64)>> {
+    let page = page_size();
+    let mut found = std::collections::BTreeMap::<i32, Vec<(Pid, u64)>>::new();
+    for pid in all_pids() {
+        let Some(stat) = stat_of(pid) else {
+            continue;
+        };
+        if stat.is_live() && sessions.contains(&stat.session) {
+            let bytes = stat.rss_pages.saturating_mul(page);
+            found.entry(stat.session).or_default().push((pid, bytes));
+        }
+    }
+    found
+}
+
+/// A process's proportional set size in bytes (`Pss:` of
+/// `/proc/PID/smaps_rollup`: each page shared with other processes counted
+/// as its share). Walks the process's mappings: far dearer than its
+/// `stat`, read only to confirm. `Ok(0)` for a process that is gone or
+/// going (its memory already released); an error when it may not be read.
+pub(super) fn proportional_bytes(pid: Pid) -> std::io::Result<u64> {
+    let text = match fs::read_to_string(format!("/proc/{pid}/smaps_rollup")) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => return Err(error),
+        Err(_) => return Ok(0),
+    };
+    let kib = text
+        .lines()
+        .find(|line| line.starts_with("Pss:"))
+        .and_then(|line| line.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .unwrap_or(0);
+    Ok(kib.saturating_mul(1024))
+}
+
+/// The size of a memory page, in bytes (4 KiB when it cannot be read).
+fn page_size() -> u64 {
+    nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .and_then(|size| u64::try_from(size).ok())
+        .unwrap_or(4096)
 }
 
 #[cfg(test)]
@@ -143,12 +199,13 @@ mod tests {
     #[test]
     fn parses_a_stat_line_whose_name_has_spaces_and_parens() {
         let line = "4242 (fzn (gecode) x) S 4200 4242 4100 0 -1 4194560 161 0 0 0 \
-                    12 3 0 0 20 0 1 0 987654 12345678 321";
+                    12 3 0 0 20 0 1 0 987654 12345678 321 18446744073709551615";
         let stat = parse_stat(line).unwrap();
         assert_eq!(stat.state, 'S');
         assert_eq!(stat.ppid, 4200);
         assert_eq!(stat.session, 4100);
         assert_eq!(stat.start_time, 987_654);
+        assert_eq!(stat.rss_pages, 321);
     }
 
     #[test]
@@ -173,5 +230,17 @@ mod tests {
             .nth(19)
             .unwrap();
         assert_eq!(stat.start_time.to_string(), field_22);
+    }
+
+    #[test]
+    fn our_session_s_resident_memory_is_read_in_one_pass() {
+        let session = nix::unistd::getsid(None).unwrap();
+        let found = resident_by_session(&[session.as_raw()].into());
+        let members = &found[&session.as_raw()];
+        let (_, rss) = *members.iter().find(|(pid, _)| *pid == Pid::this()).unwrap();
+        assert!(rss > 1024 * 1024, "{rss}");
+        let pss = proportional_bytes(Pid::this()).unwrap();
+        assert!(pss > 0 && pss <= rss, "{pss} {rss}");
+        assert_eq!(proportional_bytes(Pid::from_raw(i32::MAX)).unwrap(), 0);
     }
 }

@@ -560,6 +560,165 @@ async def test_a_solve_in_a_second_server_beside_a_memory_bomb_answers_normally(
 
 
 # --------------------------------------------------------------------------
+# The tree's memory, and breaches read only from a runtime's own last words
+# --------------------------------------------------------------------------
+
+#: 20 forked children, each touching 200 MiB of its own: each far under the
+#: 512 MiB limit (RLIMIT_DATA alone lets every one through), together 4 GiB.
+#: Each holds it 8 s: a cgroup v1 OOM kill takes single processes, and the
+#: survivors end by themselves well before the budget.
+MANY_HOLDERS = """
+import json, os, sys, time
+print(f"pid={os.getpid()}", file=sys.stderr, flush=True)
+children = []
+for _ in range(20):
+    pid = os.fork()
+    if pid == 0:
+        held = bytearray(b"\\x01") * (200 << 20)
+        time.sleep(8)
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.waitpid(pid, 0)
+print(json.dumps({"status": "feasible", "objective": len(children), "solution": {}}))
+"""
+
+#: A parent touching 300 MiB, then forking four children that share it and
+#: exit: resident sets add up to 1.5 GiB, the tree holds 300 MiB.
+SHARED_BY_FORKS = """
+import json, os, time
+held = bytearray(b"\\x01") * (300 << 20)
+children = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(2)
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.waitpid(pid, 0)
+print(json.dumps({"status": "feasible", "objective": len(held) >> 20, "solution": {}}))
+"""
+
+#: Logs the word on both streams, then fails of something else.
+MENTIONS_MEMORY_ERROR = """
+import json, sys
+print("retrying after MemoryError", flush=True)
+print("retrying after MemoryError: std::bad_alloc, out of memory", file=sys.stderr, flush=True)
+raise ValueError("no feasible plan")
+"""
+
+#: A refused allocation (2^50 bytes: refused in every mode, no page touched)
+#: caught and turned into another failure: the traceback shows MemoryError,
+#: but the run ended on the ValueError.
+CAUGHT_THEN_FAILED = """
+try:
+    held = bytearray(1 << 50)
+except MemoryError:
+    raise ValueError("gave up: no room for the table")
+"""
+
+#: The same refusal caught, and an answer printed: exit 0.
+CAUGHT_AND_ANSWERED = """
+import json
+try:
+    held = bytearray(1 << 50)
+except MemoryError:
+    held = bytearray(1 << 20)
+print(json.dumps({"status": "feasible", "objective": len(held), "solution": {}}))
+"""
+
+#: A checker that rejects, quoting the word, and fails.
+CHECKER_MENTIONS_MEMORY_ERROR = """
+import json, sys
+print("MemoryError", file=sys.stderr)
+print(json.dumps({"status": "rejected", "errors": ["the plan would raise MemoryError on a real fleet"]}))
+sys.exit(1)
+"""
+
+
+def assert_no_breach(result: dict[str, Any]) -> None:
+    diagnostic = result["diagnostic"]
+    assert diagnostic is None or diagnostic["category"] != "resource_limit", diagnostic
+
+
+async def test_a_tree_of_processes_together_over_the_memory_limit_ends_at_it(limited):
+    result = await run_script(limited, MANY_HOLDERS)
+    details = assert_breach(result, "memory", 512, limited.memory_via)
+    if limited.memory_via == "rlimit":
+        # Stopped by the tree watch: no exit code of its own.
+        assert result["return_code"] is None, result
+        held = re.fullmatch(r"the tree's (\d+) process\(es\) held (\d+) MiB together", details["observed"])
+        assert held, details
+        assert int(held[1]) >= 2 and int(held[2]) > 512, details
+        assert result["solution"] is None, result
+    # Under a cgroup v1 the kernel kills single processes at the limit and
+    # the survivors go on: the parent's answer, printed, is kept unproven.
+    await limited.assert_nothing_left("the many holders")
+
+
+async def test_pages_shared_by_forked_processes_are_not_charged_per_process(limited):
+    result = await run_script(limited, SHARED_BY_FORKS)
+    assert_no_breach(result)
+    assert result["status"] == "feasible" and result["objective"] == 300, result
+    await limited.assert_nothing_left("the sharing forks")
+
+
+@pytest.mark.parametrize(
+    "source", [MENTIONS_MEMORY_ERROR, CAUGHT_THEN_FAILED], ids=["mentions", "caught_then_failed"]
+)
+async def test_a_failed_script_that_only_mentions_memory_error_is_no_breach(limited, source):
+    result = await run_script(limited, source)
+    assert result["return_code"] == 1, result
+    assert "MemoryError" in result["stdout"] + result["stderr"], result
+    assert result["stderr"].rstrip().endswith("ValueError: " + source.split('ValueError("')[1].split('"')[0]), result
+    assert_no_breach(result)
+    assert result["diagnostic"] is not None, "a failed script still says it failed"
+    await limited.assert_nothing_left("the mention")
+
+
+async def test_a_script_that_catches_memory_error_and_answers_is_no_breach(limited):
+    """The limit held and the program went on: not a kill by a limit."""
+    result = await run_script(limited, CAUGHT_AND_ANSWERED)
+    assert result["return_code"] == 0, result
+    assert result["status"] == "feasible" and result["objective"] == 1 << 20, result
+    assert_no_breach(result)
+
+
+async def test_a_failed_checker_that_quotes_memory_error_is_no_breach(limited, workdir):
+    script = write(workdir / "knapsack.py", knapsack_script())
+    checker = write(workdir / "quoting_checker.py", CHECKER_MENTIONS_MEMORY_ERROR)
+    with anyio.fail_after(60):
+        result = await call_ok(
+            limited.session,
+            "run_cpsat_python_file_checked",
+            {
+                "script_path": str(script),
+                "checker_path": str(checker),
+                "problem": KNAPSACK,
+                "script_timeout_ms": BOMB_TIMEOUT_MS,
+            },
+        )
+    check_knapsack_answer(result)
+    report = result["checker"]
+    assert report is not None and report["status"] != "accepted", report
+    assert_no_breach(result)
+    await limited.assert_nothing_left("the quoting checker")
+
+
+async def test_the_tree_watch_leaves_a_thread_pool_and_a_solve_alone(limited):
+    """At the low limits, with the tree watch sampling: CP-SAT on eight
+    workers and a MiniZinc solve (minizinc and its solver, one tree)."""
+    with anyio.fail_after(60):
+        tsp = await call_ok(limited.session, "run_cpsat_python", {"source": TSP, "script_timeout_ms": 30000})
+        minizinc = await call_ok(limited.session, "solve_minizinc_model", {"model": OPT_MODEL, "timeout_ms": 20000})
+    check_sample(tsp, TSP_LENGTH)
+    assert minizinc["status"] == "optimal" and minizinc["objective"] == OPT_OBJECTIVE, minizinc
+    assert_no_breach(minizinc)
+    await limited.assert_nothing_left("the thread pool and the solve")
+
+
+# --------------------------------------------------------------------------
 # The rlimit fork bomb as an unprivileged user (root is exempt from RLIMIT_NPROC)
 # --------------------------------------------------------------------------
 
