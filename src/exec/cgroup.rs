@@ -14,7 +14,10 @@
 //! - **cgroup v1** hierarchies for `memory` and `pids` that we may create
 //!   groups in (in practice: root on a host that still mounts v1, as these
 //!   machines do): `memory.limit_in_bytes` (and the memory+swap limit where
-//!   swap is accounted) and `pids.max`.
+//!   swap is accounted) and `pids.max`. v1 has no `memory.oom.group`: the
+//!   kernel kills one process at the limit, so the executor stops the rest
+//!   of the tree at the group's first counted OOM kill
+//!   ([`RunGroup::v1_oom_counter`]).
 //!
 //! A controller neither layout gives us falls back to an rlimit (see
 //! [`super::limits`]). A run's group is created before the spawn; the
@@ -313,6 +316,18 @@ impl RunGroup {
         files
     }
 
+    /// A v1 memory group's `memory.oom_control`, whose `oom_kill` count
+    /// says the kernel killed a process of the tree at the limit. v1 has no
+    /// `memory.oom.group`: the kernel kills one process and the rest of the
+    /// tree runs on, so the executor watches this and stops the tree
+    /// itself. `None` on v2, where the kernel takes the whole tree.
+    pub fn v1_oom_counter(&self) -> Option<PathBuf> {
+        match &self.memory {
+            Some((Version::V1, dir)) => Some(dir.join("memory.oom_control")),
+            _ => None,
+        }
+    }
+
     /// What the kernel counted, then every process still inside killed and
     /// the groups removed.
     pub fn finish(self) -> Counted {
@@ -410,7 +425,7 @@ fn optional_write(path: &Path, value: &str) -> io::Result<()> {
 }
 
 /// The value of `key` in a `key value` per line control file.
-fn keyed(path: &Path, key: &str) -> Option<u64> {
+pub(super) fn keyed(path: &Path, key: &str) -> Option<u64> {
     let text = fs::read_to_string(path).ok()?;
     text.lines().find_map(|line| {
         let (name, value) = line.split_once(' ')?;

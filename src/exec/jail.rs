@@ -65,16 +65,21 @@ impl Jail {
     /// Starts measuring the scratch dir (and `command`'s own writable
     /// dirs) against the scratch limit and, where only rlimits bound
     /// memory, the tree of the session `leader` leads against the memory
-    /// limit, from the spawn on.
+    /// limit (under a v1 memory group: its OOM-kill count), from the spawn
+    /// on.
     pub fn watch(&mut self, command: &ChildCommand, leader: Pid) {
         if let Some(limits) = &self.limits {
             self.scratch = Some(ScratchWatch::start(
                 command.measured_dirs(&self.write_dir),
                 limits.scratch_bytes(),
             ));
-            self.memory = limits
-                .tree_memory_bytes()
-                .map(|limit| TreeMemoryWatch::start(leader, limit));
+            self.memory = match (limits.tree_memory_bytes(), limits.v1_oom_counter()) {
+                (Some(limit), _) => Some(TreeMemoryWatch::start(leader, limit)),
+                (None, Some(oom_control)) => {
+                    Some(TreeMemoryWatch::oom_counter(leader, oom_control))
+                }
+                (None, None) => None,
+            };
         }
     }
 
@@ -117,6 +122,15 @@ impl Jail {
     ) -> (Option<SandboxReport>, Option<Breach>) {
         let sandbox = sandbox::read_report(&self.report);
         let watched_breach = match (&self.limits, &self.memory, &self.scratch) {
+            // Stopped at the kernel's first OOM kill: the group's count
+            // below is the breach.
+            (Some(_), Some(memory), _)
+                if ending == Ending::OverLimit
+                    && memory.fired()
+                    && memory.counts_kernel_kills() =>
+            {
+                None
+            }
             (Some(limits), Some(memory), _) if ending == Ending::OverLimit && memory.fired() => {
                 let (bytes, processes) = memory.seen();
                 Some(limits.memory_breach(bytes, processes))

@@ -458,6 +458,13 @@ impl RunLimits {
         (self.memory_via == Via::Rlimit).then(|| self.limits.memory_mb.saturating_mul(MIB))
     }
 
+    /// Where the kernel counts OOM kills in the run's v1 memory group, which
+    /// the executor watches to stop the tree at the first (see
+    /// [`super::cgroup::RunGroup::v1_oom_counter`]).
+    pub fn v1_oom_counter(&self) -> Option<PathBuf> {
+        self.group.as_ref().and_then(|group| group.v1_oom_counter())
+    }
+
     /// The breach of a run the executor stopped because its tree held
     /// `bytes` in `processes` processes.
     pub fn memory_breach(&self, bytes: u64, processes: u64) -> Breach {

@@ -19,6 +19,13 @@
 //! so read only then) before the watch fires, so forked processes sharing
 //! one parent's memory are not charged it twenty times.
 //!
+//! Under a cgroup v1 memory group the kernel bounds the tree, but at the
+//! limit it kills one process and lets the rest run on (v1 has no
+//! `memory.oom.group`), so a tree that lost its allocator would idle to its
+//! timeout. The same sampler reads such a group's OOM-kill count
+//! ([`TreeMemoryWatch::oom_counter`]) and fires at the first kill; the
+//! breach is then the kernel's count, read when the run's groups go.
+//!
 //! What it does not do: bound exactly. A tree may grow for up to a tick
 //! (and the executor's term grace) past the limit before it is stopped,
 //! each process still under its own `RLIMIT_DATA`; a process that left the
@@ -27,6 +34,7 @@
 //! when its run's guard drops, and nothing is sampled while none is left.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -41,9 +49,18 @@ pub(super) const TICK: Duration = Duration::from_millis(200);
 
 /// One run's watch, as the sampler sees it.
 struct Watch {
-    limit: u64,
+    measure: Measure,
     over: CancellationToken,
     seen: Arc<Seen>,
+}
+
+/// What a watch measures.
+#[derive(Clone)]
+enum Measure {
+    /// The session's resident memory, against a limit in bytes.
+    Tree(u64),
+    /// A v1 memory group's `memory.oom_control`: fires at its first OOM kill.
+    OomCounter(PathBuf),
 }
 
 /// What the sampler saw when a tree went over its limit.
@@ -79,20 +96,38 @@ pub(super) struct TreeMemoryWatch {
     session: i32,
     over: CancellationToken,
     seen: Arc<Seen>,
+    kernel: bool,
 }
 
 impl TreeMemoryWatch {
     /// Starts watching `leader`'s session (the sampler starts with the
     /// first watch ever made).
     pub fn start(leader: Pid, limit: u64) -> TreeMemoryWatch {
+        TreeMemoryWatch::watch(leader, Measure::Tree(limit))
+    }
+
+    /// Starts watching the v1 memory group of `leader`'s run through its
+    /// `memory.oom_control`: fires at the kernel's first OOM kill in it.
+    pub fn oom_counter(leader: Pid, oom_control: PathBuf) -> TreeMemoryWatch {
+        TreeMemoryWatch::watch(leader, Measure::OomCounter(oom_control))
+    }
+
+    /// Whether this watch reads the kernel's OOM-kill count (whose breach
+    /// the run's group reports) rather than measuring the tree.
+    pub fn counts_kernel_kills(&self) -> bool {
+        self.kernel
+    }
+
+    fn watch(leader: Pid, measure: Measure) -> TreeMemoryWatch {
         let over = CancellationToken::new();
         let seen = Arc::new(Seen::default());
         let session = leader.as_raw();
+        let kernel = matches!(measure, Measure::OomCounter(_));
         let mut watched = lock();
         watched.runs.insert(
             session,
             Watch {
-                limit,
+                measure,
                 over: over.clone(),
                 seen: seen.clone(),
             },
@@ -113,6 +148,7 @@ impl TreeMemoryWatch {
             session,
             over,
             seen,
+            kernel,
         }
     }
 
@@ -155,7 +191,7 @@ impl Drop for TreeMemoryWatch {
 /// watched tree once per [`TICK`].
 fn sample_forever() {
     loop {
-        let limits: BTreeMap<i32, u64> = {
+        let measures: Vec<(i32, Measure)> = {
             let mut watched = lock();
             while watched.runs.is_empty() {
                 watched = WAKE
@@ -165,10 +201,32 @@ fn sample_forever() {
             watched
                 .runs
                 .iter()
-                .map(|(session, watch)| (*session, watch.limit))
+                .map(|(session, watch)| (*session, watch.measure.clone()))
                 .collect()
         };
-        let over = sample(&limits);
+        let limits: BTreeMap<i32, u64> = measures
+            .iter()
+            .filter_map(|(session, measure)| match measure {
+                Measure::Tree(limit) => Some((*session, *limit)),
+                Measure::OomCounter(_) => None,
+            })
+            .collect();
+        let mut over = if limits.is_empty() {
+            Vec::new()
+        } else {
+            sample(&limits)
+        };
+        over.extend(
+            measures
+                .iter()
+                .filter_map(|(session, measure)| match measure {
+                    Measure::OomCounter(file) => {
+                        let kills = super::cgroup::keyed(file, "oom_kill").unwrap_or(0);
+                        (kills > 0).then_some((*session, 0, kills))
+                    }
+                    Measure::Tree(_) => None,
+                }),
+        );
         if !over.is_empty() {
             let mut watched = lock();
             for (session, bytes, processes) in over {
