@@ -168,6 +168,10 @@ pub trait Kept {
     const NOUN: &'static str;
     /// What to do about one its server's end stopped.
     const AGAIN: &'static str;
+    /// Whether the work itself is handed to the job backend (a solve job,
+    /// a CP-SAT job), rather than run in the server over jobs that are (a
+    /// race over its attempts) or in the server alone (a task).
+    const HANDED_TO_BACKEND: bool = false;
     /// What a poll of `snapshot` returns, as it is stored.
     fn stored(snapshot: JobSnapshot<Self::Result, Self::Meta>) -> Option<Value>;
     /// Marks a stored status as still running elsewhere, `why`.
@@ -191,6 +195,7 @@ impl<K: BackgroundJobs> Kept for K {
     };
     const NOUN: &'static str = "job";
     const AGAIN: &'static str = "Submit it again";
+    const HANDED_TO_BACKEND: bool = !matches!(K::KIND, JobKind::Portfolio);
 
     fn stored(snapshot: JobSnapshot<K::Result, K::Meta>) -> Option<Value> {
         serde_json::to_value(K::status(snapshot)).ok()
@@ -267,6 +272,13 @@ impl<K: Kept> JobJournal<K> {
             return Some(self.elsewhere(record));
         }
         let message = match (&record.slurm, record.on_slurm) {
+            // A race over Slurm attempts: its coordinator died with its
+            // server, its attempts did not.
+            (_, true) if !K::HANDED_TO_BACKEND => format!(
+                "the server that ran this race (pid {}) stopped before the race finished. Its attempts were handed to Slurm as solve jobs: each runs on to its own end, followed by a server on this data dir (get_solve_job), but none is chosen the winner. {}",
+                record.writer.pid,
+                K::AGAIN,
+            ),
             (_, false) => format!(
                 "the server that ran this {noun} (pid {}) stopped before the {noun} finished; its processes stopped with it. {}",
                 record.writer.pid,

@@ -264,11 +264,12 @@ impl JobPools {
             .keep_in(Arc::new(JobJournal::<SolveJobs>::new(
                 root, scope, retained, on_slurm,
             )));
-        // A race runs in this process; its attempts are the solve jobs.
+        // A race runs in this process; its attempts are the solve jobs,
+        // which outlive it on Slurm (its message on a restart says so).
         self.portfolios
             .registry()
             .keep_in(Arc::new(JobJournal::<Portfolios>::new(
-                root, scope, retained, false,
+                root, scope, retained, on_slurm,
             )));
         self.cpsat_jobs
             .keep_in(Arc::new(JobJournal::<CpsatJobs>::new(

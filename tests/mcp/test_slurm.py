@@ -423,7 +423,11 @@ async def test_a_killed_servers_race_reads_failed_and_its_attempts_finish_as_sol
         async with harness.open("full", env=env) as second:
             status = await call_ok(second.session, "get_portfolio_job", {"job_id": submitted["job_id"]})
             assert status["state"] == "failed", status
-            assert status["message"].startswith(f"the server that ran this job (pid {pid}) stopped before the job finished"), status
+            assert status["message"] == (
+                f"the server that ran this race (pid {pid}) stopped before the race finished. Its attempts were"
+                " handed to Slurm as solve jobs: each runs on to its own end, followed by a server on this data dir"
+                " (get_solve_job), but none is chosen the winner. Submit it again"
+            ), status
             for attempt in attempts:
                 job, _ = await wait_terminal(second.session, attempt["job_id"], "get_solve_job")
                 assert job["state"] == "timeout" and job["result"]["solutions"] == [{"x": 1}], job
