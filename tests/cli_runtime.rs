@@ -16,15 +16,20 @@ use common::{
 /// Runs `solvergate ARGS` in `home` with the variables `env` as well, and
 /// limits that do not depend on the host: the values set, rlimits only.
 fn run(home: &Home, args: &[&str], env: &[(&str, &Path)]) -> Output {
-    home.command(args)
-        .envs(env.iter().copied())
+    fixed_limits(home.command(args).envs(env.iter().copied()))
+        .output()
+        .unwrap()
+}
+
+/// `command` with limits that do not depend on the host: the values set,
+/// rlimits only.
+fn fixed_limits(command: &mut std::process::Command) -> &mut std::process::Command {
+    command
         .env("SOLVERGATE_LIMITS", "rlimit")
         .env("SOLVERGATE_MEMORY_LIMIT_MB", "12000")
         .env("SOLVERGATE_MAX_PROCESSES", "256")
         .env("SOLVERGATE_FILE_SIZE_LIMIT_MB", "1024")
         .env("SOLVERGATE_SCRATCH_LIMIT_MB", "4096")
-        .output()
-        .unwrap()
 }
 
 fn snapshot(name: &str, home: &Home, output: &Output) {
@@ -187,16 +192,11 @@ fn a_solvergate_installed_as_a_python_tool_runs_cp_sat_from_its_own_environment(
     ] {
         let home = Home::new();
         let environment = tool_environment(ortools);
-        let output = tool_command(
+        let output = fixed_limits(&mut tool_command(
             &home,
             environment.path(),
             &["check-runtime", "--only", "cpsat"],
-        )
-        .env("SOLVERGATE_LIMITS", "rlimit")
-        .env("SOLVERGATE_MEMORY_LIMIT_MB", "12000")
-        .env("SOLVERGATE_MAX_PROCESSES", "256")
-        .env("SOLVERGATE_FILE_SIZE_LIMIT_MB", "1024")
-        .env("SOLVERGATE_SCRATCH_LIMIT_MB", "4096")
+        ))
         .output()
         .unwrap();
         let mut settings = home.snapshot_settings();
