@@ -327,3 +327,65 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return "Z"
+
+
+# ---- huge input ----------------------------------------------------------------------------
+
+
+async def test_a_flood_of_task_creates_is_bounded_and_leaves_the_server_whole(harness):
+    """Two hundred creates at once, at the default bounds (4 running, 16
+    queued): every answer is a task or the registry-full error result,
+    every task that was admitted ends with the model's optimum, and the
+    server still answers once the flood is over, with no process left."""
+    answers: list[Any] = []
+    async with stdio_server(harness) as (client, marker, _):
+
+        async def one() -> None:
+            call = client.session.call_tool("solve_minizinc_model", {"model": OPT_MODEL}, allow_claimed=True)
+            answers.append(await call)
+
+        async with anyio.create_task_group() as flood:
+            for _ in range(200):
+                flood.start_soon(one)
+        created = [a for a in answers if isinstance(a, tc.CreateTaskResult)]
+        refused = [a for a in answers if not isinstance(a, tc.CreateTaskResult)]
+        # At least the bounds were admitted (more when a task ended during the flood).
+        assert len(answers) == 200 and len(created) >= 20 and refused, (len(created), len(refused))
+        for answer in refused:
+            assert answer.is_error, answer
+            assert re.fullmatch(
+                r"Diagnostic: invalid_request — the task registry is full \(\d+ running of 4, \d+ queued of 16\); "
+                r"1 more cannot be admitted — retry when a job finishes, or raise the bounds",
+                answer.content[0].text,
+            ), answer.content[0].text
+        assert len({c.task_id for c in created}) == len(created)
+        for task in created:
+            end, _ = await tc.wait(client, task.task_id, timeout=120)
+            assert end.status == "completed", wire(end)
+            assert structured_of(end)["objective"] == OPT_OBJECTIVE, end.result
+        checked = await client.session.call_tool("check_minizinc_model", {"model": OPT_MODEL}, allow_claimed=True)
+        assert checked.structured_content["status"] == "ok", checked
+        assert not await leftover_marked_async(marker, timeout=10)
+
+
+async def test_a_result_of_megabytes_reads_through_tasks_get_as_a_plain_call_returns_it(harness):
+    """A script that prints 8 MB before it solves: the task's result is the
+    plain call's, capped the same way, and reading it does not hurt the
+    server."""
+    noise = "import sys\nfor i in range(80_000):\n    print(f'{i:08d} ' + 'x' * 91)\nsys.stdout.flush()\n"
+    arguments = {"source": noise + knapsack_script()}
+    async with stdio_server(harness) as (client, marker, _):
+        created = await tc.create(client, "run_cpsat_python", arguments)
+        end, _ = await tc.wait(client, created.task_id, timeout=120)
+        assert end.status == "completed", wire(end)
+        result = structured_of(end)
+        check_knapsack_answer(result)
+        again = await tc.get(client, created.task_id)
+        assert wire(again) == wire(end)
+        assert not await leftover_marked_async(marker, timeout=5) - warm(marker)
+    plain = await plain_call(harness, "run_cpsat_python", arguments)
+    # The capture keeps a head and a tail of the 8 MB (about 768 KiB today).
+    assert len(result["stdout"]) == len(plain["stdout"]) < 1_000_000, (len(result["stdout"]), len(plain["stdout"]))
+    assert result["stdout"] == plain["stdout"]
+    size = len(json.dumps(end.result))
+    assert size < 2_000_000, size
