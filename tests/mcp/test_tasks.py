@@ -63,7 +63,12 @@ async def stdio_server(harness: Any, declare: bool = True, **extra: str) -> Asyn
     with open(harness.scratch("tasks") / "stderr.txt", "w") as errlog:
         make = tc.client if declare else tc.plain_client
         async with make(stdio_client(params, errlog=errlog)) as client:
-            pid = next((p.pid for p in all_procs() if p.comm == "solvergate" and environ_has(p.pid, marker)), 0)
+            # The SDK may return before the child has exec'd (seen under load): look until it shows.
+            pid = 0
+            with anyio.move_on_after(10):
+                while not pid:
+                    pid = next((p.pid for p in all_procs() if p.comm == "solvergate" and environ_has(p.pid, marker)), 0)
+                    await anyio.sleep(0 if pid else 0.05)
             yield client, marker, pid
 
 
