@@ -37,16 +37,18 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use super::backend::{JobBackend, SlurmHandoff, SlurmPlacement, SlurmState};
+use tokio_util::sync::CancellationToken;
+
+use super::backend::{JobBackend, SlurmHandoff, SlurmPlacement, SlurmState, detached_context};
 use super::registry::Start;
 use super::status::BackgroundJobs;
-use super::store::{JobJournal, Orphan};
+use super::store::{Abandoned, JobJournal, Kept, Orphan};
 
 /// A kind of job whose work may be handed to Slurm, and so outlive its
 /// server.
 pub trait Reattach: BackgroundJobs + Sized {
     /// This kind's journal, once the server keeps one.
-    fn journal(&self) -> Option<&JobJournal<Self>>;
+    fn journal(&self) -> Option<&Arc<JobJournal<Self>>>;
 
     /// The backend this kind's jobs run on.
     fn job_backend(&self) -> &Arc<dyn JobBackend>;
@@ -95,6 +97,86 @@ pub(crate) fn reattach_orphans<K: Reattach>(jobs: &K) -> usize {
         .count()
 }
 
+/// Ends every job of a dead server's HTTP session that this server's
+/// backend can reach: claims each ([`JobJournal::claim_abandoned`]), then,
+/// in the background, cancels its Slurm job, removes its directory and
+/// keeps it as `failed`; how many it claimed. Nobody can read such a job
+/// (its session ended with its server), so nothing would ever end it but
+/// its time limit.
+pub(crate) fn cancel_abandoned<K: Reattach + 'static>(jobs: &K) -> usize {
+    let Some(journal) = jobs.journal() else {
+        return 0;
+    };
+    let backend = jobs.job_backend();
+    let reachable = |job: &Abandoned| match &job.handoff {
+        Some(handoff) => backend.resumable(handoff),
+        None => Err("no Slurm job".to_owned()),
+    };
+    let claimed: Vec<Abandoned> = journal
+        .abandoned()
+        .into_iter()
+        .filter(|job| reachable(job).is_ok())
+        .filter_map(|job| journal.claim_abandoned(&job.id, reachable))
+        .collect();
+    for job in &claimed {
+        tokio::spawn(end_abandoned(backend.clone(), journal.clone(), job.clone()));
+    }
+    claimed.len()
+}
+
+/// Cancels the Slurm job of `job`, claimed, removes its directory, and
+/// retires it as `failed`.
+async fn end_abandoned<K: Kept + 'static>(
+    backend: Arc<dyn JobBackend>,
+    journal: Arc<JobJournal<K>>,
+    job: Abandoned,
+) {
+    let Some(handoff) = job.handoff.clone() else {
+        return;
+    };
+    let slurm_id = handoff.job_id.clone();
+    // A resumed job's cancel path, whatever the job's kind (the Slurm job
+    // and its directory are all it touches): `resumable` checked again,
+    // `scancel`, a wait until Slurm says the job ended, its directory
+    // removed.
+    let cancelled = CancellationToken::new();
+    cancelled.cancel();
+    let _ = backend
+        .resume_solve(handoff, detached_context(cancelled))
+        .await;
+    let why = abandoned_job_ended(job.pid, std::process::id(), &slurm_id);
+    let _ = tokio::task::spawn_blocking(move || journal.retire_abandoned(&job, why)).await;
+}
+
+/// Retires every race of a dead server's HTTP session over Slurm attempts
+/// as `failed` (its attempts are solve jobs of the same session: see
+/// [`cancel_abandoned`]); how many.
+pub(crate) fn retire_abandoned_races<K: Kept>(journal: &JobJournal<K>) -> usize {
+    journal
+        .abandoned()
+        .into_iter()
+        .filter_map(|race| journal.claim_abandoned(&race.id, |_| Ok(())))
+        .map(|race| {
+            let why = abandoned_race_ended(race.pid, std::process::id());
+            journal.retire_abandoned(&race, why);
+        })
+        .count()
+}
+
+/// What an abandoned job's record says once it was ended.
+fn abandoned_job_ended(dead: u32, this: u32, slurm_id: &str) -> String {
+    format!(
+        "the server that ran this job (pid {dead}) stopped before the job finished, and the HTTP session the job belonged to ended with it: no one can read the job any more, so the next server on this data dir (pid {this}) cancelled its Slurm job (job {slurm_id}) and removed its directory"
+    )
+}
+
+/// What an abandoned race's record says.
+fn abandoned_race_ended(dead: u32, this: u32) -> String {
+    format!(
+        "the server that ran this race (pid {dead}) stopped before the race finished, and the HTTP session the race belonged to ended with it: no one can read the race any more, so the next server on this data dir (pid {this}) kept it as failed and cancels the Slurm jobs of its attempts"
+    )
+}
+
 /// Registers `orphan` under its id, its work following its Slurm job.
 fn adopt<K: Reattach>(jobs: &K, orphan: Orphan) -> Result<(), String> {
     let backend = jobs.job_backend();
@@ -127,6 +209,12 @@ fn time(value: &Value) -> Option<SystemTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_abandoned_job_says_what_became_of_it() {
+        insta::assert_snapshot!(abandoned_job_ended(41, 42, "7"), @"the server that ran this job (pid 41) stopped before the job finished, and the HTTP session the job belonged to ended with it: no one can read the job any more, so the next server on this data dir (pid 42) cancelled its Slurm job (job 7) and removed its directory");
+        insta::assert_snapshot!(abandoned_race_ended(41, 42), @"the server that ran this race (pid 41) stopped before the race finished, and the HTTP session the race belonged to ended with it: no one can read the race any more, so the next server on this data dir (pid 42) kept it as failed and cancels the Slurm jobs of its attempts");
+    }
 
     #[test]
     fn stored_times_read_back() {

@@ -72,6 +72,11 @@ impl JobScope {
         JobScope::Session(uuid::Uuid::new_v4().simple().to_string())
     }
 
+    /// Whether a stored scope key is an HTTP session's.
+    fn is_session_key(key: &str) -> bool {
+        key.starts_with("session:")
+    }
+
     fn key(&self) -> String {
         match self {
             JobScope::Stdio => "stdio".to_owned(),
@@ -154,6 +159,22 @@ pub struct Orphan {
     pub status: Value,
     /// Where it runs.
     pub handoff: SlurmHandoff,
+}
+
+/// A job of an HTTP session whose server is gone, handed to Slurm: its
+/// session ended with its server, so nobody can read it any more, and no
+/// server takes it over ([`JobJournal::abandoned`]).
+#[derive(Debug, Clone)]
+pub struct Abandoned {
+    /// The job's id.
+    pub id: String,
+    /// Where it runs; `None` for a race (its attempts are solve jobs of
+    /// the same session, each abandoned on its own).
+    pub handoff: Option<SlurmHandoff>,
+    /// The pid of the server it belonged to.
+    pub pid: u32,
+    /// Its session's scope key.
+    scope: String,
 }
 
 /// What a journal keeps of one kind of work, and how it reads back.
@@ -391,6 +412,95 @@ impl<K: Kept> JobJournal<K> {
         orphans
     }
 
+    /// Every HTTP session's running records (whatever this journal's own
+    /// scope) whose writer is gone and whose work was handed to Slurm: a
+    /// job with its Slurm handoff, a race over Slurm attempts. As read now
+    /// (without the claim lock): what a starting server may offer to
+    /// [`Self::claim_abandoned`]. A record without a handoff (its server
+    /// died before `sbatch` returned) is not listed, nor one of a live
+    /// server, nor any when this server does not hand work to Slurm.
+    pub fn abandoned(&self) -> Vec<Abandoned> {
+        if !self.on_slurm {
+            return Vec::new();
+        }
+        let Ok(entries) = fs::read_dir(&self.running) else {
+            return Vec::new();
+        };
+        let mut abandoned: Vec<Abandoned> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let id = name.strip_suffix(".json").filter(|id| is_job_id(id))?;
+                Self::abandoned_of(id, &read_record(&entry.path())?)
+            })
+            .collect();
+        abandoned.sort_by(|a, b| a.id.cmp(&b.id));
+        abandoned
+    }
+
+    /// `record` as an abandoned job, if it is one.
+    fn abandoned_of(id: &str, record: &Record) -> Option<Abandoned> {
+        if !JobScope::is_session_key(&record.scope) || !record.on_slurm || record.writer.is_alive()
+        {
+            return None;
+        }
+        if K::HANDED_TO_BACKEND && record.slurm.is_none() {
+            return None;
+        }
+        Some(Abandoned {
+            id: id.to_owned(),
+            handoff: record.slurm.clone(),
+            pid: record.writer.pid,
+            scope: record.scope.clone(),
+        })
+    }
+
+    /// Claims abandoned job `id` to end it: under the claim lock, reads its
+    /// record again; if it still is an abandoned one and `check` accepts
+    /// it, writes it anew with this process as its writer (so no other
+    /// server acts on it, nor a later one unless this one dies first) and
+    /// returns it. The caller then ends its work and retires it
+    /// ([`Self::retire_abandoned`]).
+    pub fn claim_abandoned(
+        &self,
+        id: &str,
+        check: impl FnOnce(&Abandoned) -> Result<(), String>,
+    ) -> Option<Abandoned> {
+        if !is_job_id(id) {
+            return None;
+        }
+        let name = format!("{id}.json");
+        let _claims = self.claim_lock()?;
+        if self.done.join(&name).exists() {
+            return None;
+        }
+        let record = read_record(&self.running.join(&name))?;
+        let abandoned = Self::abandoned_of(id, &record)?;
+        check(&abandoned).ok()?;
+        let claimed = Record {
+            writer: self.writer.clone(),
+            ..record
+        };
+        self.write(&self.running, id, &claimed);
+        Some(abandoned)
+    }
+
+    /// Retires `job`, claimed by [`Self::claim_abandoned`], as `failed`,
+    /// `why`: kept as done, under the same bound as every finished job.
+    pub fn retire_abandoned(&self, job: &Abandoned, why: String) {
+        let name = format!("{}.json", job.id);
+        let Some(_claims) = self.claim_lock() else {
+            return;
+        };
+        let Some(record) = read_record(&self.running.join(&name)) else {
+            return;
+        };
+        if record.scope != job.scope || record.writer != self.writer {
+            return;
+        }
+        self.interrupt(&job.id, record, why);
+    }
+
     /// The claim lock, held until the guard drops; `None` when the lock
     /// file cannot be opened or locked (the data dir is read-only, or its
     /// file system has no locks): then nothing is claimed, and a lookup
@@ -417,8 +527,7 @@ impl<K: Kept> JobJournal<K> {
     }
 
     fn read(&self, path: &Path) -> Option<Record> {
-        let record: Record = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
-        (record.scope == self.scope).then_some(record)
+        read_record(path).filter(|record| record.scope == self.scope)
     }
 
     /// Writes `record` as `dir/<id>.json`, whole or not at all. A journal
@@ -470,6 +579,11 @@ impl<K: Kept> Journal<K::Result, K::Meta> for JobJournal<K> {
             let _ = told.wait_for(Option::is_some).await;
         }))
     }
+}
+
+/// The record at `path`, whatever its scope.
+fn read_record(path: &Path) -> Option<Record> {
+    serde_json::from_slice(&fs::read(path).ok()?).ok()
 }
 
 /// Whether `id` is one the registry could have made (a UUID in simple
