@@ -774,6 +774,108 @@ mod tests {
         assert!(journal.running.join(format!("{ID}.json")).exists());
     }
 
+    /// A record of job `ID` of an HTTP session, written by `writer`.
+    fn session_record(writer: Writer, slurm: Option<SlurmHandoff>) -> Value {
+        let mut record = serde_json::json!({
+            "scope": "session:abc",
+            "writer": writer,
+            "on_slurm": true,
+            "status": running_status(),
+        });
+        if let Some(handoff) = slurm {
+            set(&mut record, "slurm", serde_json::to_value(handoff).unwrap());
+        }
+        record
+    }
+
+    /// A dead server's session job on Slurm is listed by any scope's
+    /// journal, claimed once (this process then its writer), and retired
+    /// as failed, kept as done.
+    #[test]
+    fn a_dead_sessions_slurm_job_is_claimed_once_and_retired() {
+        let root = tempfile::tempdir().unwrap();
+        journal_with(root.path(), &session_record(gone(), Some(handoff())));
+        let journal = JobJournal::<SolveJobs>::new(root.path(), &JobScope::Sessionless, 8, true);
+        let found = journal.abandoned();
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0].id.as_str(), &found[0].handoff, found[0].pid),
+            (ID, &Some(handoff()), 999_999_999)
+        );
+        assert!(
+            journal
+                .claim_abandoned(ID, |_| Err("cannot reach it".to_owned()))
+                .is_none()
+        );
+        let claimed = journal.claim_abandoned(ID, |_| Ok(())).unwrap();
+        let record = read_record(&journal.running.join(format!("{ID}.json"))).unwrap();
+        assert_eq!(record.writer, Writer::this_process());
+        assert_eq!(record.scope, "session:abc");
+        assert!(journal.abandoned().is_empty(), "its writer is alive now");
+        assert!(journal.claim_abandoned(ID, |_| Ok(())).is_none());
+        journal.retire_abandoned(&claimed, "it was cancelled".to_owned());
+        assert!(!journal.running.join(format!("{ID}.json")).exists());
+        let done = read_record(&journal.done.join(format!("{ID}.json"))).unwrap();
+        assert_eq!(done.status["state"], "failed");
+        assert_eq!(done.status["message"], "it was cancelled");
+        assert_eq!(done.status["diagnostic"]["category"], "job_failed");
+        assert!(journal.find(ID).is_none(), "still nobody else's to read");
+    }
+
+    /// Left alone: a live server's session job, a job whose server died
+    /// before `sbatch` returned (no handoff), a stdio job, and everything
+    /// when this server does not hand work to Slurm.
+    #[test]
+    fn only_a_dead_sessions_handed_off_jobs_are_abandoned() {
+        let live = session_record(Writer::this_process(), Some(handoff()));
+        let unsubmitted = session_record(gone(), None);
+        let mut stdio = session_record(gone(), Some(handoff()));
+        set(&mut stdio, "scope", Value::from("stdio"));
+        for record in [live, unsubmitted, stdio] {
+            let root = tempfile::tempdir().unwrap();
+            journal_with(root.path(), &record);
+            let journal =
+                JobJournal::<SolveJobs>::new(root.path(), &JobScope::Sessionless, 8, true);
+            assert!(journal.abandoned().is_empty(), "{record}");
+            assert!(
+                journal.claim_abandoned(ID, |_| Ok(())).is_none(),
+                "{record}"
+            );
+            let kept = read_record(&journal.running.join(format!("{ID}.json"))).unwrap();
+            assert_eq!(
+                kept.writer,
+                serde_json::from_value(record["writer"].clone()).unwrap()
+            );
+        }
+        let root = tempfile::tempdir().unwrap();
+        journal_with(root.path(), &session_record(gone(), Some(handoff())));
+        let local = JobJournal::<SolveJobs>::new(root.path(), &JobScope::Stdio, 8, false);
+        assert!(local.abandoned().is_empty());
+    }
+
+    /// A dead session's race over Slurm attempts has no handoff of its
+    /// own, and is abandoned all the same.
+    #[test]
+    fn a_dead_sessions_race_is_abandoned_without_a_handoff() {
+        let root = tempfile::tempdir().unwrap();
+        let races = JobJournal::<crate::jobs::Portfolios>::new(
+            root.path(),
+            &JobScope::Sessionless,
+            8,
+            true,
+        );
+        let record = session_record(gone(), None);
+        crate::kept::write_whole(
+            &races.running,
+            &format!("{ID}.json"),
+            record.to_string().as_bytes(),
+        )
+        .unwrap();
+        let found = races.abandoned();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].handoff, None);
+    }
+
     #[test]
     fn only_registry_ids_become_paths() {
         assert!(is_job_id("0123456789abcdef0123456789abcdef"));
