@@ -691,6 +691,40 @@ async def test_a_dead_servers_session_job_is_cancelled_by_the_next_server_and_a_
         scancel_all(jobs)
 
 
+async def test_a_dead_servers_session_race_is_kept_failed_and_its_attempts_slurm_jobs_are_cancelled(harness, workdir, tmp_path):
+    """A session's race ends with its server too: its attempts are that
+    session's solve jobs on Slurm, each cancelled by the next server; the
+    race is kept as failed, saying so."""
+    data = tmp_path / "data"
+    variables = http_variables(workdir, data)
+    race = {"models": [HARD_MODEL, HARD_MODEL + "% the same\n"], "solvers": ["gecode"], "per_attempt_timeout_ms": 60000}
+    status: dict = {"attempts": []}
+    try:
+        status, dead = await session_job_then_killed(harness, variables, data, "submit_portfolio_job", race)
+        assert len(status["attempts"]) == 2, status
+        with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full", **variables) as third:
+            with anyio.fail_after(15):
+                while any(slurm_state(attempt["slurm"]["job_id"]) != "CANCELLED" for attempt in status["attempts"]):
+                    await anyio.sleep(0.1)
+            assert await no_job_dirs_left(workdir, timeout=15) == []
+            with anyio.fail_after(15):
+                while not all((data / "solvergate" / "jobs" / "solve" / "done" / f"{a['job_id']}.json").exists() for a in status["attempts"]):
+                    await anyio.sleep(0.1)
+            for attempt in status["attempts"]:
+                assert done_record(data, "solve", attempt["job_id"])["status"]["state"] == "failed"
+            record = done_record(data, "portfolio", status["job_id"])
+            assert record["status"]["state"] == "failed", record
+            assert record["status"]["message"] == (
+                f"the server that ran this race (pid {dead}) stopped before the race finished, and the HTTP session"
+                " the race belonged to ended with it: no one can read the race any more, so the next server on this"
+                f" data dir (pid {third.proc.pid}) kept it as failed and cancels the Slurm jobs of its attempts"
+            ), record["status"]["message"]
+            assert not list((data / "solvergate" / "jobs" / "portfolio" / "running").glob("*.json"))
+            assert "cancelling 2 Slurm job(s) of HTTP sessions whose server stopped" in third.stderr_text()
+    finally:
+        scancel_all(status["attempts"])
+
+
 @pytest.mark.parametrize(
     ("change", "command", "stderr"),
     [
