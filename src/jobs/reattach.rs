@@ -23,9 +23,29 @@
 //! taken over: their session ended with their server, and no later
 //! session may read them.
 //!
+//! So at start-up, too, a server ends the jobs of dead servers' HTTP
+//! sessions ([`cancel_abandoned`]), whatever its own scope: every
+//! session's record whose writer is dead and that names a Slurm job in
+//! this server's work directory ([`JobJournal::abandoned`]). Each is
+//! claimed under the same lock ([`JobJournal::claim_abandoned`]: its
+//! record then names this server, so no other acts on it), and then, in
+//! the background so start-up does not wait on Slurm, cancelled through
+//! a resumed job's cancel path (`scancel`, a wait until Slurm says it
+//! ended, its directory removed), and retired as `failed`, saying so —
+//! kept as done, within the same bound as every finished job. A record of
+//! a live server (another HTTP server on the same data dir) is never
+//! touched, nor one whose server died before `sbatch` returned (no
+//! handoff: it stays as it is, as such a record always has). A server
+//! killed before it finished leaves the record naming a dead writer
+//! again, for the next. Only at start-up: a server that dies after this
+//! one started has its sessions' jobs ended by the next one to start.
+//!
 //! Not taken over: a portfolio race, whose coordinator ran in its server
 //! (it reads as `failed`); its attempts are solve jobs, each followed to
-//! its own end, with no winner left to cancel the others.
+//! its own end, with no winner left to cancel the others. A dead
+//! session's race is retired as `failed` at start-up
+//! ([`retire_abandoned_races`]); its attempts are that session's solve
+//! jobs, cancelled as above.
 //!
 //! What a maintainer must not break: exactly one server follows a job.
 //! Claims go through [`JobJournal::claim`], one at a time across

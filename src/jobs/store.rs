@@ -22,7 +22,9 @@
 //! server), and from then on stored as done — unless it was handed to
 //! Slurm, where it runs on: a new server takes such an orphan over first
 //! ([`JobJournal::claim`], see [`super::reattach`]), and only one it cannot
-//! follow reads as `failed`.
+//! follow reads as `failed`. A job of an HTTP session whose server is gone
+//! is read by nobody; one handed to Slurm is listed across scopes
+//! ([`JobJournal::abandoned`]) so a starting server can end it.
 //!
 //! The one thing a maintainer must not break: deciding what becomes of a
 //! running record whose writer is gone (taken over, or retired as failed)

@@ -537,7 +537,9 @@ impl SolvergateServer {
     /// Takes over the Slurm jobs an earlier server left running, of this
     /// server's own scope: called once at start-up by a face whose scope
     /// outlives a process (stdio, an HTTP server's sessionless jobs).
-    /// Says on stderr how many it took over, when any.
+    /// Says on stderr how many it took over, when any. Then ends the
+    /// Slurm jobs of dead servers' HTTP sessions, which nobody can read
+    /// any more (their `scancel` in the background), and says how many.
     pub fn reattach_slurm_jobs(&self) {
         let taken = self.jobs.reattach_orphans();
         if taken > 0 {

@@ -7,7 +7,8 @@ CP-SAT job with a checker succeeds; closing the server cancels its Slurm
 jobs; a Slurm job whose server was SIGKILLed is taken over by the next server
 on the same data dir and ends as it would have (solve, CP-SAT, a race's
 attempts; cancel; a Slurm-side end while no server watched; never by two
-servers; a session's never); an unusable Slurm is refused before any job is admitted, naming the
+servers; a session's never: the next server cancels a dead session's Slurm
+jobs instead, never a live server's); an unusable Slurm is refused before any job is admitted, naming the
 command that failed and its stderr.
 
 Needs the single-node cluster of scripts/slurm-cluster. scripts/test sets
