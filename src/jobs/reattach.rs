@@ -34,7 +34,8 @@
 //! ended, its directory removed), and retired as `failed`, saying so —
 //! kept as done, within the same bound as every finished job. A record of
 //! a live server (another HTTP server on the same data dir) is never
-//! touched, nor one whose server died before `sbatch` returned (no
+//! touched, nor one of a server on another machine sharing the data dir
+//! (it may still run there), nor one whose server died before `sbatch` returned (no
 //! handoff: it stays as it is, as such a record always has). A server
 //! killed before it finished leaves the record naming a dead writer
 //! again, for the next. Only at start-up: a server that dies after this

@@ -9,10 +9,10 @@
 //! running file removed). At most `max_terminal` done files are kept per
 //! kind, oldest removed first.
 //!
-//! Each file names the server process that wrote it (pid, start time, boot)
-//! and the scope the job belongs to: this machine's stdio servers share
-//! one, each HTTP session has its own (so its jobs are not readable from
-//! another), and HTTP requests without a session share another. A job
+//! Each file names the server process that wrote it (pid, start time, boot,
+//! host name) and the scope the job belongs to: this machine's stdio
+//! servers share one, each HTTP session has its own (so its jobs are not
+//! readable from another), and HTTP requests without a session share another. A job
 //! handed to Slurm also names its Slurm job and its directory
 //! ([`SlurmHandoff`]). A lookup of an id the registry does not hold
 //! ([`JobJournal::find`]) returns the stored status of a job of the same
@@ -97,6 +97,9 @@ struct Writer {
     started: u64,
     /// The kernel's boot id.
     boot: String,
+    /// The machine's host name; empty in records of earlier versions.
+    #[serde(default)]
+    host: String,
 }
 
 impl Writer {
@@ -110,6 +113,7 @@ impl Writer {
                 pid,
                 started: start_time(pid).unwrap_or(0),
                 boot: boot_id(),
+                host: host_name(),
             }
         })
         .clone()
@@ -117,6 +121,17 @@ impl Writer {
 
     fn is_alive(&self) -> bool {
         self.boot == boot_id() && start_time(self.pid) == Some(self.started)
+    }
+
+    /// Whether it surely no longer runs: gone from this boot of this
+    /// machine, or it ran on this machine before it last booted. A writer
+    /// of another boot on another machine sharing the data dir (or of an
+    /// unknown one: a record of an earlier version) may well still run.
+    fn is_surely_gone(&self) -> bool {
+        if self.boot == boot_id() {
+            return !self.is_alive();
+        }
+        !self.host.is_empty() && self.host == host_name()
     }
 }
 
@@ -126,6 +141,13 @@ fn start_time(pid: u32) -> Option<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (_, after_name) = stat.rsplit_once(')')?;
     after_name.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// This machine's host name (its UTS namespace's), as the kernel says.
+fn host_name() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .unwrap_or_default()
 }
 
 fn boot_id() -> String {
@@ -415,8 +437,10 @@ impl<K: Kept> JobJournal<K> {
     }
 
     /// Every HTTP session's running records (whatever this journal's own
-    /// scope) whose writer is gone and whose work was handed to Slurm: a
-    /// job with its Slurm handoff, a race over Slurm attempts. As read now
+    /// scope) whose writer surely no longer runs (gone from this machine;
+    /// one of another machine sharing the data dir may still run, and is
+    /// left alone) and whose work was handed to Slurm: a job with its
+    /// Slurm handoff, a race over Slurm attempts. As read now
     /// (without the claim lock): what a starting server may offer to
     /// [`Self::claim_abandoned`]. A record without a handoff (its server
     /// died before `sbatch` returned) is not listed, nor one of a live
@@ -442,7 +466,9 @@ impl<K: Kept> JobJournal<K> {
 
     /// `record` as an abandoned job, if it is one.
     fn abandoned_of(id: &str, record: &Record) -> Option<Abandoned> {
-        if !JobScope::is_session_key(&record.scope) || !record.on_slurm || record.writer.is_alive()
+        if !JobScope::is_session_key(&record.scope)
+            || !record.on_slurm
+            || !record.writer.is_surely_gone()
         {
             return None;
         }
@@ -616,6 +642,7 @@ mod tests {
             pid: 999_999_999,
             started: 5,
             boot: boot_id(),
+            host: host_name(),
         }
     }
 
@@ -833,7 +860,13 @@ mod tests {
         let unsubmitted = session_record(gone(), None);
         let mut stdio = session_record(gone(), Some(handoff()));
         set(&mut stdio, "scope", Value::from("stdio"));
-        for record in [live, unsubmitted, stdio] {
+        let elsewhere = Writer {
+            boot: "another-boot".to_owned(),
+            host: "another-login-node".to_owned(),
+            ..gone()
+        };
+        let other_machine = session_record(elsewhere, Some(handoff()));
+        for record in [live, unsubmitted, stdio, other_machine] {
             let root = tempfile::tempdir().unwrap();
             journal_with(root.path(), &record);
             let journal =
@@ -896,10 +929,23 @@ mod tests {
             ..me.clone()
         };
         assert!(!gone.is_alive());
+        assert!(!me.is_surely_gone());
+        assert!(gone.is_surely_gone());
         let other_boot = Writer {
             boot: "not-this-boot".to_owned(),
-            ..me
+            ..me.clone()
         };
         assert!(!other_boot.is_alive());
+        assert!(other_boot.is_surely_gone(), "this machine rebooted since");
+        let other_machine = Writer {
+            host: "another-login-node".to_owned(),
+            ..other_boot.clone()
+        };
+        assert!(!other_machine.is_surely_gone(), "it may still run there");
+        let unknown = Writer {
+            host: String::new(),
+            ..other_boot
+        };
+        assert!(!unknown.is_surely_gone());
     }
 }
