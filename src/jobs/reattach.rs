@@ -60,7 +60,9 @@ use serde_json::Value;
 
 use tokio_util::sync::CancellationToken;
 
-use super::backend::{JobBackend, SlurmHandoff, SlurmPlacement, SlurmState, detached_context};
+use super::backend::{
+    JobBackend, SlurmHandoff, SlurmPlacement, SlurmState, detached_context, placement_of,
+};
 use super::registry::Start;
 use super::status::BackgroundJobs;
 use super::store::{Abandoned, JobJournal, Kept, Orphan};
@@ -162,10 +164,11 @@ async fn end_abandoned<K: Kept + 'static>(
     // removed.
     let cancelled = CancellationToken::new();
     cancelled.cancel();
-    let _ = backend
-        .resume_solve(handoff, detached_context(cancelled))
-        .await;
-    let why = abandoned_job_ended(job.pid, std::process::id(), &slurm_id);
+    let run = detached_context(cancelled);
+    let placement = run.placement.clone();
+    let _ = backend.resume_solve(handoff, run).await;
+    let last = placement_of(&placement).map(|placement| placement.state);
+    let why = abandoned_job_ended(job.pid, std::process::id(), &slurm_id, last.as_ref());
     let _ = tokio::task::spawn_blocking(move || journal.retire_abandoned(&job, why)).await;
 }
 
@@ -184,10 +187,20 @@ pub(crate) fn retire_abandoned_races<K: Kept>(journal: &JobJournal<K>) -> usize 
         .count()
 }
 
-/// What an abandoned job's record says once it was ended.
-fn abandoned_job_ended(dead: u32, this: u32, slurm_id: &str) -> String {
+/// What an abandoned job's record says once it was ended, Slurm having
+/// last said `last` of its job.
+fn abandoned_job_ended(dead: u32, this: u32, slurm_id: &str, last: Option<&SlurmState>) -> String {
+    let done = match last {
+        Some(state) if !state.is_ended() => format!(
+            "asked Slurm to cancel its Slurm job (job {slurm_id}), which was still {state} when it stopped waiting,"
+        ),
+        Some(state) if *state != SlurmState::Cancelled => {
+            format!("found its Slurm job (job {slurm_id}) already ended {state}")
+        }
+        _ => format!("cancelled its Slurm job (job {slurm_id})"),
+    };
     format!(
-        "the server that ran this job (pid {dead}) stopped before the job finished, and the HTTP session the job belonged to ended with it: no one can read the job any more, so the next server on this data dir (pid {this}) cancelled its Slurm job (job {slurm_id}) and removed its directory"
+        "the server that ran this job (pid {dead}) stopped before the job finished, and the HTTP session the job belonged to ended with it: no one can read the job any more, so the next server on this data dir (pid {this}) {done} and removed its directory"
     )
 }
 
@@ -233,7 +246,11 @@ mod tests {
 
     #[test]
     fn an_abandoned_job_says_what_became_of_it() {
-        insta::assert_snapshot!(abandoned_job_ended(41, 42, "7"), @"the server that ran this job (pid 41) stopped before the job finished, and the HTTP session the job belonged to ended with it: no one can read the job any more, so the next server on this data dir (pid 42) cancelled its Slurm job (job 7) and removed its directory");
+        let ended = |last: Option<SlurmState>| abandoned_job_ended(41, 42, "7", last.as_ref());
+        insta::assert_snapshot!(ended(Some(SlurmState::Cancelled)), @"the server that ran this job (pid 41) stopped before the job finished, and the HTTP session the job belonged to ended with it: no one can read the job any more, so the next server on this data dir (pid 42) cancelled its Slurm job (job 7) and removed its directory");
+        assert_eq!(ended(None), ended(Some(SlurmState::Cancelled)));
+        insta::assert_snapshot!(ended(Some(SlurmState::Completed)), @"the server that ran this job (pid 41) stopped before the job finished, and the HTTP session the job belonged to ended with it: no one can read the job any more, so the next server on this data dir (pid 42) found its Slurm job (job 7) already ended COMPLETED and removed its directory");
+        insta::assert_snapshot!(ended(Some(SlurmState::Running)), @"the server that ran this job (pid 41) stopped before the job finished, and the HTTP session the job belonged to ended with it: no one can read the job any more, so the next server on this data dir (pid 42) asked Slurm to cancel its Slurm job (job 7), which was still RUNNING when it stopped waiting, and removed its directory");
         insta::assert_snapshot!(abandoned_race_ended(41, 42), @"the server that ran this race (pid 41) stopped before the race finished, and the HTTP session the race belonged to ended with it: no one can read the race any more, so the next server on this data dir (pid 42) kept it as failed and cancels the Slurm jobs of its attempts");
     }
 
