@@ -12,8 +12,8 @@
 //! Each file names the server process that wrote it (pid, start time, boot,
 //! host name) and the scope the job belongs to: this machine's stdio
 //! servers share one, each HTTP session has its own (so its jobs are not
-//! readable from another), and HTTP requests without a session share another. A job
-//! handed to Slurm also names its Slurm job and its directory
+//! readable from another), and HTTP requests without a session share
+//! another. A job handed to Slurm also names its Slurm job and its directory
 //! ([`SlurmHandoff`]). A lookup of an id the registry does not hold
 //! ([`JobJournal::find`]) returns the stored status of a job of the same
 //! scope: a finished one exactly as it was written; one still running in
