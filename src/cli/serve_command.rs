@@ -133,7 +133,8 @@ pub async fn serve_http(
     sessionless.warm_up();
     // Sessionless jobs are read by id alone, from any later server too:
     // their Slurm jobs an earlier server left running go on here. (A
-    // session's ended with its server, and no later session reads them.)
+    // session's ended with its server, and no later session reads them:
+    // their Slurm jobs are cancelled instead.)
     sessionless.reattach_slurm_jobs();
 
     let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| o.to_string()).collect();

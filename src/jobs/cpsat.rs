@@ -107,8 +107,8 @@ impl CpsatJobs {
 }
 
 impl Reattach for CpsatJobs {
-    fn journal(&self) -> Option<&JobJournal<CpsatJobs>> {
-        self.journal.get().map(Arc::as_ref)
+    fn journal(&self) -> Option<&Arc<JobJournal<CpsatJobs>>> {
+        self.journal.get()
     }
 
     fn job_backend(&self) -> &Arc<dyn JobBackend> {
@@ -234,6 +234,10 @@ impl BackgroundJobs for CpsatJobs {
 
     fn reattach_orphans(&self) -> usize {
         reattach::reattach_orphans(self)
+    }
+
+    fn cancel_abandoned(&self) -> usize {
+        reattach::cancel_abandoned(self)
     }
 }
 

@@ -139,8 +139,8 @@ impl SolveJobs {
 }
 
 impl Reattach for SolveJobs {
-    fn journal(&self) -> Option<&JobJournal<SolveJobs>> {
-        self.journal.get().map(Arc::as_ref)
+    fn journal(&self) -> Option<&Arc<JobJournal<SolveJobs>>> {
+        self.journal.get()
     }
 
     fn job_backend(&self) -> &Arc<dyn JobBackend> {
@@ -232,6 +232,10 @@ impl BackgroundJobs for SolveJobs {
 
     fn reattach_orphans(&self) -> usize {
         reattach::reattach_orphans(self)
+    }
+
+    fn cancel_abandoned(&self) -> usize {
+        reattach::cancel_abandoned(self)
     }
 }
 

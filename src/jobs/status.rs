@@ -81,6 +81,14 @@ pub trait BackgroundJobs: Send + Sync {
         0
     }
 
+    /// Ends every job of this kind a dead server's HTTP session left
+    /// running on Slurm, which nobody can read any more
+    /// ([`super::reattach`]); how many. 0 (the default) for a kind that
+    /// never outlives its server.
+    fn cancel_abandoned(&self) -> usize {
+        0
+    }
+
     /// The job's status, or the unknown-id error.
     fn get(&self, id: &str) -> Result<Self::Status, ToolError> {
         let registry = self.registry();

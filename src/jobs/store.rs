@@ -9,11 +9,11 @@
 //! running file removed). At most `max_terminal` done files are kept per
 //! kind, oldest removed first.
 //!
-//! Each file names the server process that wrote it (pid, start time, boot)
-//! and the scope the job belongs to: this machine's stdio servers share
-//! one, each HTTP session has its own (so its jobs are not readable from
-//! another), and HTTP requests without a session share another. A job
-//! handed to Slurm also names its Slurm job and its directory
+//! Each file names the server process that wrote it (pid, start time, boot,
+//! host name) and the scope the job belongs to: this machine's stdio
+//! servers share one, each HTTP session has its own (so its jobs are not
+//! readable from another), and HTTP requests without a session share
+//! another. A job handed to Slurm also names its Slurm job and its directory
 //! ([`SlurmHandoff`]). A lookup of an id the registry does not hold
 //! ([`JobJournal::find`]) returns the stored status of a job of the same
 //! scope: a finished one exactly as it was written; one still running in
@@ -22,7 +22,9 @@
 //! server), and from then on stored as done — unless it was handed to
 //! Slurm, where it runs on: a new server takes such an orphan over first
 //! ([`JobJournal::claim`], see [`super::reattach`]), and only one it cannot
-//! follow reads as `failed`.
+//! follow reads as `failed`. A job of an HTTP session whose server is gone
+//! is read by nobody; one handed to Slurm is listed across scopes
+//! ([`JobJournal::abandoned`]) so a starting server can end it.
 //!
 //! The one thing a maintainer must not break: deciding what becomes of a
 //! running record whose writer is gone (taken over, or retired as failed)
@@ -72,6 +74,11 @@ impl JobScope {
         JobScope::Session(uuid::Uuid::new_v4().simple().to_string())
     }
 
+    /// Whether a stored scope key is an HTTP session's.
+    fn is_session_key(key: &str) -> bool {
+        key.starts_with("session:")
+    }
+
     fn key(&self) -> String {
         match self {
             JobScope::Stdio => "stdio".to_owned(),
@@ -90,6 +97,9 @@ struct Writer {
     started: u64,
     /// The kernel's boot id.
     boot: String,
+    /// The machine's host name; empty in records of earlier versions.
+    #[serde(default)]
+    host: String,
 }
 
 impl Writer {
@@ -103,6 +113,7 @@ impl Writer {
                 pid,
                 started: start_time(pid).unwrap_or(0),
                 boot: boot_id(),
+                host: host_name(),
             }
         })
         .clone()
@@ -110,6 +121,17 @@ impl Writer {
 
     fn is_alive(&self) -> bool {
         self.boot == boot_id() && start_time(self.pid) == Some(self.started)
+    }
+
+    /// Whether it surely no longer runs: gone from this boot of this
+    /// machine, or it ran on this machine before it last booted. A writer
+    /// of another boot on another machine sharing the data dir (or of an
+    /// unknown one: a record of an earlier version) may well still run.
+    fn is_surely_gone(&self) -> bool {
+        if self.boot == boot_id() {
+            return !self.is_alive();
+        }
+        !self.host.is_empty() && self.host == host_name()
     }
 }
 
@@ -119,6 +141,13 @@ fn start_time(pid: u32) -> Option<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (_, after_name) = stat.rsplit_once(')')?;
     after_name.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// This machine's host name (its UTS namespace's), as the kernel says.
+fn host_name() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_owned())
+        .unwrap_or_default()
 }
 
 fn boot_id() -> String {
@@ -154,6 +183,22 @@ pub struct Orphan {
     pub status: Value,
     /// Where it runs.
     pub handoff: SlurmHandoff,
+}
+
+/// A job of an HTTP session whose server is gone, handed to Slurm: its
+/// session ended with its server, so nobody can read it any more, and no
+/// server takes it over ([`JobJournal::abandoned`]).
+#[derive(Debug, Clone)]
+pub struct Abandoned {
+    /// The job's id.
+    pub id: String,
+    /// Where it runs; `None` for a race (its attempts are solve jobs of
+    /// the same session, each abandoned on its own).
+    pub handoff: Option<SlurmHandoff>,
+    /// The pid of the server it belonged to.
+    pub pid: u32,
+    /// Its session's scope key.
+    scope: String,
 }
 
 /// What a journal keeps of one kind of work, and how it reads back.
@@ -391,6 +436,99 @@ impl<K: Kept> JobJournal<K> {
         orphans
     }
 
+    /// Every HTTP session's running records (whatever this journal's own
+    /// scope) whose writer surely no longer runs (gone from this machine;
+    /// one of another machine sharing the data dir may still run, and is
+    /// left alone) and whose work was handed to Slurm: a job with its
+    /// Slurm handoff, a race over Slurm attempts. As read now
+    /// (without the claim lock): what a starting server may offer to
+    /// [`Self::claim_abandoned`]. A record without a handoff (its server
+    /// died before `sbatch` returned) is not listed, nor one of a live
+    /// server, nor any when this server does not hand work to Slurm.
+    pub fn abandoned(&self) -> Vec<Abandoned> {
+        if !self.on_slurm {
+            return Vec::new();
+        }
+        let Ok(entries) = fs::read_dir(&self.running) else {
+            return Vec::new();
+        };
+        let mut abandoned: Vec<Abandoned> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let id = name.strip_suffix(".json").filter(|id| is_job_id(id))?;
+                Self::abandoned_of(id, &read_record(&entry.path())?)
+            })
+            .collect();
+        abandoned.sort_by(|a, b| a.id.cmp(&b.id));
+        abandoned
+    }
+
+    /// `record` as an abandoned job, if it is one.
+    fn abandoned_of(id: &str, record: &Record) -> Option<Abandoned> {
+        if !JobScope::is_session_key(&record.scope)
+            || !record.on_slurm
+            || !record.writer.is_surely_gone()
+        {
+            return None;
+        }
+        if K::HANDED_TO_BACKEND && record.slurm.is_none() {
+            return None;
+        }
+        Some(Abandoned {
+            id: id.to_owned(),
+            handoff: record.slurm.clone(),
+            pid: record.writer.pid,
+            scope: record.scope.clone(),
+        })
+    }
+
+    /// Claims abandoned job `id` to end it: under the claim lock, reads its
+    /// record again; if it still is an abandoned one and `check` accepts
+    /// it, writes it anew with this process as its writer (so no other
+    /// server acts on it, nor a later one unless this one dies first) and
+    /// returns it. The caller then ends its work and retires it
+    /// ([`Self::retire_abandoned`]).
+    pub fn claim_abandoned(
+        &self,
+        id: &str,
+        check: impl FnOnce(&Abandoned) -> Result<(), String>,
+    ) -> Option<Abandoned> {
+        if !is_job_id(id) {
+            return None;
+        }
+        let name = format!("{id}.json");
+        let _claims = self.claim_lock()?;
+        if self.done.join(&name).exists() {
+            return None;
+        }
+        let record = read_record(&self.running.join(&name))?;
+        let abandoned = Self::abandoned_of(id, &record)?;
+        check(&abandoned).ok()?;
+        let claimed = Record {
+            writer: self.writer.clone(),
+            ..record
+        };
+        self.write(&self.running, id, &claimed);
+        Some(abandoned)
+    }
+
+    /// Retires `job`, claimed by [`Self::claim_abandoned`], as `failed`,
+    /// `why`: kept as done, under the same bound as every finished job.
+    pub fn retire_abandoned(&self, job: &Abandoned, why: String) {
+        let name = format!("{}.json", job.id);
+        let Some(_claims) = self.claim_lock() else {
+            return;
+        };
+        let Some(record) = read_record(&self.running.join(&name)) else {
+            return;
+        };
+        if record.scope != job.scope || record.writer != self.writer {
+            return;
+        }
+        self.interrupt(&job.id, record, why);
+    }
+
     /// The claim lock, held until the guard drops; `None` when the lock
     /// file cannot be opened or locked (the data dir is read-only, or its
     /// file system has no locks): then nothing is claimed, and a lookup
@@ -417,8 +555,7 @@ impl<K: Kept> JobJournal<K> {
     }
 
     fn read(&self, path: &Path) -> Option<Record> {
-        let record: Record = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
-        (record.scope == self.scope).then_some(record)
+        read_record(path).filter(|record| record.scope == self.scope)
     }
 
     /// Writes `record` as `dir/<id>.json`, whole or not at all. A journal
@@ -472,6 +609,11 @@ impl<K: Kept> Journal<K::Result, K::Meta> for JobJournal<K> {
     }
 }
 
+/// The record at `path`, whatever its scope.
+fn read_record(path: &Path) -> Option<Record> {
+    serde_json::from_slice(&fs::read(path).ok()?).ok()
+}
+
 /// Whether `id` is one the registry could have made (a UUID in simple
 /// form), so nothing else is ever turned into a path.
 fn is_job_id(id: &str) -> bool {
@@ -500,6 +642,7 @@ mod tests {
             pid: 999_999_999,
             started: 5,
             boot: boot_id(),
+            host: host_name(),
         }
     }
 
@@ -660,6 +803,114 @@ mod tests {
         assert!(journal.running.join(format!("{ID}.json")).exists());
     }
 
+    /// A record of job `ID` of an HTTP session, written by `writer`.
+    fn session_record(writer: Writer, slurm: Option<SlurmHandoff>) -> Value {
+        let mut record = serde_json::json!({
+            "scope": "session:abc",
+            "writer": writer,
+            "on_slurm": true,
+            "status": running_status(),
+        });
+        if let Some(handoff) = slurm {
+            set(&mut record, "slurm", serde_json::to_value(handoff).unwrap());
+        }
+        record
+    }
+
+    /// A dead server's session job on Slurm is listed by any scope's
+    /// journal, claimed once (this process then its writer), and retired
+    /// as failed, kept as done.
+    #[test]
+    fn a_dead_sessions_slurm_job_is_claimed_once_and_retired() {
+        let root = tempfile::tempdir().unwrap();
+        journal_with(root.path(), &session_record(gone(), Some(handoff())));
+        let journal = JobJournal::<SolveJobs>::new(root.path(), &JobScope::Sessionless, 8, true);
+        let found = journal.abandoned();
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0].id.as_str(), &found[0].handoff, found[0].pid),
+            (ID, &Some(handoff()), 999_999_999)
+        );
+        assert!(
+            journal
+                .claim_abandoned(ID, |_| Err("cannot reach it".to_owned()))
+                .is_none()
+        );
+        let claimed = journal.claim_abandoned(ID, |_| Ok(())).unwrap();
+        let record = read_record(&journal.running.join(format!("{ID}.json"))).unwrap();
+        assert_eq!(record.writer, Writer::this_process());
+        assert_eq!(record.scope, "session:abc");
+        assert!(journal.abandoned().is_empty(), "its writer is alive now");
+        assert!(journal.claim_abandoned(ID, |_| Ok(())).is_none());
+        journal.retire_abandoned(&claimed, "it was cancelled".to_owned());
+        assert!(!journal.running.join(format!("{ID}.json")).exists());
+        let done = read_record(&journal.done.join(format!("{ID}.json"))).unwrap();
+        assert_eq!(done.status["state"], "failed");
+        assert_eq!(done.status["message"], "it was cancelled");
+        assert_eq!(done.status["diagnostic"]["category"], "job_failed");
+        assert!(journal.find(ID).is_none(), "still nobody else's to read");
+    }
+
+    /// Left alone: a live server's session job, a job whose server died
+    /// before `sbatch` returned (no handoff), a stdio job, and everything
+    /// when this server does not hand work to Slurm.
+    #[test]
+    fn only_a_dead_sessions_handed_off_jobs_are_abandoned() {
+        let live = session_record(Writer::this_process(), Some(handoff()));
+        let unsubmitted = session_record(gone(), None);
+        let mut stdio = session_record(gone(), Some(handoff()));
+        set(&mut stdio, "scope", Value::from("stdio"));
+        let elsewhere = Writer {
+            boot: "another-boot".to_owned(),
+            host: "another-login-node".to_owned(),
+            ..gone()
+        };
+        let other_machine = session_record(elsewhere, Some(handoff()));
+        for record in [live, unsubmitted, stdio, other_machine] {
+            let root = tempfile::tempdir().unwrap();
+            journal_with(root.path(), &record);
+            let journal =
+                JobJournal::<SolveJobs>::new(root.path(), &JobScope::Sessionless, 8, true);
+            assert!(journal.abandoned().is_empty(), "{record}");
+            assert!(
+                journal.claim_abandoned(ID, |_| Ok(())).is_none(),
+                "{record}"
+            );
+            let kept = read_record(&journal.running.join(format!("{ID}.json"))).unwrap();
+            assert_eq!(
+                kept.writer,
+                serde_json::from_value(record["writer"].clone()).unwrap()
+            );
+        }
+        let root = tempfile::tempdir().unwrap();
+        journal_with(root.path(), &session_record(gone(), Some(handoff())));
+        let local = JobJournal::<SolveJobs>::new(root.path(), &JobScope::Stdio, 8, false);
+        assert!(local.abandoned().is_empty());
+    }
+
+    /// A dead session's race over Slurm attempts has no handoff of its
+    /// own, and is abandoned all the same.
+    #[test]
+    fn a_dead_sessions_race_is_abandoned_without_a_handoff() {
+        let root = tempfile::tempdir().unwrap();
+        let races = JobJournal::<crate::jobs::Portfolios>::new(
+            root.path(),
+            &JobScope::Sessionless,
+            8,
+            true,
+        );
+        let record = session_record(gone(), None);
+        crate::kept::write_whole(
+            &races.running,
+            &format!("{ID}.json"),
+            record.to_string().as_bytes(),
+        )
+        .unwrap();
+        let found = races.abandoned();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].handoff, None);
+    }
+
     #[test]
     fn only_registry_ids_become_paths() {
         assert!(is_job_id("0123456789abcdef0123456789abcdef"));
@@ -678,10 +929,23 @@ mod tests {
             ..me.clone()
         };
         assert!(!gone.is_alive());
+        assert!(!me.is_surely_gone());
+        assert!(gone.is_surely_gone());
         let other_boot = Writer {
             boot: "not-this-boot".to_owned(),
-            ..me
+            ..me.clone()
         };
         assert!(!other_boot.is_alive());
+        assert!(other_boot.is_surely_gone(), "this machine rebooted since");
+        let other_machine = Writer {
+            host: "another-login-node".to_owned(),
+            ..other_boot.clone()
+        };
+        assert!(!other_machine.is_surely_gone(), "it may still run there");
+        let unknown = Writer {
+            host: String::new(),
+            ..other_boot
+        };
+        assert!(!unknown.is_surely_gone());
     }
 }

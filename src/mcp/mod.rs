@@ -224,6 +224,9 @@ pub struct JobPools {
     cpsat_jobs: CpsatJobs,
     /// Tool calls answered with an MCP task ([`tasks`]).
     tasks: tasks::Tasks,
+    /// The races' journal, once kept: a dead session's races are retired
+    /// from it ([`Self::cancel_abandoned`]).
+    race_journal: Arc<std::sync::OnceLock<Arc<JobJournal<Portfolios>>>>,
 }
 
 impl JobPools {
@@ -241,6 +244,7 @@ impl JobPools {
             tasks: tasks::registry(bounds, shutdown.clone()),
             portfolios: Portfolios::new(solve_jobs.clone(), bounds, shutdown.clone()),
             solve_jobs,
+            race_journal: Arc::default(),
             cpsat_jobs: CpsatJobs::new(
                 cpsat.clone(),
                 backend.clone(),
@@ -266,11 +270,11 @@ impl JobPools {
             )));
         // A race runs in this process; its attempts are the solve jobs,
         // which outlive it on Slurm (its message on a restart says so).
-        self.portfolios
-            .registry()
-            .keep_in(Arc::new(JobJournal::<Portfolios>::new(
-                root, scope, retained, on_slurm,
-            )));
+        let races = Arc::new(JobJournal::<Portfolios>::new(
+            root, scope, retained, on_slurm,
+        ));
+        self.portfolios.registry().keep_in(races.clone());
+        let _ = self.race_journal.set(races);
         self.cpsat_jobs
             .keep_in(Arc::new(JobJournal::<CpsatJobs>::new(
                 root,
@@ -289,6 +293,16 @@ impl JobPools {
     /// running (see [`crate::jobs::reattach`]); how many.
     fn reattach_orphans(&self) -> usize {
         self.solve_jobs.reattach_orphans() + self.cpsat_jobs.reattach_orphans()
+    }
+
+    /// Ends the Slurm jobs of dead servers' HTTP sessions, which nobody
+    /// can read any more, and retires their races (see
+    /// [`crate::jobs::reattach`]); how many jobs it cancels.
+    fn cancel_abandoned(&self) -> usize {
+        if let Some(races) = self.race_journal.get() {
+            crate::jobs::reattach::retire_abandoned_races(races);
+        }
+        self.solve_jobs.cancel_abandoned() + self.cpsat_jobs.cancel_abandoned()
     }
 
     /// Stops every job and waits until their processes are gone, or until
@@ -523,12 +537,20 @@ impl SolvergateServer {
     /// Takes over the Slurm jobs an earlier server left running, of this
     /// server's own scope: called once at start-up by a face whose scope
     /// outlives a process (stdio, an HTTP server's sessionless jobs).
-    /// Says on stderr how many it took over, when any.
+    /// Says on stderr how many it took over, when any. Then ends the
+    /// Slurm jobs of dead servers' HTTP sessions, which nobody can read
+    /// any more (their `scancel` in the background), and says how many.
     pub fn reattach_slurm_jobs(&self) {
         let taken = self.jobs.reattach_orphans();
         if taken > 0 {
             eprintln!(
                 "solvergate: following {taken} Slurm job(s) an earlier server left running; they finish here"
+            );
+        }
+        let cancelled = self.jobs.cancel_abandoned();
+        if cancelled > 0 {
+            eprintln!(
+                "solvergate: cancelling {cancelled} Slurm job(s) of HTTP sessions whose server stopped; no one can read them any more"
             );
         }
     }

@@ -7,7 +7,8 @@ CP-SAT job with a checker succeeds; closing the server cancels its Slurm
 jobs; a Slurm job whose server was SIGKILLed is taken over by the next server
 on the same data dir and ends as it would have (solve, CP-SAT, a race's
 attempts; cancel; a Slurm-side end while no server watched; never by two
-servers; a session's never); an unusable Slurm is refused before any job is admitted, naming the
+servers; a session's never: the next server cancels a dead session's Slurm
+jobs instead, never a live server's); an unusable Slurm is refused before any job is admitted, naming the
 command that failed and its stderr.
 
 Needs the single-node cluster of scripts/slurm-cluster. scripts/test sets
@@ -543,14 +544,7 @@ async def test_over_http_a_sessionless_job_is_taken_over_and_a_sessions_is_not(h
     its server: no later session (nor a sessionless request) reads it, and
     no server takes it over."""
     data = tmp_path / "data"
-    variables = {
-        "SOLVERGATE_JOB_BACKEND": "slurm",
-        "SOLVERGATE_SLURM_PARTITION": PARTITION,
-        "SOLVERGATE_SLURM_WORKDIR": str(workdir),
-        "SOLVERGATE_CPSAT_PYTHON": PYTHON,
-        "SOLVERGATE_CPSAT_WARM": "0",
-        "XDG_DATA_HOME": str(data),
-    }
+    variables = http_variables(workdir, data)
     started: list[dict] = []
     with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full", **variables) as server:
         try:
@@ -582,12 +576,154 @@ async def test_over_http_a_sessionless_job_is_taken_over_and_a_sessions_is_not(h
                 job, _ = await wait_terminal(client, loose["job_id"], "get_solve_job")
                 assert job["state"] == "timeout" and job["result"]["solutions"] == [{"x": 1}], job
             assert "following 1 Slurm job(s) an earlier server left running" in server.stderr_text()
-        # Nobody took the session's job over: its record still names its
-        # dead server, and Slurm still runs it (to its time limit).
-        assert running_record(data, "solve", owned["job_id"])["writer"]["pid"] == dead
-        assert slurm_state(owned["slurm"]["job_id"]) == "RUNNING"
+        # Nobody took the session's job over: nobody can read it, so the
+        # new server cancelled its Slurm job instead of letting it run to
+        # its time limit.
+        assert not (data / "solvergate" / "jobs" / "solve" / "running" / f"{owned['job_id']}.json").exists()
+        assert slurm_state(owned["slurm"]["job_id"]) == "CANCELLED"
     finally:
         scancel_all(started)
+
+
+def http_variables(workdir: Path, data: Path) -> dict[str, str]:
+    """An HTTP server's environment: the test cluster, `data` as its data dir."""
+    return {
+        "SOLVERGATE_JOB_BACKEND": "slurm",
+        "SOLVERGATE_SLURM_PARTITION": PARTITION,
+        "SOLVERGATE_SLURM_WORKDIR": str(workdir),
+        "SOLVERGATE_CPSAT_PYTHON": PYTHON,
+        "SOLVERGATE_CPSAT_WARM": "0",
+        "XDG_DATA_HOME": str(data),
+    }
+
+
+def done_record(data: Path, kind: str, job_id: str) -> dict:
+    return json.loads((data / "solvergate" / "jobs" / kind / "done" / f"{job_id}.json").read_text())
+
+
+async def session_job_then_killed(harness, variables: dict[str, str], data: Path, tool: str, arguments: dict) -> tuple[dict, int]:
+    """An HTTP server on `data` takes `arguments` from a session, waited for
+    until Slurm runs every Slurm job of it (a race: each attempt's); then the
+    server is SIGKILLed. Returns the job's status (a race's: with
+    `attempts`, its attempts' statuses) and the dead server's pid."""
+    status: dict = {}
+    dead = 0
+    with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full", **variables) as server:
+        try:
+            async with http_session(server.url, close=False) as session:
+                submitted = await call_ok(session, tool, arguments)
+                get_tool = tool.replace("submit_", "get_")
+                solve_ids = submitted.get("attempt_job_ids") or [submitted["job_id"]]
+                running = [await wait_slurm_state(session, job_id, {"RUNNING"}, timeout=60) for job_id in solve_ids]
+                with anyio.fail_after(10):
+                    while not all("slurm" in running_record(data, "solve", job["job_id"]) for job in running):
+                        await anyio.sleep(0.05)
+                for job in running:
+                    job["dir"] = running_record(data, "solve", job["job_id"])["slurm"]["dir"]
+                status = await call_ok(session, get_tool, {"job_id": submitted["job_id"]})
+                status["attempts"] = running
+                dead = server.proc.pid
+                os.kill(dead, signal.SIGKILL)
+                server.proc.wait(timeout=15)
+        except BaseException:  # noqa: BLE001 - the client's teardown of a killed server
+            if not status or server.proc.poll() is None:
+                raise
+    return status, dead
+
+
+async def test_a_dead_servers_session_job_is_cancelled_by_the_next_server_and_a_live_servers_is_not(harness, workdir, tmp_path):
+    """A session's job ends with its server, on Slurm too: nobody can read
+    it any more, so the next server on the data dir cancels its Slurm job,
+    removes its directory and keeps its record as failed. Never a live
+    server's: another HTTP server on the same data dir keeps running its
+    session's job, which that session still reads."""
+    data = tmp_path / "data"
+    variables = http_variables(workdir, data)
+    jobs: list[dict] = []
+    try:
+        with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full", **variables) as live:
+            async with http_session(live.url) as kept:
+                submitted = await call_ok(kept, "submit_solve_job", LONG_JOB)
+                alive = await wait_slurm_state(kept, submitted["job_id"], {"RUNNING"}, timeout=60)
+                jobs.append(alive)
+                with anyio.fail_after(10):
+                    while "slurm" not in running_record(data, "solve", alive["job_id"]):
+                        await anyio.sleep(0.05)
+                alive_dir = Path(running_record(data, "solve", alive["job_id"])["slurm"]["dir"])
+                orphan, dead = await session_job_then_killed(harness, variables, data, "submit_solve_job", LONG_JOB)
+                jobs.append(orphan)
+                slurm_id = orphan["slurm"]["job_id"]
+                assert slurm_state(slurm_id) == "RUNNING", "the dead server's job runs on, for now"
+                with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full", **variables) as third:
+                    # Within a few seconds, with nobody asking.
+                    with anyio.fail_after(15):
+                        while slurm_state(slurm_id) != "CANCELLED":
+                            await anyio.sleep(0.1)
+                    with anyio.fail_after(15):
+                        while Path(orphan["attempts"][0]["dir"]).exists():
+                            await anyio.sleep(0.1)
+                    with anyio.fail_after(15):
+                        while not (data / "solvergate" / "jobs" / "solve" / "done" / f"{orphan['job_id']}.json").exists():
+                            await anyio.sleep(0.1)
+                    assert not (data / "solvergate" / "jobs" / "solve" / "running" / f"{orphan['job_id']}.json").exists()
+                    record = done_record(data, "solve", orphan["job_id"])
+                    assert record["scope"].startswith("session:") and record["writer"]["pid"] == third.proc.pid, record
+                    assert record["status"]["state"] == "failed", record
+                    assert record["status"]["diagnostic"]["category"] == "job_failed", record
+                    assert record["status"]["message"] == (
+                        f"the server that ran this job (pid {dead}) stopped before the job finished, and the HTTP"
+                        " session the job belonged to ended with it: no one can read the job any more, so the next"
+                        f" server on this data dir (pid {third.proc.pid}) cancelled its Slurm job (job {slurm_id})"
+                        " and removed its directory"
+                    ), record["status"]["message"]
+                    assert "cancelling 1 Slurm job(s) of HTTP sessions whose server stopped" in third.stderr_text()
+                    # Still nobody's: neither a new session nor a sessionless request reads it.
+                    async with sessionless_client(third.url) as client, http_session(third.url) as session:
+                        for caller in (session, client):
+                            error = await call_error(caller, "get_solve_job", {"job_id": orphan["job_id"]})
+                            assert error.category == "invalid_request" and orphan["job_id"] in error.message, error
+                    # The live server's session job: untouched, still read by its session.
+                    assert slurm_state(alive["slurm"]["job_id"]) == "RUNNING"
+                    assert alive_dir.is_dir()
+                    now = await call_ok(kept, "get_solve_job", {"job_id": alive["job_id"]})
+                    assert now["state"] == "running" and now["message"] is None, now
+                    assert running_record(data, "solve", alive["job_id"])["writer"]["pid"] == live.proc.pid
+    finally:
+        scancel_all(jobs)
+
+
+async def test_a_dead_servers_session_race_is_kept_failed_and_its_attempts_slurm_jobs_are_cancelled(harness, workdir, tmp_path):
+    """A session's race ends with its server too: its attempts are that
+    session's solve jobs on Slurm, each cancelled by the next server; the
+    race is kept as failed, saying so."""
+    data = tmp_path / "data"
+    variables = http_variables(workdir, data)
+    race = {"models": [HARD_MODEL, HARD_MODEL + "% the same\n"], "solvers": ["gecode"], "per_attempt_timeout_ms": 60000}
+    status: dict = {"attempts": []}
+    try:
+        status, dead = await session_job_then_killed(harness, variables, data, "submit_portfolio_job", race)
+        assert len(status["attempts"]) == 2, status
+        with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full", **variables) as third:
+            with anyio.fail_after(15):
+                while any(slurm_state(attempt["slurm"]["job_id"]) != "CANCELLED" for attempt in status["attempts"]):
+                    await anyio.sleep(0.1)
+            assert await no_job_dirs_left(workdir, timeout=15) == []
+            with anyio.fail_after(15):
+                while not all((data / "solvergate" / "jobs" / "solve" / "done" / f"{a['job_id']}.json").exists() for a in status["attempts"]):
+                    await anyio.sleep(0.1)
+            for attempt in status["attempts"]:
+                assert done_record(data, "solve", attempt["job_id"])["status"]["state"] == "failed"
+            record = done_record(data, "portfolio", status["job_id"])
+            assert record["status"]["state"] == "failed", record
+            assert record["status"]["message"] == (
+                f"the server that ran this race (pid {dead}) stopped before the race finished, and the HTTP session"
+                " the race belonged to ended with it: no one can read the race any more, so the next server on this"
+                f" data dir (pid {third.proc.pid}) kept it as failed and cancels the Slurm jobs of its attempts"
+            ), record["status"]["message"]
+            assert not list((data / "solvergate" / "jobs" / "portfolio" / "running").glob("*.json"))
+            assert "cancelling 2 Slurm job(s) of HTTP sessions whose server stopped" in third.stderr_text()
+    finally:
+        scancel_all(status["attempts"])
 
 
 @pytest.mark.parametrize(
