@@ -127,6 +127,13 @@ impl Writer {
     /// machine, or it ran on this machine before it last booted. A writer
     /// of another boot on another machine sharing the data dir (or of an
     /// unknown one: a record of an earlier version) may well still run.
+    /// Whether it may still run, here or on another machine sharing the
+    /// data dir: what a reader must assume before it calls a job
+    /// interrupted or takes it over.
+    fn may_run(&self) -> bool {
+        !self.is_surely_gone()
+    }
+
     fn is_surely_gone(&self) -> bool {
         if self.boot == boot_id() {
             return !self.is_alive();
@@ -303,7 +310,7 @@ impl<K: Kept> JobJournal<K> {
             return Some(record.status);
         }
         let record = self.read(&self.running.join(&name))?;
-        if record.writer.is_alive() {
+        if record.writer.may_run() {
             return Some(self.elsewhere(record));
         }
         // Its server is gone. Whether another server is taking the job
@@ -313,7 +320,7 @@ impl<K: Kept> JobJournal<K> {
             return Some(record.status);
         }
         let record = self.read(&self.running.join(&name))?;
-        if record.writer.is_alive() {
+        if record.writer.may_run() {
             return Some(self.elsewhere(record));
         }
         let message = match (&record.slurm, record.on_slurm) {
@@ -345,12 +352,27 @@ impl<K: Kept> JobJournal<K> {
     /// A record of a live server's job, as this one reads it.
     fn elsewhere(&self, record: Record) -> Value {
         let mut status = record.status;
+        let server = if record.writer.boot == boot_id() {
+            format!(
+                "another solvergate server on this machine (pid {})",
+                record.writer.pid
+            )
+        } else if record.writer.host.is_empty() {
+            format!(
+                "a solvergate server (pid {}) that may still run on another machine sharing this data dir",
+                record.writer.pid
+            )
+        } else {
+            format!(
+                "a solvergate server on another machine sharing this data dir ({}, pid {})",
+                record.writer.host, record.writer.pid
+            )
+        };
         K::elsewhere(
             &mut status,
             format!(
-                "this {} runs in another solvergate server on this machine (pid {}); its state here is as that server last wrote it",
-                K::NOUN,
-                record.writer.pid
+                "this {} runs in {server}; its state here is as that server last wrote it",
+                K::NOUN
             ),
         );
         status
@@ -387,7 +409,7 @@ impl<K: Kept> JobJournal<K> {
             return None;
         }
         let record = self.read(&self.running.join(&name))?;
-        if record.writer.is_alive() {
+        if record.writer.may_run() {
             return None;
         }
         let handoff = record.slurm.clone()?;
@@ -422,7 +444,7 @@ impl<K: Kept> JobJournal<K> {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 let id = name.strip_suffix(".json").filter(|id| is_job_id(id))?;
                 let record = self.read(&entry.path())?;
-                if record.writer.is_alive() {
+                if record.writer.may_run() {
                     return None;
                 }
                 Some(Orphan {
@@ -801,6 +823,33 @@ mod tests {
         assert!(journal.claim(ID, |_| Ok(())).is_none());
         assert!(journal.find(ID).is_none());
         assert!(journal.running.join(format!("{ID}.json")).exists());
+    }
+
+    /// A Slurm job of a server on another machine sharing the data dir
+    /// (another login node of a cluster) may still be followed there: it
+    /// is neither taken over nor read as failed, but read as that server
+    /// last wrote it.
+    #[test]
+    fn another_machines_job_is_left_to_it() {
+        let root = tempfile::tempdir().unwrap();
+        let elsewhere = Writer {
+            boot: "another-boot".to_owned(),
+            host: "another-login-node".to_owned(),
+            ..gone()
+        };
+        let mut record = session_record(elsewhere, Some(handoff()));
+        set(&mut record, "scope", Value::from("stdio"));
+        let journal = journal_with(root.path(), &record);
+        assert!(journal.orphans().is_empty());
+        assert!(journal.claim(ID, |_| Ok(())).is_none());
+        let read = journal.find(ID).unwrap();
+        assert_eq!(read["state"], "running");
+        assert_eq!(
+            read["message"],
+            "this job runs in a solvergate server on another machine sharing this data dir (another-login-node, pid 999999999); its state here is as that server last wrote it"
+        );
+        assert!(journal.running.join(format!("{ID}.json")).exists());
+        assert!(!journal.done.join(format!("{ID}.json")).exists());
     }
 
     /// A record of job `ID` of an HTTP session, written by `writer`.
