@@ -35,7 +35,8 @@ from helpers import all_procs, environ_has, leftover_marked_async
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-DEFAULT_BIN = "/work/main/target/debug/solvergate"
+#: The checkout's debug build (scripts/test sets SOLVERGATE_BIN to it too).
+DEFAULT_BIN = str(Path(__file__).resolve().parents[2] / "target" / "debug" / "solvergate")
 NODE_DIR = Path(__file__).resolve().parent.parent / "node"
 DEFAULT_RUNTIME = "/usr"
 

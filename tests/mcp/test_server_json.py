@@ -44,7 +44,7 @@ def run(binary: str, *args: str, env: dict[str, str] | None = None) -> subproces
 
 @pytest.fixture
 def binary() -> str:
-    path = os.environ.get("SOLVERGATE_BIN", "/work/main/target/debug/solvergate")
+    path = os.environ.get("SOLVERGATE_BIN", str(REPO / "target" / "debug" / "solvergate"))
     if not os.access(path, os.X_OK):
         pytest.fail(f"solvergate binary not found at {path}: run `cargo build` or set SOLVERGATE_BIN")
     return path
@@ -86,6 +86,18 @@ def test_versions_are_cargo_toml_s() -> None:
     assert re.search(r'^name = "solvergate"$', pyproject, re.M) and package()["identifier"] == "solvergate"
     assert re.search(r'^dynamic = \["version"\]$', pyproject, re.M), "the wheel takes its version from Cargo.toml"
     assert package()["registryType"] == "pypi" and package()["transport"] == {"type": "stdio"}
+
+
+def test_the_cpsat_extra_pins_the_or_tools_the_installer_pins() -> None:
+    """`solvergate[cpsat]` puts the OR-Tools beside the binary that
+    `install-runtime` would install and the tests run."""
+    manifest = re.search(r'^ortools = "([^"]+)"$', (REPO / "runtime-manifest.toml").read_text(), re.M)
+    assert manifest, "no ortools pin in runtime-manifest.toml"
+    extra = re.search(r"^cpsat = \[\"ortools==([^\"]+)\"\]$", (REPO / "pyproject.toml").read_text(), re.M)
+    assert extra, "no cpsat extra pinning ortools in pyproject.toml"
+    tests = re.search(r"^ortools==(\S+)$", (REPO / "tests" / "requirements.txt").read_text(), re.M)
+    assert tests, "no ortools pin in tests/requirements.txt"
+    assert extra[1] == manifest[1] == tests[1], (extra[1], manifest[1], tests[1])
 
 
 def test_the_pypi_readme_names_the_server_for_the_registry() -> None:
