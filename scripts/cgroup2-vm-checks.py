@@ -494,7 +494,51 @@ def measure_join_cost(vm, rounds):
                 name = "run-cpsat trivial, limits %s, %s" % (mode, key)
                 lines.append(figures(name, samples[mode][key]))
     lines.extend(measure_join(vm.apps, rounds * 2, read("/proc/self/mounts")))
+    lines.extend(measure_trampoline(vm.solvergate, vm.apps, rounds * 2))
     return lines
+
+
+def measure_trampoline(solvergate, parent, count):
+    """The trampoline as the executor starts it, to /bin/true: into a fresh group (cloned there
+    with CLONE_INTO_CGROUP, waiting outside) against no group at all, alternated; wall ms of
+    the whole start and end."""
+    timed = {"group": [], "none": []}
+    for index in range(count):
+        group = os.path.join(parent, "trampoline-%d" % index)
+        os.mkdir(group)
+        for mode in ("group", "none"):
+            joins = ["--cgroup", os.path.join(group, "cgroup.procs")] if mode == "group" else []
+            began = time.perf_counter()
+            subprocess.run([solvergate, "__confine", *joins, "--", "/bin/true"], check=True)
+            timed[mode].append((time.perf_counter() - began) * 1000)
+        os.rmdir(group)
+    return [
+        figures("trampoline to /bin/true into a fresh group, ms", timed["group"]),
+        figures("trampoline to /bin/true, no group, ms", timed["none"]),
+    ]
+
+
+def check_clone_into(vm, checks):
+    """The trampoline clones the program into its run's group and waits outside it."""
+    group = os.path.join(vm.apps, "clone-probe")
+    os.mkdir(group)
+    try:
+        child = subprocess.Popen(
+            [vm.solvergate, "__confine", "--cgroup", os.path.join(group, "cgroup.procs"), "--",
+             "/bin/sh", "-c", "echo $PPID; cat /proc/self/cgroup; cat /proc/$PPID/cgroup"],
+            stdout=subprocess.PIPE, text=True,
+        )
+        out, _ = child.communicate(timeout=60)
+        lines = out.split()
+        name = "0::" + group[len("/sys/fs/cgroup"):]
+        checks.record(
+            "the trampoline clones the program into the run's group and waits outside it",
+            child.returncode == 0 and lines[:1] == [str(child.pid)] and lines[1:2] == [name]
+            and name not in lines[2:],
+            "exit %s; program's parent, own group, parent's group: %s" % (child.returncode, lines),
+        )
+    finally:
+        os.rmdir(group)
 
 
 def measure_join(parent, count, mounts):
@@ -553,6 +597,7 @@ def main():
     checks = Checks()
     for check in (
         check_detection,
+        check_clone_into,
         check_run_group,
         check_memory_bomb,
         check_fork_bomb,

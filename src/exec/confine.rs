@@ -7,7 +7,8 @@
 //!
 //! 1. join the run's cgroups (`--cgroup FILE`: a v1 `tasks` or v2
 //!    `cgroup.procs` to write `0`, ourselves, to), so nothing of the tree
-//!    runs outside them;
+//!    runs outside them; on v2 it clones itself into the group instead and
+//!    waits outside as the clone's supervisor ([`super::clone_into`]);
 //! 2. set rlimits, soft and hard (`--rlimit fsize=BYTES`, `data=BYTES`,
 //!    `nproc=N`), so the program cannot raise them again;
 //! 3. with `--userns`, move into a user namespace of its own, mapped to our
@@ -29,6 +30,7 @@ use std::process::ExitCode;
 
 use nix::sys::resource::{Resource, setrlimit};
 
+use super::clone_into::{self, Side};
 use super::sandbox::{self, SandboxReport};
 
 /// The hidden argument that makes the binary a trampoline.
@@ -225,7 +227,14 @@ pub fn serve(args: impl Iterator<Item = OsString>) -> ExitCode {
         .report
         .as_ref()
         .map(|path| (std::fs::File::create(path), path));
-    for file in &confinement.cgroups {
+    // On v2, the rest happens in a clone made inside the group, this
+    // process waiting for it outside ([`clone_into`]).
+    let cloned = match v2_group(&confinement.cgroups).map(clone_into::clone_into) {
+        Some(Ok(Side::Supervisor(clone))) => return clone_into::supervise(clone),
+        Some(Ok(Side::Clone)) => true,
+        Some(Err(_)) | None => false,
+    };
+    for file in confinement.cgroups.iter().filter(|_| !cloned) {
         // `0` is the writer itself: on v1's `tasks` the one thread we are,
         // which the kernel moves without its global lock.
         if let Err(error) = std::fs::write(file, "0") {
@@ -283,6 +292,15 @@ pub fn serve(args: impl Iterator<Item = OsString>) -> ExitCode {
         "could not run {}: {error}",
         Path::new(&program).display()
     ))
+}
+
+/// The group a run joins through a single v2 `cgroup.procs`, if that is
+/// what it was given.
+fn v2_group(files: &[PathBuf]) -> Option<&Path> {
+    match files {
+        [file] if file.file_name().is_some_and(|name| name == "cgroup.procs") => file.parent(),
+        _ => None,
+    }
 }
 
 /// Replaces this process with `program args` (`execv`: no `PATH` search,

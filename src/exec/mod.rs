@@ -25,6 +25,7 @@
 //! left behind); services decide what they mean.
 
 mod cgroup;
+mod clone_into;
 pub mod confine;
 pub mod escape;
 mod forker;
