@@ -202,11 +202,12 @@ fn line(text: &mut String, card: &Card) {
         } else {
             "outside"
         },
-        match card.objective {
-            Objective::LeastRisky => {
+        match (card.objective, card.within_policy) {
+            (Objective::LeastRisky, false) => {
                 " (no plan meets the policy: this is the least risky plan, the cheapest of those)"
             }
-            Objective::Cheapest | Objective::CheapestWithinPolicy => "",
+            (Objective::LeastRisky, true) => " (the least risky plan, the cheapest of those)",
+            (Objective::Cheapest | Objective::CheapestWithinPolicy, _) => "",
         },
         card.checker.as_deref().unwrap_or("silent")
     );

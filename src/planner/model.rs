@@ -175,7 +175,7 @@ pub async fn plan(
     let singles = futures_util::future::join_all(CARDS.iter().filter_map(|(name, fixed)| {
         fixed.map(|mode| {
             solve_card(Solve {
-                file: *name,
+                file: name,
                 fixed: Some(mode),
                 bound: NO_BOUND,
                 miss_budget: None,
@@ -220,16 +220,22 @@ pub async fn plan(
             // or, at the policy's very bound, the model's rounding (always
             // toward refusing) may refuse what the exact figure admits: that
             // plan is then the optimised one too — never a worse incumbent.
-            notes.push(format!(
-                "the free solve found nothing cheaper than {best}{} within {} s ({}); the optimised plan is {best}'s",
-                if budget.is_some() {
-                    " within the policy"
-                } else {
-                    ""
-                },
-                SOLVE_TIMEOUT.duration().as_secs(),
-                free.status
-            ));
+            notes.push(if free.status == SolveStatus::Unsatisfiable {
+                format!(
+                    "the model, whose rounding refuses plans within a few millionths of the policy's bound, admits no plan within the policy; the exact figure puts {best} within it, so the optimised plan is {best}'s"
+                )
+            } else {
+                format!(
+                    "the free solve found nothing cheaper than {best}{} within {} s ({}); the optimised plan is {best}'s",
+                    if budget.is_some() {
+                        " within the policy"
+                    } else {
+                        ""
+                    },
+                    SOLVE_TIMEOUT.duration().as_secs(),
+                    free.status
+                )
+            });
             optimised = Card {
                 name: "optimised".to_owned(),
                 objective,
@@ -265,10 +271,14 @@ pub async fn plan(
                 .await?;
                 let cheapest = read("optimised", Objective::LeastRisky, &cheapest)?;
                 optimised = if cheapest.feasible { cheapest } else { least };
-                notes.push(
+                notes.push(if optimised.within_policy {
+                    // Only at the policy's very bound, where the model's
+                    // rounding refuses what the exact figure admits.
+                    "the model, whose rounding refuses plans within a few millionths of the policy's bound, admits no plan within the policy; the optimised plan is the least risky one, and the cheapest of those, which the exact figure puts within it"
+                } else {
                     "no plan meets the policy (max_miss_probability): the optimised plan is the least risky one, and the cheapest of those"
-                        .to_owned(),
-                );
+                }
+                .to_owned());
             }
         }
     }

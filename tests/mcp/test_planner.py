@@ -220,6 +220,27 @@ async def test_no_plan_meets_the_policy_so_the_least_risky_is_recommended_and_sa
     assert explained["check"]["ok"] is True
 
 
+async def test_at_the_policys_very_bound_the_exact_figure_decides(server):
+    # One air order whose deadline is missed with exactly 0.03, under a
+    # policy of 0.03: the model's rounding (terms up, budget down) refuses
+    # the plan, the exact figure admits it — the optimised card is then the
+    # single-mode plan the exact figure puts within the policy, said so.
+    problem = {
+        "orders": [{"id": "EDGE", "deadline_days": 6, "pallets": pallets(1, kg=120)}],
+        "rates": RATES,
+        "policy": {"max_miss_probability": 0.03},
+    }
+    planned = await plan(server.session, problem)
+    result = planned["result"]
+    by_name = cards(planned)
+    assert by_name["all_air"]["miss_probability"] == 0.03 and by_name["all_air"]["within_policy"], by_name
+    optimised = by_name["optimised"]
+    assert optimised["within_policy"] and optimised["modes"] == {"EDGE": "air"}, optimised
+    assert optimised["objective"] == "cheapest_within_policy" and optimised["status"] == "satisfied", optimised
+    assert result["recommended"] == "all_air", result
+    assert any("rounding" in note and "all_air" in note for note in result["notes"]), result["notes"]
+
+
 async def test_a_policy_that_bounds_nothing_leaves_the_cost_only_optimum(server):
     problem = copy.deepcopy(POLICY_BINDS)
     problem["policy"] = {"max_miss_probability": 1.0}

@@ -60,7 +60,11 @@ pub fn load_plan(result: &PlanResult) -> String {
             text.push_str("; outside policy");
         }
         if card.objective == crate::planner::Objective::LeastRisky {
-            text.push_str("; no plan meets the policy: the least risky plan");
+            text.push_str(if card.within_policy {
+                "; the least risky plan"
+            } else {
+                "; no plan meets the policy: the least risky plan"
+            });
         }
         if let Some(checker) = &card.checker {
             let _ = write!(text, "; checker: {checker}");
