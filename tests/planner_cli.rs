@@ -178,3 +178,31 @@ fn the_checker_refuses_a_plan_over_the_policy() {
         "{verdict}"
     );
 }
+
+/// The sample cohort under a policy of 0.02: PO-1001 can only fly, and by
+/// air its 6-day deadline is missed with 0.03, so no plan meets the policy;
+/// the optimised plan is the least risky one (every other order with no
+/// chance of a miss), the cheapest of those, and the table, the narration
+/// and the notes say so.
+#[test]
+fn when_no_plan_meets_the_policy_the_least_risky_is_recommended_in_words() {
+    let home = Home::new().on_test_runtime();
+    let cohort = example(&home).replace(
+        "\"max_miss_probability\": 0.1",
+        "\"max_miss_probability\": 0.02",
+    );
+    assert!(cohort.contains("0.02"), "{cohort}");
+    let output = home.run_with_stdin(&["plan"], &cohort);
+    snapshot(&home, "plan_least_risky_table", &output);
+    assert_eq!(output.status.code(), Some(0));
+    let output = home.run_with_stdin(&["plan", "--explain"], &cohort);
+    snapshot(&home, "plan_least_risky_explain", &output);
+    assert_eq!(output.status.code(), Some(0));
+    let output = home.run_with_stdin(&["plan", "--json"], &cohort);
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let optimised = &result["result"]["cards"][3];
+    assert_eq!(optimised["objective"], "least_risky", "{optimised}");
+    assert_eq!(optimised["within_policy"], false, "{optimised}");
+    assert_eq!(optimised["miss_probability"], 0.03, "{optimised}");
+    assert_eq!(result["result"]["recommended"], "optimised");
+}

@@ -131,9 +131,7 @@ pub fn narrate(plan: &LoadPlan) -> String {
         Some(card) => {
             let _ = writeln!(text, "Recommended plan: {}.", card.name);
             if !card.within_policy {
-                text.push_str(
-                    "No plan shown is within the policy, so the least risky one is recommended.\n",
-                );
+                text.push_str("No card is within the policy, so the least risky is recommended.\n");
             }
             line(&mut text, card);
         }
