@@ -116,10 +116,8 @@ pub struct Delays {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
-    /// The optimised plan is the cheapest whose chance of missing any
-    /// deadline is at most this (the least risky when no plan is), and a
-    /// card above it is not recommended while a card within it exists. 1
-    /// bounds nothing. Default 0.1.
+    /// The optimised plan is the cheapest with at most this chance of any
+    /// miss (else the least risky); 1 bounds nothing. Default 0.1.
     #[serde(default = "default_max_miss")]
     pub max_miss_probability: f64,
 }
