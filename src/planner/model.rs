@@ -248,7 +248,7 @@ pub async fn plan(
             // No plan meets the policy: the least risky plan, then the
             // cheapest of those (two solves, so the sum of the terms and the
             // cost never share one objective's integer).
-            let riskless = solve_card(Solve {
+            let least_risky = solve_card(Solve {
                 file: "least_risky",
                 fixed: None,
                 bound: NO_BOUND,
@@ -256,9 +256,9 @@ pub async fn plan(
                 objective: Objective::LeastRisky,
             })
             .await?;
-            let least = read("optimised", Objective::LeastRisky, &riskless)?;
+            let least = read("optimised", Objective::LeastRisky, &least_risky)?;
             if least.feasible
-                && let Some(solution) = &riskless.solution
+                && let Some(solution) = &least_risky.solution
             {
                 let units = int_at(solution, "plan_miss_units")?;
                 let cheapest = solve_card(Solve {
