@@ -106,3 +106,103 @@ fn the_bundled_model_runs_with_plain_minizinc() {
     assert!(stdout.contains("total_cents = 441200;"), "{stdout}");
     assert!(stdout.contains("=========="), "{stdout}");
 }
+
+/// The bundled checker confirms the policy: a hand-made plan of the sample
+/// cohort whose chance of any miss is over it (PO-1002 by sea
+/// consolidation, with its 0.05, beside the air 0.03 and the containers'
+/// 0.03: 1 − 0.97 × 0.95 × 0.97 ≈ 0.106 > 0.1) is refused for that reason
+/// alone, while the same plan passes when the policy bounds nothing.
+#[test]
+fn the_checker_refuses_a_plan_over_the_policy() {
+    let home = Home::new().on_test_runtime();
+    let cohort = home.path().join("cohort.json");
+    std::fs::write(&cohort, example(&home)).unwrap();
+    let output = home.run(&["plan", "--minizinc-data", cohort.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", transcript(&output));
+    let data: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        data["miss_budget"], 105_360,
+        "-ln(0.9) in millionths, rounded down"
+    );
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let minizinc = |files: &[&std::path::Path]| {
+        let output = Command::new(test_runtime().join("bin/minizinc"))
+            .args(["--solver", "gecode"])
+            .args(files)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", transcript(&output));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    // The plan, with its costs from the model itself: each order allowed
+    // only its hand-picked mode, and no policy.
+    let mut pinned = data.clone();
+    pinned["allowed"] = serde_json::json!([
+        [true, false, false],
+        [false, true, false],
+        [false, false, true],
+        [false, false, true]
+    ]);
+    pinned["miss_budget"] = serde_json::json!(-1);
+    let pinned_path = home.path().join("pinned.json");
+    std::fs::write(&pinned_path, pinned.to_string()).unwrap();
+    let solved = minizinc(&[&repo.join("models/load_planner/model.mzn"), &pinned_path]);
+    assert!(solved.contains("mode = [1, 2, 3, 3];"), "{solved}");
+    let plan: String = solved
+        .lines()
+        .filter(|line| !line.starts_with("---") && !line.starts_with("==="))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let plan_path = home.path().join("plan.dzn");
+    std::fs::write(&plan_path, plan).unwrap();
+    // The checker as a plain model: data and plan in, verdict out.
+    let checker = home.path().join("checker.mzn");
+    std::fs::copy(repo.join("checkers/load_planner.mzc.mzn"), &checker).unwrap();
+    let data_path = home.path().join("data.json");
+    std::fs::write(&data_path, data.to_string()).unwrap();
+    let verdict = minizinc(&[&checker, &data_path, &plan_path]);
+    assert!(
+        verdict.contains("INCORRECT: the plan breaks the policy"),
+        "{verdict}"
+    );
+    assert!(
+        !verdict.contains("not allowed") && !verdict.contains("differ"),
+        "{verdict}"
+    );
+    let mut unbounded = data.clone();
+    unbounded["miss_budget"] = serde_json::json!(-1);
+    std::fs::write(&data_path, unbounded.to_string()).unwrap();
+    let verdict = minizinc(&[&checker, &data_path, &plan_path]);
+    assert!(
+        verdict.contains("CORRECT") && !verdict.contains("INCORRECT"),
+        "{verdict}"
+    );
+}
+
+/// The sample cohort under a policy of 0.02: PO-1001 can only fly, and by
+/// air its 6-day deadline is missed with 0.03, so no plan meets the policy;
+/// the optimised plan is the least risky one (every other order with no
+/// chance of a miss), the cheapest of those, and the table, the narration
+/// and the notes say so.
+#[test]
+fn when_no_plan_meets_the_policy_the_least_risky_is_recommended_in_words() {
+    let home = Home::new().on_test_runtime();
+    let cohort = example(&home).replace(
+        "\"max_miss_probability\": 0.1",
+        "\"max_miss_probability\": 0.02",
+    );
+    assert!(cohort.contains("0.02"), "{cohort}");
+    let output = home.run_with_stdin(&["plan"], &cohort);
+    snapshot(&home, "plan_least_risky_table", &output);
+    assert_eq!(output.status.code(), Some(0));
+    let output = home.run_with_stdin(&["plan", "--explain"], &cohort);
+    snapshot(&home, "plan_least_risky_explain", &output);
+    assert_eq!(output.status.code(), Some(0));
+    let output = home.run_with_stdin(&["plan", "--json"], &cohort);
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let optimised = &result["result"]["cards"][3];
+    assert_eq!(optimised["objective"], "least_risky", "{optimised}");
+    assert_eq!(optimised["within_policy"], false, "{optimised}");
+    assert_eq!(optimised["miss_probability"], 0.03, "{optimised}");
+    assert_eq!(result["result"]["recommended"], "optimised");
+}

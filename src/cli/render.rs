@@ -298,7 +298,19 @@ pub fn load_plan(result: &PlanResult) -> String {
     text.push_str(&table(&rows, ""));
     match &plan.recommended {
         Some(name) => {
-            let _ = writeln!(text, "* recommended: {name}");
+            let outside = plan
+                .cards
+                .iter()
+                .any(|card| card.recommended && !card.within_policy);
+            let _ = writeln!(
+                text,
+                "* recommended: {name}{}",
+                if outside {
+                    " (no card is within the policy: the least risky)"
+                } else {
+                    ""
+                }
+            );
         }
         None => text.push_str("No card is feasible.\n"),
     }

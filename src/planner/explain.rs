@@ -17,7 +17,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Card, LoadPlan};
+use super::{Card, LoadPlan, Objective};
 
 /// What the guard found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -130,6 +130,9 @@ pub fn narrate(plan: &LoadPlan) -> String {
     match recommended {
         Some(card) => {
             let _ = writeln!(text, "Recommended plan: {}.", card.name);
+            if !card.within_policy {
+                text.push_str("No card is within the policy, so the least risky is recommended.\n");
+            }
             line(&mut text, card);
         }
         None => text.push_str("No plan is feasible for this cohort.\n"),
@@ -191,11 +194,18 @@ fn line(text: &mut String, card: &Card) {
     }
     let _ = writeln!(
         text,
-        "; {} the policy; checker {}.",
+        "; {} the policy{}; checker {}.",
         if card.within_policy {
             "within"
         } else {
             "outside"
+        },
+        match (card.objective, card.within_policy) {
+            (Objective::LeastRisky, false) => {
+                " (no plan meets the policy: this is the least risky plan, the cheapest of those)"
+            }
+            (Objective::LeastRisky, true) => " (the least risky plan, the cheapest of those)",
+            (Objective::Cheapest | Objective::CheapestWithinPolicy, _) => "",
         },
         card.checker.as_deref().unwrap_or("silent")
     );
@@ -212,6 +222,7 @@ mod tests {
             solver: "ortools-cpsat+py3dbp".to_owned(),
             cards: vec![Card {
                 name: "all_air".to_owned(),
+                objective: Objective::Cheapest,
                 feasible: true,
                 status: crate::minizinc::SolveStatus::Optimal,
                 infeasible_reason: None,
@@ -343,6 +354,7 @@ mod properties {
                     (within, recommended),
                 )| Card {
                     name,
+                    objective: Objective::LeastRisky,
                     feasible,
                     status: crate::minizinc::SolveStatus::Optimal,
                     infeasible_reason: reason,

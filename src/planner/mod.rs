@@ -6,8 +6,10 @@
 //! [`packer`] places the FCL pallets in 3D and yields a fill rate per
 //! container type; [`risk`] turns delay distributions into ETA percentiles,
 //! miss probabilities and CVaR; [`model`] solves the bundled MiniZinc model
-//! four times (all air, all LCL, all FCL, free) with the bundled checker;
-//! this module assembles the cards and picks the recommended one. [`store`]
+//! four times (all air, all LCL, all FCL, and the free mix with the policy
+//! as a constraint — the least risky mix when no plan meets it) with the
+//! bundled checker; this module assembles the cards and picks the
+//! recommended one. [`store`]
 //! keeps results (never problems) by content hash; [`explain`] renders a
 //! stored result through a fixed template and guards narrations.
 //!
@@ -156,11 +158,30 @@ pub struct Shipment {
     pub miss_probability: f64,
 }
 
+/// What a card's plan was solved for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Objective {
+    /// The cheapest plan of its kind: every single-mode card, and the free
+    /// mix when the policy bounds nothing (`max_miss_probability` 1).
+    Cheapest,
+    /// The cheapest plan whose chance of any miss is within the policy: the
+    /// free mix solved with the policy as a constraint.
+    CheapestWithinPolicy,
+    /// No plan meets the policy: the plan with the least chance of a miss,
+    /// and the cheapest of those.
+    LeastRisky,
+}
+
 /// One plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Card {
     /// `all_air`, `all_lcl`, `all_fcl` or `optimised`.
     pub name: String,
+    /// What the plan was solved for: the single-mode cards are the cheapest
+    /// of their mode; the optimised card is the cheapest within the policy,
+    /// or the least risky when no plan meets it.
+    pub objective: Objective,
     /// The solver found a solution and the bundled checker accepted it.
     pub feasible: bool,
     /// The solve's status (`optimal`, `unsatisfiable`, ...).
@@ -221,7 +242,7 @@ pub struct PlanResult {
 }
 
 /// The `planner` field of every result: bumped when the result format changes.
-pub const PLANNER_FORMAT: &str = "solvergate load planner, result format 1";
+pub const PLANNER_FORMAT: &str = "solvergate load planner, result format 2";
 
 impl LoadPlan {
     /// The canonical bytes: compact JSON with keys in order.

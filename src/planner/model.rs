@@ -1,6 +1,14 @@
 //! From a validated problem to the four cards: build the MiniZinc data (all
-//! integers: cents, kg, litres), solve the bundled model once per card with
-//! the bundled checker, and read back modes, containers and costs.
+//! integers: cents, kg, litres, and the policy as log-space terms in
+//! millionths), solve the bundled model once per card with the bundled
+//! checker, and read back modes, containers and costs.
+//!
+//! The optimised card is solved with the policy as a constraint: the
+//! cheapest plan whose chance of any miss is within it. When no plan is
+//! (the constrained solve is unsatisfiable), two more solves find the least
+//! risky plan and the cheapest of those, and a note says so. The card's
+//! miss probability is always re-computed exactly in [`super::risk`]; the
+//! model's rounded terms only ever make it stricter.
 //!
 //! The model and checker are compiled into the binary (`models/` and
 //! `checkers/` at the repository root) and written to a private temp dir for
@@ -16,7 +24,8 @@ use super::packer::{self, ContainerSpec, PalletUnit};
 use super::problem::{ContainerType, LoadProblem};
 use super::risk::{self, Distribution};
 use super::{
-    Card, CardCost, ContainerCount, LoadPlan, Mode, ModeRead, PLANNER_FORMAT, PackingRead, Shipment,
+    Card, CardCost, ContainerCount, LoadPlan, Mode, ModeRead, Objective, PLANNER_FORMAT,
+    PackingRead, Shipment,
 };
 use crate::budget::Budget;
 use crate::diagnostics::{Category, ToolError};
@@ -44,6 +53,20 @@ const CARDS: [(&str, Option<Mode>); 4] = [
     ("optimised", None),
 ];
 
+/// What one solve of the model is asked.
+struct Solve {
+    /// The data file's stem in the scratch dir.
+    file: &'static str,
+    /// Every order on this mode; `None`: free.
+    fixed: Option<Mode>,
+    /// No plan may cost more (cents).
+    bound: i64,
+    /// The most the used shipments' miss terms may sum to; `None`: no bound.
+    miss_budget: Option<i64>,
+    /// What the solve minimises.
+    objective: Objective,
+}
+
 /// One order, reduced to what the model needs.
 struct OrderFacts {
     id: String,
@@ -61,12 +84,17 @@ struct OrderFacts {
 pub fn minizinc_data(problem: &LoadProblem) -> Result<Value, ToolError> {
     problem.validate()?;
     let mut notes = Vec::new();
-    let (reads, _) = mode_reads(problem);
+    let (reads, distributions) = mode_reads(problem);
     let mut orders = order_facts(problem, &reads, &mut notes);
     let (_, fcl) = pack(problem, &mut orders, &mut notes);
-    let mut data = model_data(problem, &orders, &fcl)?;
+    let mut data = model_data(problem, &orders, &fcl, &distributions)?;
     data.insert("fixed_mode".to_owned(), json!(0));
     data.insert("upper_bound_cents".to_owned(), json!(NO_BOUND));
+    data.insert(
+        "miss_budget".to_owned(),
+        json!(risk::miss_budget(problem.policy.max_miss_probability).unwrap_or(-1)),
+    );
+    data.insert("objective".to_owned(), json!(0));
     Ok(Value::Object(data))
 }
 
@@ -80,7 +108,8 @@ pub async fn plan(
     let (reads, distributions) = mode_reads(problem);
     let mut orders = order_facts(problem, &reads, &mut notes);
     let (packing, fcl) = pack(problem, &mut orders, &mut notes);
-    let data = model_data(problem, &orders, &fcl)?;
+    let data = model_data(problem, &orders, &fcl, &distributions)?;
+    let budget = risk::miss_budget(problem.policy.max_miss_probability);
     let solver = minizinc.select_solver(None, cancel).await?.id.clone();
 
     let dir = crate::exec::scratch_dir("solvergate-planner-")?;
@@ -94,14 +123,22 @@ pub async fn plan(
     write(&model_path, MODEL)?;
     write(&checker_path, CHECKER)?;
 
-    let solve_card = |name: &'static str, fixed: Option<Mode>, bound: i64| {
+    let solve_card = |solve: Solve| {
         let mut card_data = data.clone();
         card_data.insert(
             "fixed_mode".to_owned(),
-            json!(fixed.map_or(0, Mode::number)),
+            json!(solve.fixed.map_or(0, Mode::number)),
         );
-        card_data.insert("upper_bound_cents".to_owned(), json!(bound));
-        let data_path = dir.path().join(format!("{name}.json"));
+        card_data.insert("upper_bound_cents".to_owned(), json!(solve.bound));
+        card_data.insert(
+            "miss_budget".to_owned(),
+            json!(solve.miss_budget.unwrap_or(-1)),
+        );
+        card_data.insert(
+            "objective".to_owned(),
+            json!(i64::from(solve.objective == Objective::LeastRisky)),
+        );
+        let data_path = dir.path().join(format!("{}.json", solve.file));
         let model_path = model_path.clone();
         let checker_path = checker_path.clone();
         let solver = solver.clone();
@@ -120,28 +157,40 @@ pub async fn plan(
             minizinc.solve(&request, &Progress::none(), cancel).await
         }
     };
-    // The single-mode plans first, side by side; each is also a plan the
-    // free solve may choose, so the best of them bounds it.
-    let singles = futures_util::future::join_all(
-        CARDS
-            .iter()
-            .filter_map(|(name, fixed)| fixed.map(|mode| solve_card(name, Some(mode), NO_BOUND))),
-    )
-    .await;
-    let mut cards = Vec::new();
-    for ((name, _), result) in CARDS.iter().zip(singles) {
-        cards.push(card(
+    let read = |name: &str, objective: Objective, result: &SolveResult| {
+        card(
             name,
-            &result?,
+            objective,
+            result,
             problem,
             &orders,
             &fcl,
             &distributions,
-        )?);
+        )
+    };
+    // The single-mode plans first, side by side, without the policy (each
+    // is reported with its own miss probability); each within the policy
+    // is also a plan the free solve may choose, so the best of them bounds
+    // it.
+    let singles = futures_util::future::join_all(CARDS.iter().filter_map(|(name, fixed)| {
+        fixed.map(|mode| {
+            solve_card(Solve {
+                file: name,
+                fixed: Some(mode),
+                bound: NO_BOUND,
+                miss_budget: None,
+                objective: Objective::Cheapest,
+            })
+        })
+    }))
+    .await;
+    let mut cards = Vec::new();
+    for ((name, _), result) in CARDS.iter().zip(singles) {
+        cards.push(read(name, Objective::Cheapest, &result?)?);
     }
     let best_single = cards
         .iter()
-        .filter(|card| card.feasible)
+        .filter(|card| card.within_policy)
         .filter_map(|card| {
             card.cost
                 .as_ref()
@@ -149,27 +198,89 @@ pub async fn plan(
         })
         .min_by_key(|(total, _)| *total);
     let bound = best_single.as_ref().map_or(NO_BOUND, |(total, _)| *total);
-    let free = solve_card("optimised", None, bound).await?;
-    let mut optimised = card("optimised", &free, problem, &orders, &fcl, &distributions)?;
-    // Within its budget the free solve may find nothing better than the
-    // best single-mode plan (a large cohort): that plan is then the
-    // optimised one too — never a worse incumbent.
-    if let Some((_, best)) = &best_single
-        && !optimised.feasible
-        && let Some(fallback) = cards.iter().find(|card| &card.name == best)
-    {
-        notes.push(format!(
-            "the free solve found nothing cheaper than {best} within {} s ({}); the optimised plan is {best}'s",
-            SOLVE_TIMEOUT.duration().as_secs(),
-            free.status
-        ));
-        optimised = Card {
-            name: "optimised".to_owned(),
-            // A plan the free model admits, not one it proved optimal.
-            status: SolveStatus::Satisfied,
-            recommended: false,
-            ..fallback.clone()
-        };
+    let objective = match budget {
+        Some(_) => Objective::CheapestWithinPolicy,
+        None => Objective::Cheapest,
+    };
+    let free = solve_card(Solve {
+        file: "optimised",
+        fixed: None,
+        bound,
+        miss_budget: budget,
+        objective,
+    })
+    .await?;
+    let mut optimised = read("optimised", objective, &free)?;
+    if !optimised.feasible {
+        if let Some((_, best)) = &best_single
+            && let Some(fallback) = cards.iter().find(|card| &card.name == best)
+        {
+            // Within its budget the free solve may find nothing better than
+            // the best single-mode plan within the policy (a large cohort),
+            // or, at the policy's very bound, the model's rounding (always
+            // toward refusing) may refuse what the exact figure admits: that
+            // plan is then the optimised one too — never a worse incumbent.
+            notes.push(if free.status == SolveStatus::Unsatisfiable {
+                format!(
+                    "the model, whose rounding refuses plans within a few millionths of the policy's bound, admits no plan within the policy; the exact figure puts {best} within it, so the optimised plan is {best}'s"
+                )
+            } else {
+                format!(
+                    "the free solve found nothing cheaper than {best}{} within {} s ({}); the optimised plan is {best}'s",
+                    if budget.is_some() {
+                        " within the policy"
+                    } else {
+                        ""
+                    },
+                    SOLVE_TIMEOUT.duration().as_secs(),
+                    free.status
+                )
+            });
+            optimised = Card {
+                name: "optimised".to_owned(),
+                objective,
+                // A plan the free model admits, not one it proved optimal.
+                status: SolveStatus::Satisfied,
+                recommended: false,
+                ..fallback.clone()
+            };
+        } else if budget.is_some() && free.status == SolveStatus::Unsatisfiable {
+            // No plan meets the policy: the least risky plan, then the
+            // cheapest of those (two solves, so the sum of the terms and the
+            // cost never share one objective's integer).
+            let least_risky = solve_card(Solve {
+                file: "least_risky",
+                fixed: None,
+                bound: NO_BOUND,
+                miss_budget: None,
+                objective: Objective::LeastRisky,
+            })
+            .await?;
+            let least = read("optimised", Objective::LeastRisky, &least_risky)?;
+            if least.feasible
+                && let Some(solution) = &least_risky.solution
+            {
+                let units = int_at(solution, "plan_miss_units")?;
+                let cheapest = solve_card(Solve {
+                    file: "least_risky_cheapest",
+                    fixed: None,
+                    bound: NO_BOUND,
+                    miss_budget: Some(units),
+                    objective: Objective::Cheapest,
+                })
+                .await?;
+                let cheapest = read("optimised", Objective::LeastRisky, &cheapest)?;
+                optimised = if cheapest.feasible { cheapest } else { least };
+                notes.push(if optimised.within_policy {
+                    // Only at the policy's very bound, where the model's
+                    // rounding refuses what the exact figure admits.
+                    "the model, whose rounding refuses plans within a few millionths of the policy's bound, admits no plan within the policy; the optimised plan is the least risky one, and the cheapest of those, which the exact figure puts within it"
+                } else {
+                    "no plan meets the policy (max_miss_probability): the optimised plan is the least risky one, and the cheapest of those"
+                }
+                .to_owned());
+            }
+        }
     }
     cards.push(optimised);
     drop(dir);
@@ -188,16 +299,39 @@ pub async fn plan(
     })
 }
 
+fn transit_days(problem: &LoadProblem, mode: Mode) -> u32 {
+    match mode {
+        Mode::Air => problem.rates.air.transit_days,
+        Mode::Lcl => problem.rates.lcl.transit_days,
+        Mode::Fcl => problem.rates.fcl.transit_days,
+    }
+}
+
+/// The chance that a shipment of `mode` whose tightest deadline is
+/// `deadline_days` misses it, as its card reports it (6 decimals); the
+/// model's policy terms are made of the same figures.
+fn shipment_miss(
+    problem: &LoadProblem,
+    distributions: &BTreeMap<Mode, Distribution>,
+    mode: Mode,
+    deadline_days: u32,
+) -> Option<f64> {
+    let distribution = distributions.get(&mode)?;
+    let miss = risk::miss_probability(transit_days(problem, mode), distribution, deadline_days);
+    Some(round(miss, 6))
+}
+
 /// Each mode's risk read and distribution (given, else the seed).
 fn mode_reads(problem: &LoadProblem) -> (BTreeMap<Mode, ModeRead>, BTreeMap<Mode, Distribution>) {
     let mut reads = BTreeMap::new();
     let mut distributions = BTreeMap::new();
     for mode in Mode::ALL {
-        let (table, transit) = match mode {
-            Mode::Air => (&problem.delays.air, problem.rates.air.transit_days),
-            Mode::Lcl => (&problem.delays.lcl, problem.rates.lcl.transit_days),
-            Mode::Fcl => (&problem.delays.fcl, problem.rates.fcl.transit_days),
+        let table = match mode {
+            Mode::Air => &problem.delays.air,
+            Mode::Lcl => &problem.delays.lcl,
+            Mode::Fcl => &problem.delays.fcl,
         };
+        let transit = transit_days(problem, mode);
         let (distribution, source) = match table {
             Some(table) => (
                 Distribution::from_table(table).unwrap_or_else(|_| Distribution::seed(mode)),
@@ -355,12 +489,14 @@ fn cents(amount: f64) -> i64 {
     (amount * 100.0).round() as i64
 }
 
-/// The model's data, without `fixed_mode`; refuses a cohort whose amounts
-/// would overflow the model's integers.
+/// The model's data, without `fixed_mode`, `upper_bound_cents`,
+/// `miss_budget` and `objective`; refuses a cohort whose amounts would
+/// overflow the model's integers.
 fn model_data(
     problem: &LoadProblem,
     orders: &[OrderFacts],
     fcl: &FclFacts,
+    distributions: &BTreeMap<Mode, Distribution>,
 ) -> Result<Map<String, Value>, ToolError> {
     let rates = &problem.rates;
     let total_kg: i64 = orders.iter().map(|order| order.kg).sum();
@@ -440,6 +576,40 @@ fn model_data(
         json!(fcl.types.iter().map(|t| cents(t.price)).collect::<Vec<_>>()),
     );
     data.insert("type_max_count".to_owned(), json!(fcl.max_count));
+    // The policy's terms: one per mode and distinct deadline (a shipment's
+    // term is that of its tightest deadline).
+    let levels: Vec<u32> = orders
+        .iter()
+        .map(|order| order.deadline_days)
+        .collect::<std::collections::BTreeSet<u32>>()
+        .into_iter()
+        .collect();
+    let level_of = |deadline: u32| levels.partition_point(|level| *level < deadline) + 1;
+    data.insert("n_levels".to_owned(), json!(levels.len()));
+    data.insert(
+        "order_level".to_owned(),
+        json!(
+            orders
+                .iter()
+                .map(|order| level_of(order.deadline_days))
+                .collect::<Vec<_>>()
+        ),
+    );
+    data.insert("miss_units_cap".to_owned(), json!(risk::MISS_UNITS_CAP));
+    data.insert(
+        "miss_units".to_owned(),
+        json!(
+            Mode::ALL
+                .iter()
+                .map(|mode| levels
+                    .iter()
+                    .map(|deadline| risk::miss_units(
+                        shipment_miss(problem, distributions, *mode, *deadline).unwrap_or(1.0)
+                    ))
+                    .collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        ),
+    );
     Ok(data)
 }
 
@@ -468,6 +638,7 @@ fn ints_at(solution: &Map<String, Value>, key: &str) -> Result<Vec<i64>, ToolErr
 /// Reads one solve into a card (without the recommendation).
 fn card(
     name: &str,
+    objective: Objective,
     result: &SolveResult,
     problem: &LoadProblem,
     orders: &[OrderFacts],
@@ -481,6 +652,7 @@ fn card(
         .map(|check| check.output.trim().to_owned());
     let mut card = Card {
         name: name.to_owned(),
+        objective,
         feasible: false,
         status: result.status,
         infeasible_reason: None,
@@ -553,23 +725,20 @@ fn card(
         let Some(tightest) = on_mode.iter().map(|order| order.deadline_days).min() else {
             continue;
         };
-        let transit = match mode {
-            Mode::Air => problem.rates.air.transit_days,
-            Mode::Lcl => problem.rates.lcl.transit_days,
-            Mode::Fcl => problem.rates.fcl.transit_days,
-        };
         let Some(distribution) = distributions.get(&mode) else {
             continue;
         };
-        let miss = risk::miss_probability(transit, distribution, tightest);
-        let read = risk::mode_risk(transit, distribution);
+        let Some(miss) = shipment_miss(problem, distributions, mode, tightest) else {
+            continue;
+        };
+        let read = risk::mode_risk(transit_days(problem, mode), distribution);
         card.shipments.push(Shipment {
             mode,
             orders: on_mode.len(),
             eta_p50_days: read.eta_p50_days,
             eta_p90_days: read.eta_p90_days,
             cvar90_delay_days: round(read.cvar90_delay_days, 6),
-            miss_probability: round(miss, 6),
+            miss_probability: miss,
         });
     }
     let misses: Vec<f64> = card.shipments.iter().map(|s| s.miss_probability).collect();

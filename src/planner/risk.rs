@@ -7,6 +7,10 @@
 //! whose cumulative probability reaches the level; CVaR90 is the mean of the
 //! worst 10% of the probability mass (the atom at the 90% quantile counted
 //! in part); shipments are independent.
+//!
+//! The policy reaches the model as integers in log space (see
+//! [`miss_units`] and [`miss_budget`]): each term is rounded up and the
+//! budget down, so the model never admits a plan the exact product refuses.
 
 use std::collections::BTreeMap;
 
@@ -164,6 +168,55 @@ pub fn any_miss(probabilities: &[f64]) -> f64 {
     (1.0 - all_on_time).clamp(0.0, 1.0)
 }
 
+/// The scale of the model's miss terms: millionths of −ln(1 − p).
+pub const MISS_UNITS_PER_NAT: f64 = 1e6;
+/// The term of a shipment that always misses (p = 1, −ln 0 = ∞): above
+/// every budget a policy below 1 gives (−ln of the smallest positive
+/// `1 − max` in f64 is under 37 nats), and three of them stay inside the
+/// model's 32-bit integers.
+pub const MISS_UNITS_CAP: i64 = 100_000_000;
+/// A relative margin above the float error of `ln` and the scaling, so a
+/// term rounded up is never below the exact one and a budget rounded down
+/// never above.
+const MARGIN: f64 = 1e-12;
+
+/// −ln(1 − `p`) in millionths, rounded up: the log-space term of a shipment
+/// that misses with `p`. Exactly 0 for `p ≤ 0`; [`MISS_UNITS_CAP`] for
+/// `p ≥ 1` (or any term that would reach it).
+pub fn miss_units(p: f64) -> i64 {
+    if p.is_nan() || p >= 1.0 {
+        return MISS_UNITS_CAP;
+    }
+    if p <= 0.0 {
+        return 0;
+    }
+    let units = (-(-p).ln_1p() * MISS_UNITS_PER_NAT * (1.0 + MARGIN)).ceil();
+    if units >= MISS_UNITS_CAP as f64 {
+        MISS_UNITS_CAP
+    } else {
+        units.max(0.0) as i64
+    }
+}
+
+/// −ln(1 − `max_miss`) in millionths, rounded down: the most the used
+/// shipments' [`miss_units`] may sum to. `None` when the policy bounds
+/// nothing (`max_miss ≥ 1`).
+///
+/// If the terms' sum is within the budget, then Σ −ln(1 − pᵢ) ≤ Σ termᵢ/10⁶
+/// ≤ budget/10⁶ ≤ −ln(1 − max), so 1 − Π(1 − pᵢ) ≤ max: the model is never
+/// more permissive than the exact figure (it may refuse a plan within a
+/// few millionths of the bound).
+pub fn miss_budget(max_miss: f64) -> Option<i64> {
+    if max_miss.is_nan() || max_miss >= 1.0 {
+        return None;
+    }
+    if max_miss <= 0.0 {
+        return Some(0);
+    }
+    let units = (-(-max_miss).ln_1p() * MISS_UNITS_PER_NAT * (1.0 - MARGIN)).floor();
+    Some(units.clamp(0.0, (MISS_UNITS_CAP - 1) as f64) as i64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +254,45 @@ mod tests {
         assert!((miss_probability(30, &d, 20) - 1.0).abs() < 1e-12);
         assert!((any_miss(&[0.1, 0.2]) - 0.28).abs() < 1e-12);
         assert_eq!(any_miss(&[]), 0.0);
+    }
+
+    #[test]
+    fn the_policy_in_log_space_is_never_more_permissive_than_the_product() {
+        assert_eq!(miss_units(0.0), 0);
+        assert_eq!(miss_units(-0.0), 0);
+        assert_eq!(miss_units(1.0), MISS_UNITS_CAP);
+        assert_eq!(miss_budget(1.0), None);
+        assert_eq!(miss_budget(0.0), Some(0));
+        // Any chance of a miss breaks a policy of 0.
+        assert!(miss_units(1e-12) > 0);
+        // -ln(0.9) = 0.105360515...: the term rounds up, the budget down.
+        assert_eq!(miss_units(0.1), 105_361);
+        assert_eq!(miss_budget(0.1), Some(105_360));
+        // Nearly certain misses stay finite and below the cap; every
+        // budget below 1 is below the cap.
+        let nearly = 1.0 - f64::EPSILON / 2.0;
+        assert!(miss_units(nearly) < MISS_UNITS_CAP);
+        assert!(miss_budget(nearly).is_some_and(|b| b < MISS_UNITS_CAP));
+        // Whenever the rounded terms fit the budget, the exact product
+        // meets the policy.
+        let ps = [
+            0.0, 1e-6, 0.01, 0.03, 0.05, 0.0591, 0.08, 0.1, 0.15, 0.5, 0.999,
+        ];
+        for max in [0.0, 0.01, 0.05, 0.0591, 0.1, 0.127, 0.2, 0.5, 0.999] {
+            let Some(budget) = miss_budget(max) else {
+                continue;
+            };
+            for a in ps {
+                for b in ps {
+                    for c in ps {
+                        let units = miss_units(a) + miss_units(b) + miss_units(c);
+                        if units <= budget {
+                            assert!(any_miss(&[a, b, c]) <= max, "{a} {b} {c} under {max}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -61,6 +61,31 @@ INFEASIBLE = {
     "rates": RATES,
 }
 CARD_NAMES = ["all_air", "all_lcl", "all_fcl", "optimised"]
+# The cost-only optimum breaks the policy: P-TIGHT (deadline 33) rides in
+# the containers with P-LONG, so the container shipment's tightest deadline
+# is 33 days and it misses with 0.1; with the air order's 0.03 the plan
+# misses with 1 - 0.97 * 0.9 = 0.127 > 0.1. Within the policy: P-TIGHT by
+# air, P-LONG still by container (its own deadline leaves 22 days of slack).
+POLICY_BINDS = {
+    "orders": [
+        {"id": "P-AIR", "deadline_days": 6, "pallets": pallets(1, kg=150)},
+        {"id": "P-TIGHT", "deadline_days": 33, "pallets": pallets(2, kg=300)},
+        {"id": "P-LONG", "deadline_days": 50, "pallets": pallets(36, stackable=True, kg=350)},
+    ],
+    "rates": RATES,
+    "policy": {"max_miss_probability": 0.1},
+}
+# No plan meets a policy of 0.05: N-AIR can only fly, and by air its 4-day
+# deadline is missed with 0.08.
+NO_PLAN_MEETS = {
+    "orders": [
+        {"id": "N-AIR", "deadline_days": 4, "pallets": pallets(1, kg=120)},
+        {"id": "N-TIGHT", "deadline_days": 33, "pallets": pallets(2, kg=300)},
+        {"id": "N-LONG", "deadline_days": 50, "pallets": pallets(36, stackable=True, kg=350)},
+    ],
+    "rates": RATES,
+    "policy": {"max_miss_probability": 0.05},
+}
 
 
 @pytest.fixture(scope="module")
@@ -145,6 +170,87 @@ async def test_a_cohort_no_mode_can_carry_is_reported_infeasible(server):
     explained = await call_ok(server.session, "explain_load_plan", {"result_id": planned["result_id"]})
     assert explained["narration"].startswith("No plan is feasible"), explained
     assert explained["check"]["ok"] is True
+
+
+async def test_the_policy_is_a_constraint_of_the_optimisation_not_a_filter_after_it(server):
+    planned = await plan(server.session, POLICY_BINDS)
+    result = planned["result"]
+    by_name = cards(planned)
+    recommended = by_name[result["recommended"]]
+    assert recommended["within_policy"] and recommended["miss_probability"] <= 0.1, recommended
+    # Cheaper than every single-mode plan within the policy (here all_air;
+    # the other two cannot carry P-AIR in time).
+    within = [by_name[name] for name in ("all_air", "all_lcl", "all_fcl") if by_name[name]["within_policy"]]
+    assert [card["name"] for card in within] == ["all_air"], by_name
+    assert by_name["all_air"]["cost"]["total"] == 56070.0, by_name["all_air"]
+    for card in within:
+        assert recommended["cost"]["total"] < card["cost"]["total"], (recommended["cost"], card["name"], card["cost"])
+    optimised = by_name["optimised"]
+    assert result["recommended"] == "optimised", by_name
+    assert optimised["objective"] == "cheapest_within_policy", optimised
+    assert optimised["modes"] == {"P-AIR": "air", "P-TIGHT": "air", "P-LONG": "fcl"}, optimised
+    assert optimised["cost"] == {"air": 3150.0, "lcl": 0.0, "fcl": 2900.0, "total": 6050.0}, optimised
+    assert optimised["miss_probability"] == 0.03, optimised
+    assert [(s["mode"], s["orders"], s["miss_probability"]) for s in optimised["shipments"]] == [
+        ("air", 2, 0.03),
+        ("fcl", 1, 0.0),
+    ], optimised["shipments"]
+    assert not any("least risky" in note for note in result["notes"]), result["notes"]
+
+
+async def test_no_plan_meets_the_policy_so_the_least_risky_is_recommended_and_said_so(server):
+    planned = await plan(server.session, NO_PLAN_MEETS)
+    result = planned["result"]
+    by_name = cards(planned)
+    assert not any(card["within_policy"] for card in by_name.values()), by_name
+    optimised = by_name["optimised"]
+    assert result["recommended"] == "optimised", by_name
+    assert optimised["objective"] == "least_risky", optimised
+    # The least risky: the air order's 0.08 is unavoidable, every other
+    # order travels with no chance of a miss — and of those plans the
+    # cheapest (N-LONG by container, not by air).
+    assert optimised["modes"] == {"N-AIR": "air", "N-TIGHT": "air", "N-LONG": "fcl"}, optimised
+    assert optimised["miss_probability"] == 0.08, optimised
+    assert optimised["cost"]["total"] == 5924.0, optimised
+    assert by_name["all_air"]["miss_probability"] == 0.08
+    assert optimised["cost"]["total"] < by_name["all_air"]["cost"]["total"]
+    assert any("no plan meets the policy" in note and "least risky" in note for note in result["notes"]), result["notes"]
+    explained = await call_ok(server.session, "explain_load_plan", {"result_id": planned["result_id"]})
+    assert "least risky" in explained["narration"] and "no plan meets the policy" in explained["narration"], explained
+    assert explained["check"]["ok"] is True
+
+
+async def test_at_the_policys_very_bound_the_exact_figure_decides(server):
+    # One air order whose deadline is missed with exactly 0.03, under a
+    # policy of 0.03: the model's rounding (terms up, budget down) refuses
+    # the plan, the exact figure admits it — the optimised card is then the
+    # single-mode plan the exact figure puts within the policy, said so.
+    problem = {
+        "orders": [{"id": "EDGE", "deadline_days": 6, "pallets": pallets(1, kg=120)}],
+        "rates": RATES,
+        "policy": {"max_miss_probability": 0.03},
+    }
+    planned = await plan(server.session, problem)
+    result = planned["result"]
+    by_name = cards(planned)
+    assert by_name["all_air"]["miss_probability"] == 0.03 and by_name["all_air"]["within_policy"], by_name
+    optimised = by_name["optimised"]
+    assert optimised["within_policy"] and optimised["modes"] == {"EDGE": "air"}, optimised
+    assert optimised["objective"] == "cheapest_within_policy" and optimised["status"] == "satisfied", optimised
+    assert result["recommended"] == "all_air", result
+    assert any("rounding" in note and "all_air" in note for note in result["notes"]), result["notes"]
+
+
+async def test_a_policy_that_bounds_nothing_leaves_the_cost_only_optimum(server):
+    problem = copy.deepcopy(POLICY_BINDS)
+    problem["policy"] = {"max_miss_probability": 1.0}
+    planned = await plan(server.session, problem)
+    optimised = cards(planned)["optimised"]
+    assert planned["result"]["recommended"] == "optimised"
+    assert optimised["objective"] == "cheapest", optimised
+    assert optimised["modes"] == {"P-AIR": "air", "P-TIGHT": "fcl", "P-LONG": "fcl"}, optimised
+    assert optimised["miss_probability"] == 0.127, optimised
+    assert optimised["within_policy"] is True
 
 
 async def test_the_guard_on_a_real_result(server):

@@ -59,6 +59,13 @@ pub fn load_plan(result: &PlanResult) -> String {
         if !card.within_policy {
             text.push_str("; outside policy");
         }
+        if card.objective == crate::planner::Objective::LeastRisky {
+            text.push_str(if card.within_policy {
+                "; the least risky plan"
+            } else {
+                "; no plan meets the policy: the least risky plan"
+            });
+        }
         if let Some(checker) = &card.checker {
             let _ = write!(text, "; checker: {checker}");
         }
