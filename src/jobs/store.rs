@@ -435,27 +435,37 @@ impl<K: Kept> JobJournal<K> {
     /// handed to Slurm, as read now (without the claim lock): what a server
     /// starting up may offer to [`Self::claim`].
     pub fn orphans(&self) -> Vec<Orphan> {
-        let Ok(entries) = fs::read_dir(&self.running) else {
-            return Vec::new();
-        };
-        let mut orphans: Vec<Orphan> = entries
-            .flatten()
-            .filter_map(|entry| {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let id = name.strip_suffix(".json").filter(|id| is_job_id(id))?;
-                let record = self.read(&entry.path())?;
+        self.running_files()
+            .into_iter()
+            .filter_map(|(id, path)| {
+                let record = self.read(&path)?;
                 if record.writer.may_run() {
                     return None;
                 }
                 Some(Orphan {
-                    id: id.to_owned(),
+                    id,
                     handoff: record.slurm?,
                     status: record.status,
                 })
             })
+            .collect()
+    }
+
+    /// The ids and paths of every running record, of any scope, by id.
+    fn running_files(&self) -> Vec<(String, PathBuf)> {
+        let Ok(entries) = fs::read_dir(&self.running) else {
+            return Vec::new();
+        };
+        let mut files: Vec<(String, PathBuf)> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let id = name.strip_suffix(".json").filter(|id| is_job_id(id))?;
+                Some((id.to_owned(), entry.path()))
+            })
             .collect();
-        orphans.sort_by(|a, b| a.id.cmp(&b.id));
-        orphans
+        files.sort();
+        files
     }
 
     /// Every HTTP session's running records (whatever this journal's own
@@ -471,19 +481,10 @@ impl<K: Kept> JobJournal<K> {
         if !self.on_slurm {
             return Vec::new();
         }
-        let Ok(entries) = fs::read_dir(&self.running) else {
-            return Vec::new();
-        };
-        let mut abandoned: Vec<Abandoned> = entries
-            .flatten()
-            .filter_map(|entry| {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let id = name.strip_suffix(".json").filter(|id| is_job_id(id))?;
-                Self::abandoned_of(id, &read_record(&entry.path())?)
-            })
-            .collect();
-        abandoned.sort_by(|a, b| a.id.cmp(&b.id));
-        abandoned
+        self.running_files()
+            .into_iter()
+            .filter_map(|(id, path)| Self::abandoned_of(&id, &read_record(&path)?))
+            .collect()
     }
 
     /// `record` as an abandoned job, if it is one.
