@@ -19,15 +19,23 @@ use std::time::Duration;
 struct Group(PathBuf);
 
 impl Group {
-    fn make(name: &str) -> Option<Group> {
-        let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
-        let root = mounts.lines().find_map(|line| {
+    /// `Ok(None)` where this host has no cgroup2 hierarchy or does not
+    /// let us write it; any other failure is the test's.
+    fn make(name: &str) -> Result<Option<Group>, std::io::Error> {
+        let mounts = std::fs::read_to_string("/proc/mounts")?;
+        let Some(root) = mounts.lines().find_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
             (fields.get(2) == Some(&"cgroup2")).then(|| PathBuf::from(fields[1]))
-        })?;
+        }) else {
+            return Ok(None);
+        };
         let dir = root.join(format!("solvergate-test-{name}-{}", std::process::id()));
-        std::fs::create_dir(&dir).ok()?;
-        Some(Group(dir))
+        match std::fs::create_dir(&dir) {
+            Ok(()) => Ok(Some(Group(dir))),
+            Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => Ok(None),
+            Err(error) if error.raw_os_error() == Some(nix::libc::EROFS) => Ok(None),
+            Err(error) => Err(error),
+        }
     }
 
     fn procs(&self) -> PathBuf {
@@ -84,9 +92,10 @@ fn sh(script: &str) -> [&str; 3] {
 }
 
 /// The group for `test`, or `None` (said on stderr) where no cgroup2
-/// hierarchy lets us make one.
+/// hierarchy lets us make one (none mounted, or not ours to write: not
+/// root, or a read-only mount).
 fn group_for(test: &str) -> Option<Group> {
-    let group = Group::make(test);
+    let group = Group::make(test).expect("a cgroup2 group where the hierarchy is writable");
     if group.is_none() {
         eprintln!("confine_v2: no writable cgroup2 hierarchy here; {test} not run");
     }
