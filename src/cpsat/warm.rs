@@ -137,9 +137,20 @@ impl WarmPool {
     }
 
     /// Starts forkers in the background until idle + busy reaches the size.
+    /// An idle forker that died (killed from outside) is dropped first, not
+    /// counted: when two died at once and a run took one of them before it
+    /// was seen dead, the other would otherwise hold its place for good.
     fn refill(&self) {
+        let mut dead = Vec::new();
         let (python, env_set, env_remove, missing) = {
             let mut state = self.lock();
+            for mut forker in std::mem::take(&mut state.idle) {
+                if forker.is_healthy() {
+                    state.idle.push(forker);
+                } else {
+                    dead.push(forker);
+                }
+            }
             let stopped = state.shutdown.as_ref().is_none_or(|t| t.is_cancelled());
             if stopped || state.failures >= 3 {
                 return;
@@ -158,6 +169,7 @@ impl WarmPool {
                 missing,
             )
         };
+        drop(dead);
         for _ in 0..missing {
             let pool = self.clone();
             let python = python.clone();
