@@ -91,7 +91,10 @@ impl Artifacts {
         request.problem.validate()?;
         self.check_plan_target(request).await?;
         progress.report(Stage::Running, "planning");
-        let planned = self.planner.plan(&request.problem, cancel).await?;
+        let planned = self
+            .planner
+            .plan(&request.problem, progress, cancel)
+            .await?;
         self.save_planned(request, &planned, progress, cancel).await
     }
 

@@ -360,7 +360,10 @@ impl Artifacts {
             ToolError::invalid(format!("{} cannot be read: {error}", problem_file.name))
         })?;
         let problem = crate::planner::LoadProblem::parse(&text)?;
-        let planned = self.planner.plan(&problem, cancel).await?;
+        let planned = self
+            .planner
+            .plan(&problem, &crate::progress::Progress::none(), cancel)
+            .await?;
         let replayed = super::plan::plan_outcome(&planned.result);
         let runtime_version = self.minizinc.runtime().version(cancel).await.ok();
         let mut result = blank(

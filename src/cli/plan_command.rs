@@ -1,7 +1,7 @@
 //! `solvergate plan`: plan a cohort from a file or stdin and print the cards
 //! as a table, the result as JSON, or its narration.
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -16,11 +16,12 @@ use crate::cpsat::Cpsat;
 use crate::minizinc::MiniZinc;
 use crate::planner::problem::EXAMPLE;
 use crate::planner::{LoadProblem, Planner, ResultStore, explain};
-use crate::progress::Progress;
+use crate::progress::{Progress, ProgressUpdate};
 use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{Runtime, UserDirs};
 use crate::settings::Settings;
 use crate::userfiles::MAX_USER_FILE_BYTES;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 /// Where `--save` writes.
 #[derive(Debug, Clone)]
@@ -114,7 +115,19 @@ pub async fn plan(
         return fail(&error);
     }
     let cancel = cancel_on_interrupt();
-    let result = match planner.plan(&problem, &cancel).await {
+    // On a terminal, a status line once the plan takes more than a second.
+    let (progress, status) = if std::io::stderr().is_terminal() {
+        let (progress, updates) = Progress::channel();
+        (progress, Some(tokio::spawn(plan_status(updates))))
+    } else {
+        (Progress::none(), None)
+    };
+    let outcome = planner.plan(&problem, &progress, &cancel).await;
+    drop(progress);
+    if let Some(status) = status {
+        let _ = status.await;
+    }
+    let result = match outcome {
         Ok(result) => result,
         Err(_) if cancel.is_cancelled() => return interrupted(),
         Err(error) => return fail(&error),
@@ -218,4 +231,40 @@ fn read_problem(file: Option<PathBuf>) -> Result<String, ProblemFileError> {
         return Err(ProblemFileError::Empty { name });
     }
     String::from_utf8(bytes).map_err(|source| ProblemFileError::NotUtf8 { name, source })
+}
+
+/// Shows the planner's steps on stderr (`[2/4] solving the single-mode
+/// plans ...` and the time so far), from one second after the start until
+/// the plan ends; a plan done sooner shows nothing.
+async fn plan_status(mut updates: UnboundedReceiver<ProgressUpdate>) {
+    let mut latest = "starting".to_owned();
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let shown = tokio::time::sleep(std::time::Duration::from_secs(1));
+    tokio::pin!(shown);
+    loop {
+        tokio::select! {
+            update = updates.recv() => {
+                let Some(update) = update else { break };
+                latest = match update.step {
+                    Some((done, total)) => format!("[{done}/{total}] {}", update.message),
+                    None => update.message,
+                };
+                if let Some(bar) = &bar {
+                    bar.set_message(latest.clone());
+                }
+            }
+            () = &mut shown, if bar.is_none() => {
+                let spinner = indicatif::ProgressBar::new_spinner();
+                if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}") {
+                    spinner.set_style(style);
+                }
+                spinner.set_message(latest.clone());
+                spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+                bar = Some(spinner);
+            }
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
 }

@@ -32,9 +32,30 @@ use tokio_util::sync::CancellationToken;
 
 use crate::diagnostics::ToolError;
 use crate::minizinc::{MiniZinc, SolveStatus};
+use crate::progress::Progress;
 
 pub use problem::LoadProblem;
 pub use store::ResultStore;
+
+/// Most items (orders, pallets) a note, a reason or a text part names one
+/// by one; the rest are counted, so a cohort of 100,000 pallets reads as
+/// briefly as one of ten.
+pub(crate) const NAMED: usize = 10;
+
+/// `items` joined with commas, the first [`NAMED`] of them and then how
+/// many more.
+pub(crate) fn listed(items: &[String]) -> String {
+    let mut text = items
+        .iter()
+        .take(NAMED)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if items.len() > NAMED {
+        text.push_str(&format!(" and {} more", items.len() - NAMED));
+    }
+    text
+}
 
 /// A freight mode.
 #[derive(
@@ -275,14 +296,16 @@ impl Planner {
         &self.store
     }
 
-    /// Plans a cohort and stores the result.
+    /// Plans a cohort and stores the result; `progress` hears each step
+    /// (packing, the single-mode plans, the free solve).
     pub async fn plan(
         &self,
         problem: &LoadProblem,
+        progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<PlanResult, ToolError> {
         problem.validate()?;
-        let plan = model::plan(&self.minizinc, problem, cancel).await?;
+        let plan = model::plan(&self.minizinc, problem, progress, cancel).await?;
         let bytes = plan.canonical();
         let id = crate::sha256_hex(&bytes);
         let store = self.store.clone();

@@ -24,26 +24,28 @@ use super::packer::{self, ContainerSpec, PalletUnit};
 use super::problem::{ContainerType, LoadProblem};
 use super::risk::{self, Distribution};
 use super::{
-    Card, CardCost, ContainerCount, LoadPlan, Mode, ModeRead, Objective, PLANNER_FORMAT,
-    PackingRead, Shipment,
+    Card, CardCost, ContainerCount, LoadPlan, Mode, ModeRead, NAMED, Objective, PLANNER_FORMAT,
+    PackingRead, Shipment, listed,
 };
 use crate::budget::Budget;
 use crate::diagnostics::{Category, ToolError};
 use crate::minizinc::{MiniZinc, SolveControls, SolveRequest, SolveResult, SolveStatus, Sources};
-use crate::progress::Progress;
+use crate::progress::{Progress, Stage};
 
 /// The bundled model and checker.
 pub const MODEL: &str = include_str!("../../models/load_planner/model.mzn");
 /// The bundled checker that grades each card's solution.
 pub const CHECKER: &str = include_str!("../../checkers/load_planner.mzc.mzn");
 
-/// Budget of each card's solve.
+/// Budget of each card's solve; a solve that proves its optimum sooner ends
+/// sooner.
 const SOLVE_TIMEOUT: Budget = Budget::from_millis(20_000).unwrap();
 /// The upper bound that bounds nothing (below the model's integer limit).
 const NO_BOUND: i64 = 2_000_000_000;
-/// The model's integers are 32-bit in some solvers (Gecode): every amount
-/// must stay below this.
-const INT_LIMIT: f64 = 2_000_000_000.0;
+/// MIP solvers the planner prefers when the runtime can run one: the model
+/// is linear, and they prove its optimum where a CP search would only run
+/// out of budget on a large cohort.
+const MIP_SOLVERS: [&str; 2] = ["org.minizinc.mip.coin-bc", "org.minizinc.mip.highs"];
 
 /// The four cards, in the order they are reported.
 const CARDS: [(&str, Option<Mode>); 4] = [
@@ -59,7 +61,7 @@ struct Solve {
     file: &'static str,
     /// Every order on this mode; `None`: free.
     fixed: Option<Mode>,
-    /// No plan may cost more (cents).
+    /// No plan may cost more (money units).
     bound: i64,
     /// The most the used shipments' miss terms may sum to; `None`: no bound.
     miss_budget: Option<i64>,
@@ -78,18 +80,67 @@ struct OrderFacts {
     units: Vec<PalletUnit>,
 }
 
+/// A validated cohort, packed and reduced to the model's data.
+struct Cohort {
+    orders: Vec<OrderFacts>,
+    fcl: FclFacts,
+    packing: Vec<PackingRead>,
+    reads: BTreeMap<Mode, ModeRead>,
+    distributions: BTreeMap<Mode, Distribution>,
+    model: ModelData,
+    notes: Vec<String>,
+}
+
+impl Cohort {
+    fn new(problem: &LoadProblem, progress: &Progress) -> Result<Cohort, ToolError> {
+        let mut notes = Vec::new();
+        let (reads, distributions) = mode_reads(problem);
+        let mut orders = order_facts(problem, &reads, &mut notes);
+        let pallets: usize = orders.iter().map(|order| order.units.len()).sum();
+        progress.report_step(
+            Stage::Running,
+            1,
+            STEPS,
+            format!("packing {pallets} pallets into each container type"),
+        );
+        let (packing, fcl) = pack(problem, &mut orders, &mut notes);
+        let model = model_data(problem, &orders, &fcl, &distributions)?;
+        if model.money_unit_cents > 1 {
+            notes.push(format!(
+                "the cohort's costs are too large for the solver's integers in cents, so the solves compared costs in whole units of {} (each order's sea consolidation price and each container price rounded to the unit, air rounded up); every cost shown is exact to the cent",
+                money(model.money_unit_cents)
+            ));
+        }
+        Ok(Cohort {
+            orders,
+            fcl,
+            packing,
+            reads,
+            distributions,
+            model,
+            notes,
+        })
+    }
+}
+
+/// Progress steps of a plan: packing, the single-mode plans, the free
+/// solve, and the least risky plan when no plan meets the policy.
+const STEPS: u32 = 4;
+
+/// An amount of cents as a person reads it: `1.00`, `100.00`.
+fn money(amount_cents: i64) -> String {
+    format!("{}.{:02}", amount_cents / 100, amount_cents % 100)
+}
+
 /// The data of the free (optimised) solve as MiniZinc JSON, for a person
 /// who wants to run `models/load_planner/model.mzn` with plain `minizinc`;
 /// set `fixed_mode` to 1, 2 or 3 for the single-mode plans.
 pub fn minizinc_data(problem: &LoadProblem) -> Result<Value, ToolError> {
     problem.validate()?;
-    let mut notes = Vec::new();
-    let (reads, distributions) = mode_reads(problem);
-    let mut orders = order_facts(problem, &reads, &mut notes);
-    let (_, fcl) = pack(problem, &mut orders, &mut notes);
-    let mut data = model_data(problem, &orders, &fcl, &distributions)?;
+    let cohort = Cohort::new(problem, &Progress::none())?;
+    let mut data = cohort.model.data;
     data.insert("fixed_mode".to_owned(), json!(0));
-    data.insert("upper_bound_cents".to_owned(), json!(NO_BOUND));
+    data.insert("upper_bound_units".to_owned(), json!(NO_BOUND));
     data.insert(
         "miss_budget".to_owned(),
         json!(risk::miss_budget(problem.policy.max_miss_probability).unwrap_or(-1)),
@@ -98,19 +149,37 @@ pub fn minizinc_data(problem: &LoadProblem) -> Result<Value, ToolError> {
     Ok(Value::Object(data))
 }
 
-/// Plans a validated problem.
+/// The solver the cards are solved with: the first MIP solver the runtime
+/// can run, else its default.
+async fn planner_solver(
+    minizinc: &MiniZinc,
+    cancel: &CancellationToken,
+) -> Result<String, ToolError> {
+    if let Ok(list) = minizinc.runtime().solver_list(cancel).await
+        && let Some(mip) = MIP_SOLVERS
+            .iter()
+            .find_map(|id| list.solvers.iter().find(|s| s.id == *id && s.available))
+    {
+        return Ok(mip.id.clone());
+    }
+    Ok(minizinc.select_solver(None, cancel).await?.id.clone())
+}
+
+/// Plans a validated problem; on a terminal `progress` shows each step.
 pub async fn plan(
     minizinc: &MiniZinc,
     problem: &LoadProblem,
+    progress: &Progress,
     cancel: &CancellationToken,
 ) -> Result<LoadPlan, ToolError> {
-    let mut notes = Vec::new();
-    let (reads, distributions) = mode_reads(problem);
-    let mut orders = order_facts(problem, &reads, &mut notes);
-    let (packing, fcl) = pack(problem, &mut orders, &mut notes);
-    let data = model_data(problem, &orders, &fcl, &distributions)?;
+    // Packing 100,000 pallets takes a moment: off the async threads.
+    let owned = problem.clone();
+    let packer_progress = progress.clone();
+    let cohort =
+        crate::userfiles::off_thread(move || Cohort::new(&owned, &packer_progress)).await?;
+    let mut notes = cohort.notes.clone();
     let budget = risk::miss_budget(problem.policy.max_miss_probability);
-    let solver = minizinc.select_solver(None, cancel).await?.id.clone();
+    let solver = planner_solver(minizinc, cancel).await?;
 
     let dir = crate::exec::scratch_dir("solvergate-planner-")?;
     let model_path = dir.path().join("model.mzn");
@@ -124,12 +193,12 @@ pub async fn plan(
     write(&checker_path, CHECKER)?;
 
     let solve_card = |solve: Solve| {
-        let mut card_data = data.clone();
+        let mut card_data = cohort.model.data.clone();
         card_data.insert(
             "fixed_mode".to_owned(),
             json!(solve.fixed.map_or(0, Mode::number)),
         );
-        card_data.insert("upper_bound_cents".to_owned(), json!(solve.bound));
+        card_data.insert("upper_bound_units".to_owned(), json!(solve.bound));
         card_data.insert(
             "miss_budget".to_owned(),
             json!(solve.miss_budget.unwrap_or(-1)),
@@ -158,20 +227,18 @@ pub async fn plan(
         }
     };
     let read = |name: &str, objective: Objective, result: &SolveResult| {
-        card(
-            name,
-            objective,
-            result,
-            problem,
-            &orders,
-            &fcl,
-            &distributions,
-        )
+        card(name, objective, result, problem, &cohort)
     };
     // The single-mode plans first, side by side, without the policy (each
     // is reported with its own miss probability); each within the policy
     // is also a plan the free solve may choose, so the best of them bounds
     // it.
+    progress.report_step(
+        Stage::Running,
+        2,
+        STEPS,
+        format!("solving the single-mode plans with {solver}"),
+    );
     let singles = futures_util::future::join_all(CARDS.iter().filter_map(|(name, fixed)| {
         fixed.map(|mode| {
             solve_card(Solve {
@@ -185,23 +252,41 @@ pub async fn plan(
     }))
     .await;
     let mut cards = Vec::new();
+    let mut single_units = Vec::new();
     for ((name, _), result) in CARDS.iter().zip(singles) {
-        cards.push(read(name, Objective::Cheapest, &result?)?);
+        let result = result?;
+        let read = read(name, Objective::Cheapest, &result)?;
+        single_units.push(
+            result
+                .solution
+                .as_ref()
+                .filter(|_| read.feasible)
+                .and_then(|solution| int_at(solution, "total_units").ok()),
+        );
+        cards.push(read);
     }
+    // The bound is in the solve's money units, as the single plan's own
+    // solve counted it, so the free solve may always choose that plan.
     let best_single = cards
         .iter()
-        .filter(|card| card.within_policy)
-        .filter_map(|card| {
-            card.cost
-                .as_ref()
-                .map(|cost| (cents(cost.total), card.name.clone()))
-        })
-        .min_by_key(|(total, _)| *total);
-    let bound = best_single.as_ref().map_or(NO_BOUND, |(total, _)| *total);
+        .zip(&single_units)
+        .filter(|(card, _)| card.within_policy)
+        .filter_map(|(card, units)| units.map(|units| (units, card.name.clone())))
+        .min_by_key(|(units, _)| *units);
+    let bound = best_single.as_ref().map_or(NO_BOUND, |(units, _)| *units);
     let objective = match budget {
         Some(_) => Objective::CheapestWithinPolicy,
         None => Objective::Cheapest,
     };
+    progress.report_step(
+        Stage::Running,
+        3,
+        STEPS,
+        format!(
+            "solving the optimised plan with {solver} (at most {} s)",
+            SOLVE_TIMEOUT.duration().as_secs()
+        ),
+    );
     let free = solve_card(Solve {
         file: "optimised",
         fixed: None,
@@ -248,6 +333,12 @@ pub async fn plan(
             // No plan meets the policy: the least risky plan, then the
             // cheapest of those (two solves, so the sum of the terms and the
             // cost never share one objective's integer).
+            progress.report_step(
+                Stage::Running,
+                4,
+                STEPS,
+                "no plan meets the policy: solving for the least risky plan",
+            );
             let least_risky = solve_card(Solve {
                 file: "least_risky",
                 fixed: None,
@@ -289,11 +380,12 @@ pub async fn plan(
         planner: PLANNER_FORMAT.to_owned(),
         solver,
         cards,
-        modes: reads
-            .into_iter()
-            .map(|(mode, read)| (mode.as_str().to_owned(), read))
+        modes: cohort
+            .reads
+            .iter()
+            .map(|(mode, read)| (mode.as_str().to_owned(), read.clone()))
             .collect(),
-        packing,
+        packing: cohort.packing.clone(),
         recommended,
         notes,
     })
@@ -360,7 +452,8 @@ fn order_facts(
     notes: &mut Vec<String>,
 ) -> Vec<OrderFacts> {
     let per_cbm_cents = problem.rates.lcl.per_cbm * 100.0;
-    problem
+    let mut late = Vec::new();
+    let orders = problem
         .orders
         .iter()
         .map(|order| {
@@ -389,8 +482,8 @@ fn order_facts(
                     .is_some_and(|read| read.eta_p90_days <= order.deadline_days)
             });
             if !allowed.iter().any(|ok| *ok) {
-                notes.push(format!(
-                    "order {} (deadline {} days) cannot arrive in time by any mode at the 90th percentile",
+                late.push(format!(
+                    "order {} (deadline {} days)",
                     order.id, order.deadline_days
                 ));
             }
@@ -404,7 +497,23 @@ fn order_facts(
                 units,
             }
         })
-        .collect()
+        .collect();
+    note_each(
+        notes,
+        &late,
+        "cannot arrive in time by any mode at the 90th percentile",
+    );
+    orders
+}
+
+/// One note per item when there are at most [`NAMED`] (`<item> <what>`),
+/// else one note that names the first of them and counts the rest.
+fn note_each(notes: &mut Vec<String>, items: &[String], what: &str) {
+    if items.len() <= NAMED {
+        notes.extend(items.iter().map(|item| format!("{item} {what}")));
+    } else {
+        notes.push(format!("{} orders {what}: {}", items.len(), listed(items)));
+    }
 }
 
 /// Container types as the model sees them.
@@ -438,6 +547,7 @@ fn pack(
 ) -> (Vec<PackingRead>, FclFacts) {
     let types = problem.rates.fcl.containers.clone();
     let specs: Vec<ContainerSpec> = types.iter().map(spec).collect();
+    let mut too_big = Vec::new();
     for order in orders.iter_mut() {
         if !order.allowed[2] {
             continue;
@@ -448,11 +558,20 @@ fn pack(
             .find(|unit| !specs.iter().any(|spec| fits(unit, spec)))
         {
             order.allowed[2] = false;
-            notes.push(format!(
-                "order {} cannot go by full container: {} fits no container type",
-                order.id, unit.label
-            ));
+            too_big.push((order.id.clone(), unit.label.clone()));
         }
+    }
+    if too_big.len() <= NAMED {
+        notes.extend(too_big.iter().map(|(id, label)| {
+            format!("order {id} cannot go by full container: {label} fits no container type")
+        }));
+    } else {
+        let ids: Vec<String> = too_big.iter().map(|(id, _)| id.clone()).collect();
+        notes.push(format!(
+            "{} orders cannot go by full container, each with a pallet that fits no container type: {}",
+            ids.len(),
+            listed(&ids)
+        ));
     }
     let mut packing = Vec::new();
     let mut fcl = FclFacts {
@@ -489,76 +608,176 @@ fn cents(amount: f64) -> i64 {
     (amount * 100.0).round() as i64
 }
 
-/// The model's data, without `fixed_mode`, `upper_bound_cents`,
-/// `miss_budget` and `objective`; refuses a cohort whose amounts would
-/// overflow the model's integers.
+/// Orders the model cannot tell apart: the same weight, volume, LCL price,
+/// allowed modes and deadline. The model chooses how many of a class go by
+/// each mode; [`card`] hands the members out in input order.
+struct Class {
+    /// Indices into the orders, in input order.
+    members: Vec<usize>,
+    /// The deadline's level: 1 is the tightest deadline of the cohort.
+    level: usize,
+}
+
+/// What the model is given, beside the per-solve settings.
+struct ModelData {
+    data: Map<String, Value>,
+    classes: Vec<Class>,
+    /// Cents per money unit of the solve's costs (1: exact cents).
+    money_unit_cents: i64,
+}
+
+/// Largest integer the model's solve-side figures may reach: CP solvers
+/// (Gecode, Chuffed) have 32-bit integers.
+const SOLVER_INT_MAX: i64 = 2_000_000_000;
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 { a.abs() } else { gcd(b, a % b) }
+}
+
+/// `cents` in money units of `unit` cents, to the nearest unit (halves up).
+fn to_units(cents: i64, unit: i64) -> i64 {
+    (cents + unit / 2) / unit
+}
+
+/// The model's data, without `fixed_mode`, `upper_bound_units`,
+/// `miss_budget` and `objective`; refuses a cohort whose weights or volumes
+/// would overflow the solve's integers, and picks the money unit so its
+/// costs fit them.
 fn model_data(
     problem: &LoadProblem,
     orders: &[OrderFacts],
     fcl: &FclFacts,
     distributions: &BTreeMap<Mode, Distribution>,
-) -> Result<Map<String, Value>, ToolError> {
+) -> Result<ModelData, ToolError> {
     let rates = &problem.rates;
+    let divisor = rates.air.volumetric_divisor.round().max(1.0) as i64;
+    let common = gcd(1000, divisor);
+    let (volume_num, volume_den) = (1000 / common, divisor / common);
     let total_kg: i64 = orders.iter().map(|order| order.kg).sum();
     let total_l: i64 = orders.iter().map(|order| order.volume_l).sum();
-    let chargeable = (total_kg as f64).max(total_l as f64 * 1000.0 / rates.air.volumetric_divisor);
-    let worst = [
-        rates.air.per_kg * 100.0 * chargeable + rates.air.min_charge * 100.0,
-        orders
+    let chargeable = total_kg.max((total_l * volume_num + volume_den - 1) / volume_den);
+    let container_l: i64 = fcl
+        .capacity_l
+        .iter()
+        .zip(&fcl.max_count)
+        .map(|(litres, count)| litres * i64::from(*count))
+        .sum();
+    let container_kg: i64 = fcl
+        .types
+        .iter()
+        .zip(&fcl.max_count)
+        .map(|(t, count)| t.max_payload_kg.floor() as i64 * i64::from(*count))
+        .sum();
+    let quantities = [
+        total_kg,
+        total_l.saturating_mul(volume_num),
+        chargeable.saturating_mul(volume_den),
+        container_l,
+        container_kg,
+    ];
+    if quantities.iter().any(|amount| *amount >= SOLVER_INT_MAX) {
+        return Err(ToolError::invalid(format!(
+            "the cohort is too large for the planner's integer model: its weight ({} t), volume ({} m³) or container capacity must stay below 2,000,000 (t, m³, and m³ per kg of air volumetric weight); split it into smaller cohorts",
+            total_kg / 1000,
+            total_l / 1000
+        )));
+    }
+    let per_kg_cents = cents(rates.air.per_kg);
+    let air_min_cents = cents(rates.air.min_charge);
+    let lcl_min_cents = (rates.lcl.min_cbm * rates.lcl.per_cbm * 100.0).ceil() as i64;
+    let price_cents: Vec<i64> = fcl.types.iter().map(|t| cents(t.price)).collect();
+    // The most any plan can cost, in cents, decides the money unit: the
+    // solve's costs, with each order's rounding, must fit its integers.
+    let worst = (per_kg_cents as f64) * (chargeable as f64)
+        + air_min_cents as f64
+        + orders
             .iter()
             .map(|order| order.lcl_cents as f64)
             .sum::<f64>()
-            + rates.lcl.min_cbm * rates.lcl.per_cbm * 100.0,
-        fcl.types
+        + lcl_min_cents as f64
+        + price_cents
             .iter()
             .zip(&fcl.max_count)
-            .map(|(t, n)| t.price * 100.0 * f64::from(*n))
-            .sum::<f64>(),
-        total_l as f64 * 1000.0,
-    ];
-    if worst.iter().any(|amount| *amount >= INT_LIMIT) || worst.iter().sum::<f64>() >= INT_LIMIT {
-        return Err(ToolError::invalid(
-            "the cohort is too large for the planner's integer model (a cost above 20 million or a volume above 2,000 cubic metres); split it into smaller cohorts",
-        ));
+            .map(|(price, count)| *price as f64 * f64::from(*count))
+            .sum::<f64>();
+    let slack = orders.len() as f64 + 10.0;
+    let mut unit = 1i64;
+    while worst / unit as f64 + slack >= SOLVER_INT_MAX as f64 && unit < 1_000_000_000_000 {
+        unit *= 10;
     }
+    // The policy's terms: one per mode and distinct deadline (a shipment's
+    // term is that of its tightest deadline).
+    let levels: Vec<u32> = orders
+        .iter()
+        .map(|order| order.deadline_days)
+        .collect::<std::collections::BTreeSet<u32>>()
+        .into_iter()
+        .collect();
+    let level_of = |deadline: u32| levels.partition_point(|level| *level < deadline) + 1;
+    let mut classes: Vec<Class> = Vec::new();
+    let mut class_of: BTreeMap<(i64, i64, i64, [bool; 3], u32), usize> = BTreeMap::new();
+    for (index, order) in orders.iter().enumerate() {
+        let key = (
+            order.kg,
+            order.volume_l,
+            order.lcl_cents,
+            order.allowed,
+            order.deadline_days,
+        );
+        let slot = *class_of.entry(key).or_insert_with(|| {
+            classes.push(Class {
+                members: Vec::new(),
+                level: level_of(order.deadline_days),
+            });
+            classes.len() - 1
+        });
+        classes[slot].members.push(index);
+    }
+    let first = |class: &Class| &orders[class.members[0]];
+    let per_class = |figure: &dyn Fn(&OrderFacts) -> i64| {
+        json!(
+            classes
+                .iter()
+                .map(|class| figure(first(class)))
+                .collect::<Vec<_>>()
+        )
+    };
     let mut data = Map::new();
-    data.insert("n_orders".to_owned(), json!(orders.len()));
+    data.insert("n_classes".to_owned(), json!(classes.len()));
+    data.insert(
+        "class_size".to_owned(),
+        json!(classes.iter().map(|c| c.members.len()).collect::<Vec<_>>()),
+    );
+    data.insert("class_kg".to_owned(), per_class(&|o| o.kg));
+    data.insert("class_volume_l".to_owned(), per_class(&|o| o.volume_l));
+    data.insert("class_lcl_cents".to_owned(), per_class(&|o| o.lcl_cents));
+    data.insert(
+        "class_lcl_units".to_owned(),
+        per_class(&|o| to_units(o.lcl_cents, unit)),
+    );
     data.insert(
         "allowed".to_owned(),
         json!(
-            orders
+            classes
                 .iter()
-                .map(|o| o.allowed.to_vec())
+                .map(|class| first(class).allowed.to_vec())
                 .collect::<Vec<_>>()
         ),
     );
+    data.insert("money_unit_cents".to_owned(), json!(unit));
+    data.insert("air_per_kg_cents".to_owned(), json!(per_kg_cents));
+    data.insert("air_min_charge_cents".to_owned(), json!(air_min_cents));
     data.insert(
-        "order_kg".to_owned(),
-        json!(orders.iter().map(|o| o.kg).collect::<Vec<_>>()),
+        "air_min_charge_units".to_owned(),
+        json!(to_units(air_min_cents, unit)),
     );
+    data.insert("air_volumetric_divisor".to_owned(), json!(divisor));
+    data.insert("air_volume_num".to_owned(), json!(volume_num));
+    data.insert("air_volume_den".to_owned(), json!(volume_den));
+    data.insert("lcl_min_charge_cents".to_owned(), json!(lcl_min_cents));
     data.insert(
-        "order_volume_l".to_owned(),
-        json!(orders.iter().map(|o| o.volume_l).collect::<Vec<_>>()),
-    );
-    data.insert(
-        "order_lcl_cents".to_owned(),
-        json!(orders.iter().map(|o| o.lcl_cents).collect::<Vec<_>>()),
-    );
-    data.insert(
-        "air_per_kg_cents".to_owned(),
-        json!(cents(rates.air.per_kg)),
-    );
-    data.insert(
-        "air_min_charge_cents".to_owned(),
-        json!(cents(rates.air.min_charge)),
-    );
-    data.insert(
-        "air_volumetric_divisor".to_owned(),
-        json!(rates.air.volumetric_divisor.round().max(1.0) as i64),
-    );
-    data.insert(
-        "lcl_min_charge_cents".to_owned(),
-        json!((rates.lcl.min_cbm * rates.lcl.per_cbm * 100.0).ceil() as i64),
+        "lcl_min_charge_units".to_owned(),
+        json!(to_units(lcl_min_cents, unit)),
     );
     data.insert("n_types".to_owned(), json!(fcl.types.len()));
     data.insert("type_capacity_l".to_owned(), json!(fcl.capacity_l));
@@ -572,28 +791,20 @@ fn model_data(
         ),
     );
     data.insert(
-        "type_price_cents".to_owned(),
-        json!(fcl.types.iter().map(|t| cents(t.price)).collect::<Vec<_>>()),
-    );
-    data.insert("type_max_count".to_owned(), json!(fcl.max_count));
-    // The policy's terms: one per mode and distinct deadline (a shipment's
-    // term is that of its tightest deadline).
-    let levels: Vec<u32> = orders
-        .iter()
-        .map(|order| order.deadline_days)
-        .collect::<std::collections::BTreeSet<u32>>()
-        .into_iter()
-        .collect();
-    let level_of = |deadline: u32| levels.partition_point(|level| *level < deadline) + 1;
-    data.insert("n_levels".to_owned(), json!(levels.len()));
-    data.insert(
-        "order_level".to_owned(),
+        "type_price_units".to_owned(),
         json!(
-            orders
+            price_cents
                 .iter()
-                .map(|order| level_of(order.deadline_days))
+                .map(|price| to_units(*price, unit))
                 .collect::<Vec<_>>()
         ),
+    );
+    data.insert("type_price_cents".to_owned(), json!(price_cents));
+    data.insert("type_max_count".to_owned(), json!(fcl.max_count));
+    data.insert("n_levels".to_owned(), json!(levels.len()));
+    data.insert(
+        "class_level".to_owned(),
+        json!(classes.iter().map(|c| c.level).collect::<Vec<_>>()),
     );
     data.insert("miss_units_cap".to_owned(), json!(risk::MISS_UNITS_CAP));
     data.insert(
@@ -610,7 +821,11 @@ fn model_data(
                 .collect::<Vec<_>>()
         ),
     );
-    Ok(data)
+    Ok(ModelData {
+        data,
+        classes,
+        money_unit_cents: unit,
+    })
 }
 
 fn int_at(solution: &Map<String, Value>, key: &str) -> Result<i64, ToolError> {
@@ -635,16 +850,63 @@ fn ints_at(solution: &Map<String, Value>, key: &str) -> Result<Vec<i64>, ToolErr
         })
 }
 
+/// Each order's mode number, from the solution's count of each class's
+/// orders per mode: a class's members (in input order) take air first,
+/// then LCL, then FCL. The members are interchangeable in the model, so
+/// this is the plan the solver chose.
+fn order_modes(
+    classes: &[Class],
+    n_orders: usize,
+    solution: &Map<String, Value>,
+) -> Result<Vec<i64>, ToolError> {
+    let malformed = || {
+        ToolError::new(
+            Category::Unknown,
+            "the load planner model's solution has no count of orders per class and mode",
+        )
+    };
+    let rows = solution
+        .get("count")
+        .and_then(Value::as_array)
+        .ok_or_else(malformed)?;
+    if rows.len() != classes.len() {
+        return Err(malformed());
+    }
+    let mut modes = vec![0; n_orders];
+    for (class, row) in classes.iter().zip(rows) {
+        let counts: Vec<usize> = row
+            .as_array()
+            .map(|row| {
+                row.iter()
+                    .filter_map(Value::as_u64)
+                    .map(|n| n as usize)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if counts.len() != 3 || counts.iter().sum::<usize>() != class.members.len() {
+            return Err(malformed());
+        }
+        let mut members = class.members.iter();
+        for (mode, count) in Mode::ALL.iter().zip(counts) {
+            for index in members.by_ref().take(count) {
+                modes[*index] = mode.number();
+            }
+        }
+    }
+    Ok(modes)
+}
+
 /// Reads one solve into a card (without the recommendation).
 fn card(
     name: &str,
     objective: Objective,
     result: &SolveResult,
     problem: &LoadProblem,
-    orders: &[OrderFacts],
-    fcl: &FclFacts,
-    distributions: &BTreeMap<Mode, Distribution>,
+    cohort: &Cohort,
 ) -> Result<Card, ToolError> {
+    let orders = &cohort.orders;
+    let fcl = &cohort.fcl;
+    let distributions = &cohort.distributions;
     let checker = result
         .checker
         .as_ref()
@@ -683,7 +945,7 @@ fn card(
             return Ok(card);
         }
     };
-    let modes = ints_at(solution, "mode")?;
+    let modes = order_modes(&cohort.model.classes, orders.len(), solution)?;
     let containers = ints_at(solution, "containers")?;
     for (order, number) in orders.iter().zip(&modes) {
         let mode = Mode::from_number(*number).ok_or_else(|| {
@@ -770,21 +1032,21 @@ fn infeasible_reason(name: &str, orders: &[OrderFacts]) -> String {
         .iter()
         .find(|(card, _)| *card == name)
         .and_then(|(_, mode)| *mode);
-    let blocked: Vec<&str> = orders
+    let blocked: Vec<String> = orders
         .iter()
         .filter(|order| match fixed {
             Some(mode) => !order.allowed[(mode.number() - 1) as usize],
             None => !order.allowed.iter().any(|ok| *ok),
         })
-        .map(|order| order.id.as_str())
+        .map(|order| order.id.clone())
         .collect();
     match (fixed, blocked.is_empty()) {
         (Some(mode), false) => format!(
             "{} cannot go by {}: at the 90th percentile it arrives after the deadline, or a pallet fits no container",
-            blocked.join(", "),
+            listed(&blocked),
             mode.as_str()
         ),
-        (None, false) => format!("no mode carries {} in time", blocked.join(", ")),
+        (None, false) => format!("no mode carries {} in time", listed(&blocked)),
         _ => "the containers cannot hold the full-container orders".to_owned(),
     }
 }

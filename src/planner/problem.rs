@@ -149,9 +149,9 @@ pub struct LoadProblem {
 
 /// Most orders and pallets a cohort may hold (the packer places one unit
 /// per pallet).
-pub const MAX_ORDERS: usize = 500;
+pub const MAX_ORDERS: usize = 10_000;
 /// Most pallets, counted with their `count`, in one cohort.
-pub const MAX_PALLETS: u64 = 5_000;
+pub const MAX_PALLETS: u64 = 200_000;
 
 impl LoadProblem {
     /// Parses JSON text into a validated problem.

@@ -32,7 +32,7 @@ impl SolvergateServer {
             "plan_load",
             arguments,
             &context,
-            async |problem, _progress, cancel| self.planner.plan(&problem, cancel).await,
+            async |problem, progress, cancel| self.planner.plan(&problem, progress, cancel).await,
             render::load_plan,
         )
         .await

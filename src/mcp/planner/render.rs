@@ -89,7 +89,7 @@ pub fn load_plan(result: &PlanResult) -> String {
                 text,
                 "; fits no {}: {}",
                 packing.container_type,
-                packing.unplaceable.join(", ")
+                crate::planner::listed(&packing.unplaceable)
             );
         }
         text.push('\n');
