@@ -189,6 +189,12 @@ pub struct PlanArgs {
     /// Print a valid sample cohort to start from, and exit.
     #[arg(long, conflicts_with_all = ["json", "explain", "file", "save"])]
     pub example: bool,
+    /// With --example: a generated cohort of this many pallets instead (20
+    /// to an order, six kinds of pallet, deadlines over 6 to 60 days), to
+    /// try the planner at scale.
+    #[arg(long, requires = "example", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=200_000))]
+    pub pallets: Option<u32>,
     /// Print the MiniZinc data of the optimised solve instead of
     /// planning, to run models/load_planner/model.mzn with plain minizinc.
     #[arg(long, conflicts_with_all = ["json", "explain", "save", "example"])]

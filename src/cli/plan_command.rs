@@ -48,7 +48,7 @@ pub async fn run(
     dirs: &UserDirs,
 ) -> ExitCode {
     if args.example {
-        return example();
+        return example(args.pallets);
     }
     if args.minizinc_data {
         return minizinc_data(args.file);
@@ -174,9 +174,15 @@ pub fn minizinc_data(file: Option<PathBuf>) -> ExitCode {
     }
 }
 
-/// Prints the sample cohort.
-pub fn example() -> ExitCode {
-    out(EXAMPLE);
+/// Prints the sample cohort, or a generated one of `pallets` pallets.
+pub fn example(pallets: Option<u32>) -> ExitCode {
+    match pallets {
+        None => out(EXAMPLE),
+        Some(pallets) => {
+            let cohort = crate::planner::problem::generated(pallets);
+            out(&format!("{}\n", render::json(&cohort)));
+        }
+    }
     ExitCode::SUCCESS
 }
 

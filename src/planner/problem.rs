@@ -320,9 +320,106 @@ pub const EXAMPLE: &str = r#"{
 }
 "#;
 
+/// A generated cohort of `pallets` pallets, for `solvergate plan --example
+/// --pallets N`, the planner's bench and its tests at scale: orders of 20
+/// pallets (the last takes the rest), each of one of six kinds (the order's
+/// index modulo 6), with the deadline 6 + (37 i mod 55) days for order i
+/// (0-based), the example's rates, seed delays and a policy of 0.1.
+pub fn generated(pallets: u32) -> LoadProblem {
+    // (length, width, height cm, kg, stackable)
+    const KINDS: [(f64, f64, f64, f64, bool); 6] = [
+        (120.0, 80.0, 110.0, 350.0, true),
+        (120.0, 80.0, 150.0, 520.0, false),
+        (120.0, 100.0, 120.0, 450.0, true),
+        (120.0, 100.0, 160.0, 700.0, false),
+        (80.0, 60.0, 90.0, 120.0, true),
+        (110.0, 110.0, 130.0, 600.0, true),
+    ];
+    const PER_ORDER: u32 = 20;
+    let mut orders = Vec::new();
+    let mut left = pallets;
+    while left > 0 {
+        let i = orders.len();
+        let count = left.min(PER_ORDER);
+        let (length_cm, width_cm, height_cm, weight_kg, stackable) = KINDS[i % KINDS.len()];
+        orders.push(Order {
+            id: format!("SO-{:05}", i + 1),
+            deadline_days: 6 + (i as u32 * 37) % 55,
+            pallets: vec![Pallet {
+                length_cm,
+                width_cm,
+                height_cm,
+                weight_kg,
+                count,
+                stackable,
+            }],
+        });
+        left -= count;
+    }
+    let container = |name: &str, length_cm, height_cm, max_payload_kg, price| ContainerType {
+        name: name.to_owned(),
+        length_cm,
+        width_cm: 235.0,
+        height_cm,
+        max_payload_kg,
+        price,
+    };
+    // The example's rates.
+    let rates = Rates {
+        air: AirRate {
+            per_kg: 4.2,
+            min_charge: 150.0,
+            volumetric_divisor: 6000.0,
+            transit_days: 3,
+        },
+        lcl: LclRate {
+            per_cbm: 85.0,
+            min_cbm: 1.0,
+            transit_days: 30,
+        },
+        fcl: FclRate {
+            containers: vec![
+                container("20GP", 589.0, 239.0, 28_000.0, 1800.0),
+                container("40HC", 1203.0, 269.0, 26_500.0, 2900.0),
+            ],
+            transit_days: 28,
+        },
+    };
+    LoadProblem {
+        orders,
+        rates,
+        delays: Delays::default(),
+        policy: Policy::default(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_generated_cohorts_rates_are_the_examples() {
+        assert_eq!(
+            generated(1).rates,
+            LoadProblem::parse(EXAMPLE).unwrap().rates
+        );
+    }
+
+    #[test]
+    fn generated_cohorts_are_valid_up_to_the_limit() {
+        for pallets in [1, 19, 20, 21, 1_000, MAX_PALLETS as u32] {
+            let problem = generated(pallets);
+            problem.validate().unwrap();
+            let counted: u32 = problem
+                .orders
+                .iter()
+                .flat_map(|order| &order.pallets)
+                .map(|pallet| pallet.count)
+                .sum();
+            assert_eq!(counted, pallets);
+            assert_eq!(problem.orders.len(), pallets.div_ceil(20) as usize);
+        }
+    }
 
     #[test]
     fn the_example_is_valid() {
