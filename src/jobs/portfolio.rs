@@ -277,6 +277,7 @@ impl BackgroundJobs for Portfolios {
                         random_seed: attempt.seed,
                         all_solutions: request.all_solutions,
                         num_solutions: request.num_solutions,
+                        gecode_fail_limit: None,
                     },
                 };
                 let meta = SolveJobMeta::new(request.per_attempt_timeout_ms);
@@ -445,6 +446,7 @@ impl Portfolios {
                 random_seed: seeds.seeded().then_some(1),
                 all_solutions: request.all_solutions,
                 num_solutions: request.num_solutions,
+                gecode_fail_limit: None,
             };
             gated.validate()?;
             gated.gate(&solver)?;

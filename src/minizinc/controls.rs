@@ -31,6 +31,13 @@ pub struct SolveControls {
     pub all_solutions: bool,
     /// `-n <n>`: at most n solutions of a satisfaction problem (at least 1).
     pub num_solutions: Option<i64>,
+    /// Gecode's failure cutoff (`-fail <n>`): the search stops after n
+    /// failures, so a solve that cannot prove its optimum ends on the same
+    /// answer on any machine, however busy. Set only by the load planner
+    /// for Gecode; never read from a client.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub gecode_fail_limit: Option<u64>,
 }
 
 impl SolveControls {
@@ -127,6 +134,9 @@ impl SolveControls {
         if let Some(count) = self.num_solutions {
             args.extend(["-n".to_owned(), count.to_string()]);
         }
+        if let Some(failures) = self.gecode_fail_limit {
+            args.extend(["-fail".to_owned(), failures.to_string()]);
+        }
         args
     }
 }
@@ -158,11 +168,24 @@ mod tests {
             random_seed: Some(-7),
             all_solutions: true,
             num_solutions: Some(3),
+            gecode_fail_limit: None,
         };
         assert_eq!(
             controls.args(),
             ["-a", "-f", "-p", "2", "-r", "-7", "-n", "3"]
         );
+        let planner = SolveControls {
+            gecode_fail_limit: Some(100_000),
+            ..SolveControls::default()
+        };
+        assert_eq!(planner.args(), ["-fail", "100000"]);
+        // A client cannot set it: it is not part of the arguments at all.
+        let sent: SolveControls =
+            serde_json::from_str(r#"{"free_search": false, "parallel": null, "random_seed": null, "all_solutions": false, "num_solutions": null, "gecode_fail_limit": 5}"#)
+                .unwrap();
+        assert_eq!(sent.gecode_fail_limit, None);
+        let schema = serde_json::to_string(&schemars::schema_for!(SolveControls)).unwrap();
+        assert!(!schema.contains("gecode_fail_limit"), "{schema}");
     }
 
     #[test]

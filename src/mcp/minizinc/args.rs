@@ -158,6 +158,7 @@ impl IntoRequest for SolveModelArgs {
                 random_seed: self.random_seed,
                 all_solutions: self.all_solutions,
                 num_solutions: self.num_solutions,
+                gecode_fail_limit: None,
             },
         })
     }
@@ -226,6 +227,7 @@ impl IntoRequest for SolveFilesArgs {
                 random_seed: self.random_seed,
                 all_solutions: self.all_solutions,
                 num_solutions: self.num_solutions,
+                gecode_fail_limit: None,
             },
         })
     }
