@@ -7,15 +7,26 @@
 //! the container count and fill rate.
 //!
 //! How: units are sorted by a total order on their contents (floor area desc,
-//! height desc, label asc, then the remaining fields), then placed first-fit
-//! over the open containers in opening order. Within a container a stackable
-//! unit first tries to go on top of an existing column whose top pallet is
-//! stackable and covers its footprint (best fit by wasted top area, then by
-//! leftover height); otherwise the unit goes on the floor, which is managed as
-//! a MaxRects free-rectangle list with best-short-side-fit over both floor
-//! rotations. A new container is opened only when no open container takes the
+//! height desc, length desc, width desc, stackable first, weight desc, then
+//! label asc), then placed first-fit over the open containers in opening
+//! order. Within a container a stackable unit first tries to go on top of an
+//! existing column whose top pallet is stackable and covers its footprint
+//! (best fit by wasted top area, then by leftover height); otherwise the unit
+//! goes on the floor, which is managed as a MaxRects free-rectangle list with
+//! best-short-side-fit over both floor rotations. A new container is opened only when no open container takes the
 //! unit. Coordinates: `x` runs along the container length, `y` along its
 //! width, `z` up, all from one bottom corner.
+//!
+//! Speed: units that differ only in their label are contiguous in that order
+//! and form a run. Within a run the first-fit scan resumes at the container
+//! that took the previous unit (the earlier ones refused an identical unit
+//! and have not changed since), and every open container keeps cheap bounds
+//! (weight loaded, largest short and long side over the free floor
+//! rectangles and over the stackable tops, lowest stackable top) that rule it
+//! out in O(1) without calling the placement code. Both only ever skip
+//! containers that would refuse the unit, so the result is exactly that of
+//! plain first-fit, and a cohort of a few dozen pallet kinds packs in about
+//! O(n log n).
 //!
 //! What it deliberately does not do: it is a heuristic, not an optimiser (no
 //! backtracking or search, so it can use more containers than the optimum);
@@ -33,6 +44,8 @@
 //! are identical in every field), iterate only over `Vec`s and slices in a
 //! fixed order (never a `HashMap`/`HashSet`), accumulate floating-point
 //! weights in placement order, and use no randomness, clocks or threads.
+//! The speed-ups above must stay exact: they may only skip containers that
+//! would refuse the unit (the tests compare `pack` with plain first-fit).
 
 use std::cmp::Ordering;
 
@@ -131,6 +144,79 @@ pub struct Packing {
 /// Packs `units` into containers of type `container`. Deterministic.
 #[must_use]
 pub fn pack(units: &[PalletUnit], container: &ContainerSpec) -> Packing {
+    let (order, mut unplaceable) = admit_and_sort(units, container);
+
+    let mut open: Vec<OpenContainer> = Vec::new();
+    // First-fit, one run of identical units at a time. `resume` is where the
+    // first-fit scan for the next unit starts; every container before it is
+    // known to refuse that unit. Why skipping them changes nothing:
+    //
+    // * `try_place` either places the unit or returns false without touching
+    //   the container, and whether it places it (and where) depends only on
+    //   the container's state and the unit's `length_cm`, `width_cm`,
+    //   `height_cm`, `weight_kg` and `stackable` (label and index are only
+    //   copied into the placement).
+    // * Within a run (consecutive units equal in those fields, see
+    //   `same_kind`), every container before index `t` refused the previous
+    //   unit of the run, where `t` is the container that took it (possibly a
+    //   new one) or, if it went unplaceable, the number of open containers:
+    //   the ones before the previous `resume` by this very argument, the
+    //   ones scanned since by an actual refusal or by their bounds (below).
+    //   Since then only container `t` changed, or a new container was
+    //   appended at `t`. So every container before `t` is in the same state
+    //   as when it refused an identical unit and refuses this one too:
+    //   resuming at `t` finds the same first fit as scanning from 0.
+    // * A new run starts the scan at container 0 again.
+    //
+    // Within the scan, a container is skipped without calling `try_place`
+    // when its `Bounds` rule the unit out, which they only ever do when
+    // `try_place` would refuse it. `bounds[i]` is `open[i].bounds`, kept in a
+    // separate dense vector so the scan over full containers stays cheap.
+    let mut bounds: Vec<Bounds> = Vec::new();
+    let mut resume = 0usize;
+    let mut previous: Option<&PalletUnit> = None;
+    for &index in &order {
+        let unit = &units[index];
+        if !previous.is_some_and(|p| same_kind(p, unit)) {
+            resume = 0;
+        }
+        previous = Some(unit);
+        let mut start = resume;
+        let mut taken = None;
+        while let Some(i) = (start..open.len()).find(|&i| !bounds[i].rules_out(unit, container)) {
+            if open[i].try_place(index, unit, container) {
+                bounds[i] = open[i].bounds;
+                taken = Some(i);
+                break;
+            }
+            start = i + 1;
+        }
+        match taken {
+            Some(i) => resume = i,
+            None => {
+                let mut fresh = OpenContainer::new(container);
+                // `fits_empty` guarantees an empty container takes the unit;
+                // the check keeps a broken invariant from silently dropping
+                // it.
+                if fresh.try_place(index, unit, container) {
+                    resume = open.len();
+                    bounds.push(fresh.bounds);
+                    open.push(fresh);
+                } else {
+                    // Nothing changed and every open container refused.
+                    resume = open.len();
+                    unplaceable.push(unit.label.clone());
+                }
+            }
+        }
+    }
+    summarise(open, unplaceable, container)
+}
+
+/// Splits the input into the indices of the units that fit an empty
+/// container, sorted into packing order, and the labels of the others in
+/// input order.
+fn admit_and_sort(units: &[PalletUnit], container: &ContainerSpec) -> (Vec<usize>, Vec<String>) {
     let mut unplaceable = Vec::new();
     let mut order: Vec<usize> = Vec::with_capacity(units.len());
     for (index, unit) in units.iter().enumerate() {
@@ -141,23 +227,15 @@ pub fn pack(units: &[PalletUnit], container: &ContainerSpec) -> Packing {
         }
     }
     order.sort_by(|&a, &b| pack_order(&units[a], &units[b]).then(a.cmp(&b)));
+    (order, unplaceable)
+}
 
-    let mut open: Vec<OpenContainer> = Vec::new();
-    for &index in &order {
-        let unit = &units[index];
-        let placed = open.iter_mut().any(|c| c.try_place(index, unit, container));
-        if !placed {
-            let mut fresh = OpenContainer::new(container);
-            // `fits_empty` guarantees an empty container takes the unit; the
-            // check keeps a broken invariant from silently dropping it.
-            if fresh.try_place(index, unit, container) {
-                open.push(fresh);
-            } else {
-                unplaceable.push(unit.label.clone());
-            }
-        }
-    }
-
+/// The [`Packing`] for the filled containers, in opening order.
+fn summarise(
+    open: Vec<OpenContainer>,
+    unplaceable: Vec<String>,
+    container: &ContainerSpec,
+) -> Packing {
     let loads: Vec<ContainerLoad> = open.into_iter().map(|c| c.load).collect();
     let packed_volume_cm3 = loads
         .iter()
@@ -205,15 +283,29 @@ fn volume_f64(container: &ContainerSpec) -> f64 {
 
 /// Packing order: a total order on everything that influences placement, so
 /// that only units identical in every field fall back to the input index.
+/// The label comes last, so units that differ only in their label (the same
+/// pallet kind in different orders) are contiguous and `pack` can treat them
+/// as one run.
 fn pack_order(a: &PalletUnit, b: &PalletUnit) -> Ordering {
     floor_area(b)
         .cmp(&floor_area(a))
         .then(b.height_cm.cmp(&a.height_cm))
-        .then_with(|| a.label.cmp(&b.label))
         .then(b.length_cm.cmp(&a.length_cm))
         .then(b.width_cm.cmp(&a.width_cm))
         .then(b.stackable.cmp(&a.stackable))
         .then(b.weight_kg.total_cmp(&a.weight_kg))
+        .then_with(|| a.label.cmp(&b.label))
+}
+
+/// True when `try_place` treats the two units alike: equal in every field but
+/// the label. Weights compare by bits, matching `total_cmp` in `pack_order`,
+/// so a run is always contiguous in packing order.
+fn same_kind(a: &PalletUnit, b: &PalletUnit) -> bool {
+    a.length_cm == b.length_cm
+        && a.width_cm == b.width_cm
+        && a.height_cm == b.height_cm
+        && a.stackable == b.stackable
+        && a.weight_kg.to_bits() == b.weight_kg.to_bits()
 }
 
 /// An axis-aligned floor rectangle: `x`/`len` along the container length,
@@ -268,12 +360,102 @@ struct Stack {
     top_stackable: bool,
 }
 
+#[derive(Clone)]
 struct OpenContainer {
     /// MaxRects free list: maximal empty floor rectangles, none contained in
     /// another.
     free: Vec<Rect>,
     stacks: Vec<Stack>,
     load: ContainerLoad,
+    /// This container's [`Bounds`], refreshed after every placement.
+    bounds: Bounds,
+}
+
+/// Cheap bounds on what one [`OpenContainer`] can still take.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Bounds {
+    /// Weight already loaded.
+    weight_kg: f64,
+    /// Largest short side and largest long side over the free floor
+    /// rectangles (not necessarily of the same rectangle); 0 when there are
+    /// none.
+    free_short: u32,
+    free_long: u32,
+    /// Largest short side and largest long side over the tops of the stacks
+    /// whose top is stackable; 0 when there are none.
+    top_short: u32,
+    top_long: u32,
+    /// Lowest `top_z` over the stacks with a stackable top; `u32::MAX` when
+    /// there are none.
+    top_z: u32,
+}
+
+impl Bounds {
+    /// No free floor and no stackable top.
+    const NONE: Bounds = Bounds {
+        weight_kg: f64::INFINITY,
+        free_short: 0,
+        free_long: 0,
+        top_short: 0,
+        top_long: 0,
+        top_z: u32::MAX,
+    };
+
+    /// The bounds of an empty container.
+    fn empty(spec: &ContainerSpec) -> Self {
+        Bounds {
+            weight_kg: 0.0,
+            free_short: spec.length_cm.min(spec.width_cm),
+            free_long: spec.length_cm.max(spec.width_cm),
+            ..Bounds::NONE
+        }
+    }
+
+    fn of(weight_kg: f64, free: &[Rect], stacks: &[Stack]) -> Self {
+        let mut bounds = Bounds {
+            weight_kg,
+            ..Bounds::NONE
+        };
+        for r in free {
+            bounds.free_short = bounds.free_short.max(r.len.min(r.wid));
+            bounds.free_long = bounds.free_long.max(r.len.max(r.wid));
+        }
+        for s in stacks.iter().filter(|s| s.top_stackable) {
+            bounds.top_short = bounds.top_short.max(s.top_len.min(s.top_wid));
+            bounds.top_long = bounds.top_long.max(s.top_len.max(s.top_wid));
+            bounds.top_z = bounds.top_z.min(s.top_z);
+        }
+        bounds
+    }
+
+    /// True only when `try_place` would refuse the unit in the container
+    /// these bounds describe; O(1). Why it never rules out a unit that the
+    /// container takes:
+    ///
+    /// * payload: this is the very test `try_place` makes first, on the
+    ///   very same numbers (`weight_kg` is the container's loaded weight);
+    /// * a footprint fits a rectangle in some rotation about the vertical
+    ///   axis exactly when its short side is at most the rectangle's short
+    ///   side and its long side at most the rectangle's long side;
+    /// * so a floor spot needs a free rectangle whose short and long sides,
+    ///   hence `free_short` and `free_long`, are at least the unit's;
+    /// * a stack spot needs a stackable unit and a stackable top covering the
+    ///   footprint in some rotation, hence `top_short` and `top_long` at
+    ///   least the unit's sides, with `top_z + height` within the container,
+    ///   and that top's `top_z` is at least the lowest one.
+    fn rules_out(&self, unit: &PalletUnit, spec: &ContainerSpec) -> bool {
+        if self.weight_kg + unit.weight_kg > spec.max_payload_kg {
+            return true;
+        }
+        let short = unit.length_cm.min(unit.width_cm);
+        let long = unit.length_cm.max(unit.width_cm);
+        let floor = short <= self.free_short && long <= self.free_long;
+        let stack = unit.stackable
+            && short <= self.top_short
+            && long <= self.top_long
+            && u64::from(self.top_z) + u64::from(unit.height_cm) <= u64::from(spec.height_cm);
+        !floor && !stack
+    }
 }
 
 impl OpenContainer {
@@ -291,6 +473,7 @@ impl OpenContainer {
                 weight_kg: 0.0,
                 volume_cm3: 0,
             },
+            bounds: Bounds::empty(spec),
         }
     }
 
@@ -325,6 +508,7 @@ impl OpenContainer {
                 top_z: stack.top_z + unit.height_cm,
                 top_stackable: true,
             };
+            self.bounds = Bounds::of(self.load.weight_kg, &self.free, &self.stacks);
             return true;
         }
         if let Some((rect, rotated)) = self.best_floor_spot(unit) {
@@ -338,6 +522,7 @@ impl OpenContainer {
                 top_z: unit.height_cm,
                 top_stackable: unit.stackable,
             });
+            self.bounds = Bounds::of(self.load.weight_kg, &self.free, &self.stacks);
             return true;
         }
         false
@@ -860,6 +1045,316 @@ mod tests {
         let mut wrong_dims = load.clone();
         wrong_dims.placements[0].rotated = !wrong_dims.placements[0].rotated;
         assert!(first_problem(&wrong_dims, &TWENTY_FOOT, &units).is_some());
+    }
+
+    /// The plain algorithm `pack` must reproduce exactly: one unit at a time
+    /// in the same order, first fit over all open containers from the first,
+    /// no bounds and no resuming.
+    fn reference(units: &[PalletUnit], container: &ContainerSpec) -> Packing {
+        let (order, mut unplaceable) = admit_and_sort(units, container);
+        let mut open: Vec<OpenContainer> = Vec::new();
+        for &index in &order {
+            let unit = &units[index];
+            if !open.iter_mut().any(|c| c.try_place(index, unit, container)) {
+                let mut fresh = OpenContainer::new(container);
+                if fresh.try_place(index, unit, container) {
+                    open.push(fresh);
+                } else {
+                    unplaceable.push(unit.label.clone());
+                }
+            }
+        }
+        summarise(open, unplaceable, container)
+    }
+
+    fn assert_same(got: &Packing, want: &Packing, what: &str) {
+        assert_eq!(got.containers, want.containers, "{what}: containers");
+        for (i, (g, w)) in got.loads.iter().zip(&want.loads).enumerate() {
+            assert_eq!(g, w, "{what}: container {i}");
+            assert_eq!(g.weight_kg.to_bits(), w.weight_kg.to_bits(), "{what}");
+        }
+        assert_eq!(got.fill_rate.to_bits(), want.fill_rate.to_bits(), "{what}");
+        assert_eq!(got, want, "{what}");
+    }
+
+    /// Random cohorts built to stress the run/resume and bound logic: few and
+    /// many kinds, mixed stackability, weights near or over the payload,
+    /// degenerate units, heights that just fit, tiny containers, long runs of
+    /// identical units and duplicate labels.
+    #[test]
+    fn pack_equals_plain_first_fit_on_random_cohorts() {
+        let mut rng = Lcg(0xB0B5_1EDD);
+        for case in 0..600 {
+            let spec = match rng.range(0, 5) {
+                0 => TWENTY_FOOT,
+                1 => FORTY_FOOT,
+                2 => ContainerSpec {
+                    length_cm: rng.range(60, 260),
+                    width_cm: rng.range(40, 140),
+                    height_cm: rng.range(50, 260),
+                    max_payload_kg: f64::from(rng.range(100, 3000)),
+                },
+                3 => ContainerSpec {
+                    length_cm: rng.range(0, 20),
+                    width_cm: rng.range(0, 20),
+                    height_cm: rng.range(0, 20),
+                    max_payload_kg: f64::from(rng.range(0, 40)),
+                },
+                _ => ContainerSpec {
+                    length_cm: rng.range(200, 700),
+                    width_cm: rng.range(150, 260),
+                    height_cm: rng.range(150, 280),
+                    max_payload_kg: f64::from(rng.range(1000, 30_000)),
+                },
+            };
+            let small = spec.length_cm < 30;
+            let payload = spec.max_payload_kg;
+            let kinds_n = [1, 2, 3, 5, 8, 20, 60][rng.range(0, 6) as usize];
+            let kinds: Vec<PalletUnit> = (0..kinds_n)
+                .map(|k| {
+                    let dim = |rng: &mut Lcg, full: u32| match rng.range(0, 9) {
+                        0 => 0,
+                        1 => full,
+                        2 => full.saturating_add(1),
+                        3 => full / 2,
+                        4 => full / 3,
+                        _ if small => rng.range(1, 20),
+                        _ => rng.range(20, 200),
+                    };
+                    let l = dim(&mut rng, spec.length_cm);
+                    let w = dim(&mut rng, spec.width_cm);
+                    let h = match rng.range(0, 5) {
+                        0 => spec.height_cm,
+                        1 => spec.height_cm / 2,
+                        2 => spec.height_cm.saturating_sub(1),
+                        3 => spec.height_cm.saturating_add(1),
+                        _ => rng.range(1, 150),
+                    };
+                    let kg = match rng.range(0, 14) {
+                        0 => f64::NAN,
+                        1 => -1.0,
+                        2 => -0.0,
+                        3 => 0.0,
+                        4 => payload,
+                        5 => payload / 2.0,
+                        6 => payload / 3.0 + 0.1,
+                        7 => payload + 1.0,
+                        8 => f64::INFINITY,
+                        9 => payload * 0.3,
+                        _ => f64::from(rng.range(1, 2000)) * 0.25,
+                    };
+                    unit(&format!("kind {k}"), l, w, h, kg, rng.range(0, 2) != 0)
+                })
+                .collect();
+            // Sometimes near-twins: every kind is the first one with one
+            // field changed, so kinds differ in a single placement field.
+            let kinds: Vec<PalletUnit> = if rng.range(0, 2) == 0 {
+                let base = kinds[0].clone();
+                (0..kinds_n)
+                    .map(|_| {
+                        let mut u = base.clone();
+                        match rng.range(0, 6) {
+                            0 => u.height_cm = rng.range(1, spec.height_cm.max(1)),
+                            1 => u.weight_kg = f64::from(rng.range(0, 3000)) * 0.5,
+                            2 => u.stackable = !u.stackable,
+                            3 => (u.length_cm, u.width_cm) = (u.width_cm, u.length_cm),
+                            4 => u.length_cm = u.length_cm.saturating_sub(rng.range(0, 3)),
+                            _ => u.width_cm = u.width_cm.saturating_sub(rng.range(0, 3)),
+                        }
+                        u
+                    })
+                    .collect()
+            } else {
+                kinds
+            };
+            let n = match rng.range(0, 4) {
+                0 => rng.range(1, 10),
+                1 => rng.range(1, 80),
+                2 => rng.range(100, 400),
+                _ => rng.range(400, 900),
+            } as usize;
+            let units: Vec<PalletUnit> = (0..n)
+                .map(|i| {
+                    let mut u = kinds[rng.range(0, kinds_n - 1) as usize].clone();
+                    // Sometimes distinct labels, sometimes shared ones.
+                    if rng.range(0, 3) != 0 {
+                        u.label = format!("order {} pallet {i}", rng.range(0, 9));
+                    }
+                    u
+                })
+                .collect();
+            let got = pack(&units, &spec);
+            let want = reference(&units, &spec);
+            assert_same(&got, &want, &format!("case {case}"));
+            validate_all(&got, &spec, &units);
+        }
+    }
+
+    /// The bounds themselves, apart from the scan: at every step of random
+    /// packings, each container's cached bounds equal freshly computed ones,
+    /// and whenever they rule a probe unit out, `try_place` on a copy of the
+    /// container refuses it too.
+    #[test]
+    fn bounds_never_rule_out_what_try_place_takes() {
+        let mut rng = Lcg(0xB0_0D5);
+        let mut ruled_out = 0u32;
+        for case in 0..150 {
+            let spec = ContainerSpec {
+                length_cm: rng.range(100, 600),
+                width_cm: rng.range(80, 240),
+                height_cm: rng.range(100, 260),
+                max_payload_kg: f64::from(rng.range(500, 20_000)),
+            };
+            let random_unit = |rng: &mut Lcg, i: u32| {
+                unit(
+                    &format!("u{i}"),
+                    rng.range(20, spec.length_cm),
+                    rng.range(20, spec.width_cm),
+                    rng.range(1, spec.height_cm),
+                    f64::from(rng.range(0, 4000)) * 0.5,
+                    rng.range(0, 2) != 0,
+                )
+            };
+            let units: Vec<PalletUnit> = (0..rng.range(1, 60))
+                .map(|i| random_unit(&mut rng, i))
+                .collect();
+            let probes: Vec<PalletUnit> = (0..12).map(|i| random_unit(&mut rng, i)).collect();
+            let (order, _) = admit_and_sort(&units, &spec);
+            let mut open: Vec<OpenContainer> = Vec::new();
+            for &index in &order {
+                for c in &open {
+                    let fresh = Bounds::of(c.load.weight_kg, &c.free, &c.stacks);
+                    assert_eq!(c.bounds, fresh, "case {case}: stale bounds");
+                    for probe in probes.iter().filter(|p| fits_empty(p, &spec)) {
+                        if c.bounds.rules_out(probe, &spec) {
+                            ruled_out += 1;
+                            let mut copy = c.clone();
+                            assert!(
+                                !copy.try_place(0, probe, &spec),
+                                "case {case}: bounds rule out {probe:?}, but it fits"
+                            );
+                        }
+                    }
+                }
+                let unit = &units[index];
+                if !open.iter_mut().any(|c| c.try_place(index, unit, &spec)) {
+                    let mut fresh = OpenContainer::new(&spec);
+                    assert!(fresh.try_place(index, unit, &spec));
+                    open.push(fresh);
+                }
+            }
+        }
+        assert!(ruled_out > 1000, "the bounds hardly ever bite: {ruled_out}");
+    }
+
+    /// The planner's own shape of input, small enough for the reference.
+    #[test]
+    fn pack_equals_plain_first_fit_on_planner_cohorts() {
+        for (n, seed) in [(50, 1), (700, 2), (3000, 3), (2000, 4)] {
+            let mut units = cohort(n, seed);
+            if seed == 4 {
+                // Every pallet its own weight: runs of length one.
+                for (i, u) in units.iter_mut().enumerate() {
+                    u.weight_kg += i as f64 * 0.001;
+                }
+            }
+            for spec in [TWENTY_FOOT, FORTY_FOOT] {
+                assert_same(
+                    &pack(&units, &spec),
+                    &reference(&units, &spec),
+                    &format!("{n} units seed {seed}"),
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn hundred_thousand_pallets_are_each_placed_once_and_valid() {
+        let units = cohort(100_000, 0xC0FFEE);
+        let packing = pack(&units, &FORTY_FOOT);
+        validate_all(&packing, &FORTY_FOOT, &units);
+        assert!(packing.unplaceable.is_empty());
+        let mut seen = vec![0u32; units.len()];
+        for p in packing.loads.iter().flat_map(|l| &l.placements) {
+            seen[p.unit_index] += 1;
+        }
+        assert!(seen.iter().all(|&s| s == 1));
+        let volume: u64 = units.iter().map(unit_volume).sum();
+        let weight: f64 = units.iter().map(|u| u.weight_kg).sum();
+        let capacity = FORTY_FOOT.length_cm * FORTY_FOOT.width_cm * FORTY_FOOT.height_cm;
+        let by_volume = volume.div_ceil(u64::from(capacity));
+        let by_weight = (weight / FORTY_FOOT.max_payload_kg).ceil() as u64;
+        let containers = u64::from(packing.containers);
+        assert!(containers >= by_volume.max(by_weight), "{containers}");
+        // A heuristic, but not a wasteful one: at most three times the
+        // volume/weight lower bound.
+        assert!(containers <= 3 * by_volume.max(by_weight), "{containers}");
+        assert!(packing.fill_rate > 0.0 && packing.fill_rate <= 1.0);
+    }
+
+    /// A realistic planner cohort: `n` pallets of about twenty kinds spread
+    /// over many orders, labelled the way the planner labels them.
+    fn cohort(n: usize, seed: u64) -> Vec<PalletUnit> {
+        let mut rng = Lcg(seed);
+        let kinds: Vec<(u32, u32, u32, f64, bool)> = (0..20)
+            .map(|_| {
+                let (l, w) = match rng.range(0, 4) {
+                    0 => (120, 80),
+                    1 => (120, 100),
+                    2 => (80, 60),
+                    3 => (114, 114),
+                    _ => (rng.range(60, 240), rng.range(50, 120)),
+                };
+                let h = rng.range(60, 220);
+                let kg = f64::from(rng.range(80, 1400)) * 0.5;
+                (l, w, h, kg, rng.range(0, 2) != 0)
+            })
+            .collect();
+        let mut units = Vec::with_capacity(n);
+        let mut order = 0;
+        while units.len() < n {
+            order += 1;
+            for line in 1..=rng.range(1, 4) {
+                let (l, w, h, kg, stackable) = kinds[rng.range(0, 19) as usize];
+                for pallet in 1..=rng.range(1, 40) {
+                    if units.len() < n {
+                        let label = format!("order PO-{order} line {line} pallet {pallet}");
+                        units.push(unit(&label, l, w, h, kg, stackable));
+                    }
+                }
+            }
+        }
+        units
+    }
+
+    #[test]
+    #[ignore = "prints timings; run in release with --ignored --nocapture"]
+    fn timing_figures() {
+        for distinct_weights in [false, true] {
+            for n in [1_000, 10_000, 100_000] {
+                let mut units = cohort(n, 0xC0FFEE);
+                if distinct_weights {
+                    // Adversarial: (almost) every pallet weighs differently,
+                    // so runs of identical units have length one.
+                    for (i, u) in units.iter_mut().enumerate() {
+                        u.weight_kg += (i % 7919) as f64 * 0.001;
+                    }
+                }
+                let start = std::time::Instant::now();
+                let packing = pack(&units, &FORTY_FOOT);
+                let took = start.elapsed();
+                println!(
+                    "pack {n:>6} units{}: {took:>12.3?}  containers {} unplaceable {}",
+                    if distinct_weights {
+                        " (distinct weights)"
+                    } else {
+                        ""
+                    },
+                    packing.containers,
+                    packing.unplaceable.len()
+                );
+            }
+        }
     }
 
     /// Tiny deterministic LCG (Knuth MMIX constants).
