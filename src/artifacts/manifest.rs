@@ -795,7 +795,7 @@ mod properties {
                         random_seed,
                         all_solutions,
                         num_solutions,
-                        gecode_fail_limit: None,
+                        solver_flags: Vec::new(),
                     },
                 }
             })

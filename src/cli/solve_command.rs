@@ -41,7 +41,7 @@ pub async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
             random_seed: args.random_seed,
             all_solutions: args.all_solutions,
             num_solutions: args.num_solutions,
-            gecode_fail_limit: None,
+            solver_flags: Vec::new(),
         },
     };
     // The first Ctrl-C, SIGTERM or SIGHUP stops the solver the way Ctrl-C

@@ -277,7 +277,7 @@ impl BackgroundJobs for Portfolios {
                         random_seed: attempt.seed,
                         all_solutions: request.all_solutions,
                         num_solutions: request.num_solutions,
-                        gecode_fail_limit: None,
+                        solver_flags: Vec::new(),
                     },
                 };
                 let meta = SolveJobMeta::new(request.per_attempt_timeout_ms);
@@ -446,7 +446,7 @@ impl Portfolios {
                 random_seed: seeds.seeded().then_some(1),
                 all_solutions: request.all_solutions,
                 num_solutions: request.num_solutions,
-                gecode_fail_limit: None,
+                solver_flags: Vec::new(),
             };
             gated.validate()?;
             gated.gate(&solver)?;

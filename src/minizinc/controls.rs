@@ -31,13 +31,13 @@ pub struct SolveControls {
     pub all_solutions: bool,
     /// `-n <n>`: at most n solutions of a satisfaction problem (at least 1).
     pub num_solutions: Option<i64>,
-    /// Gecode's failure cutoff (`-fail <n>`): the search stops after n
-    /// failures, so a solve that cannot prove its optimum ends on the same
-    /// answer on any machine, however busy. Set only by the load planner
-    /// for Gecode; never read from a client.
+    /// Flags for the solver itself, as its `extraFlags` spell them: the
+    /// load planner's limit on Gecode's search (`-fail`) and its memory
+    /// (`-c-d`, `-a-d`). Set only by the planner, from the solver's own
+    /// declarations; never read from a client, never shown.
     #[serde(skip)]
     #[schemars(skip)]
-    pub gecode_fail_limit: Option<u64>,
+    pub solver_flags: Vec<String>,
 }
 
 impl SolveControls {
@@ -134,9 +134,7 @@ impl SolveControls {
         if let Some(count) = self.num_solutions {
             args.extend(["-n".to_owned(), count.to_string()]);
         }
-        if let Some(failures) = self.gecode_fail_limit {
-            args.extend(["-fail".to_owned(), failures.to_string()]);
-        }
+        args.extend(self.solver_flags.iter().cloned());
         args
     }
 }
@@ -168,24 +166,24 @@ mod tests {
             random_seed: Some(-7),
             all_solutions: true,
             num_solutions: Some(3),
-            gecode_fail_limit: None,
+            solver_flags: Vec::new(),
         };
         assert_eq!(
             controls.args(),
             ["-a", "-f", "-p", "2", "-r", "-7", "-n", "3"]
         );
         let planner = SolveControls {
-            gecode_fail_limit: Some(100_000),
+            solver_flags: vec!["-fail".to_owned(), "3000".to_owned()],
             ..SolveControls::default()
         };
-        assert_eq!(planner.args(), ["-fail", "100000"]);
-        // A client cannot set it: it is not part of the arguments at all.
+        assert_eq!(planner.args(), ["-fail", "3000"]);
+        // A client cannot set them: they are not part of the arguments.
         let sent: SolveControls =
-            serde_json::from_str(r#"{"free_search": false, "parallel": null, "random_seed": null, "all_solutions": false, "num_solutions": null, "gecode_fail_limit": 5}"#)
+            serde_json::from_str(r#"{"free_search": false, "parallel": null, "random_seed": null, "all_solutions": false, "num_solutions": null, "solver_flags": ["--rm"]}"#)
                 .unwrap();
-        assert_eq!(sent.gecode_fail_limit, None);
+        assert!(sent.solver_flags.is_empty());
         let schema = serde_json::to_string(&schemars::schema_for!(SolveControls)).unwrap();
-        assert!(!schema.contains("gecode_fail_limit"), "{schema}");
+        assert!(!schema.contains("solver_flags"), "{schema}");
     }
 
     #[test]

@@ -31,6 +31,7 @@ use crate::budget::Budget;
 use crate::diagnostics::{Category, ToolError};
 use crate::minizinc::{MiniZinc, SolveControls, SolveRequest, SolveResult, SolveStatus, Sources};
 use crate::progress::{Progress, Stage};
+use crate::runtime::SolverInfo;
 
 /// The bundled model and checker.
 pub const MODEL: &str = include_str!("../../models/load_planner/model.mzn");
@@ -46,13 +47,45 @@ const NO_BOUND: i64 = 2_000_000_000;
 /// is linear, and they prove its optimum where a CP search would only run
 /// out of budget on a large cohort.
 const MIP_SOLVERS: [&str; 2] = ["org.minizinc.mip.coin-bc", "org.minizinc.mip.highs"];
-/// Without a MIP solver, Gecode searches: its search stops after this many
-/// failures, so a plan it cannot prove optimal is the same plan on any
-/// machine (about 3 s for 100,000 pallets here; the generated cohort of
-/// 10,000 finds its optimum within the first 1,000 failures, and the
-/// README's 1,000-pallet cohort proves it in under 1,000).
+/// Without a MIP solver, Gecode searches, within a failure budget rather
+/// than a clock, so a plan it cannot prove optimal is the same plan on any
+/// machine, however busy: [`GECODE_FAILURES`] divided by the classes of
+/// orders (a failure costs about a class's worth of propagation), between
+/// the bounds below — about 2 to 4 s here for 330 or 10,000 classes. The
+/// README's 1,000-pallet cohort proves its optimum within 1,000 failures.
 const GECODE: &str = "org.gecode.gecode";
-const GECODE_FAIL_LIMIT: u64 = 100_000;
+const GECODE_FAILURES: usize = 30_000_000;
+const GECODE_FAILURES_BOUNDS: (usize, usize) = (1_000, 100_000);
+/// Gecode copies its search state every few levels; a deep dive over
+/// 10,000 classes took 2.4 GB at the default distances and 0.4 GB at
+/// these (the search itself is the same).
+const GECODE_COMMIT_DISTANCE: u32 = 64;
+const GECODE_ADAPTION_DISTANCE: u32 = 8;
+
+/// Gecode's failure budget for a model of `classes` classes.
+fn gecode_failures(classes: usize) -> usize {
+    (GECODE_FAILURES / classes.max(1)).clamp(GECODE_FAILURES_BOUNDS.0, GECODE_FAILURES_BOUNDS.1)
+}
+
+/// The flags that bound Gecode's search and memory for a model of
+/// `classes` classes, spelled as `solver` declares them; none for another
+/// solver, or a flag it does not declare.
+fn search_flags(solver: &SolverInfo, classes: usize) -> Vec<String> {
+    if solver.id != GECODE {
+        return Vec::new();
+    }
+    let mut flags = Vec::new();
+    for (name, value) in [
+        ("fail", gecode_failures(classes).to_string()),
+        ("c-d", GECODE_COMMIT_DISTANCE.to_string()),
+        ("a-d", GECODE_ADAPTION_DISTANCE.to_string()),
+    ] {
+        if let Some(flag) = solver.capabilities.extra_flag(name) {
+            flags.extend([flag.to_owned(), value]);
+        }
+    }
+    flags
+}
 
 /// The four cards, in the order they are reported.
 const CARDS: [(&str, Option<Mode>); 4] = [
@@ -161,15 +194,15 @@ pub fn minizinc_data(problem: &LoadProblem) -> Result<Value, ToolError> {
 async fn planner_solver(
     minizinc: &MiniZinc,
     cancel: &CancellationToken,
-) -> Result<String, ToolError> {
+) -> Result<SolverInfo, ToolError> {
     if let Ok(list) = minizinc.runtime().solver_list(cancel).await
         && let Some(mip) = MIP_SOLVERS
             .iter()
             .find_map(|id| list.solvers.iter().find(|s| s.id == *id && s.available))
     {
-        return Ok(mip.id.clone());
+        return Ok(mip.clone());
     }
-    Ok(minizinc.select_solver(None, cancel).await?.id.clone())
+    minizinc.select_solver(None, cancel).await
 }
 
 /// Plans a validated problem; on a terminal `progress` shows each step.
@@ -186,7 +219,9 @@ pub async fn plan(
         crate::userfiles::off_thread(move || Cohort::new(&owned, &packer_progress)).await?;
     let mut notes = cohort.notes.clone();
     let budget = risk::miss_budget(problem.policy.max_miss_probability);
-    let solver = planner_solver(minizinc, cancel).await?;
+    let chosen = planner_solver(minizinc, cancel).await?;
+    let flags = search_flags(&chosen, cohort.model.classes.len());
+    let solver = chosen.id;
 
     let dir = crate::exec::scratch_dir("solvergate-planner-")?;
     let model_path = dir.path().join("model.mzn");
@@ -218,9 +253,9 @@ pub async fn plan(
         let model_path = model_path.clone();
         let checker_path = checker_path.clone();
         let solver = solver.clone();
+        let solver_flags = flags.clone();
         async move {
             write(&data_path, &Value::Object(card_data).to_string())?;
-            let gecode_fail_limit = (solver == GECODE).then_some(GECODE_FAIL_LIMIT);
             let request = SolveRequest {
                 sources: Sources::Files {
                     model_path: model_path.to_string_lossy().into_owned(),
@@ -230,7 +265,7 @@ pub async fn plan(
                 solver: Some(solver),
                 timeout_ms: SOLVE_TIMEOUT,
                 controls: SolveControls {
-                    gecode_fail_limit,
+                    solver_flags,
                     ..SolveControls::default()
                 },
             };
@@ -310,7 +345,8 @@ pub async fn plan(
     if optimised.feasible && free.status == SolveStatus::Satisfied {
         notes.push(if solver == GECODE {
             format!(
-                "the free solve stopped at its search limit ({GECODE_FAIL_LIMIT} failures of Gecode's search) or its {} s budget before proving the optimised plan the cheapest: it is the cheapest the search found (a runtime with a MIP solver such as COIN-BC proves the optimum)",
+                "the free solve stopped at its search limit ({} failures of Gecode's search) or its {} s budget before proving the optimised plan the cheapest: it is the cheapest the search found (a runtime with a MIP solver such as COIN-BC proves the optimum)",
+                gecode_failures(cohort.model.classes.len()),
                 SOLVE_TIMEOUT.duration().as_secs()
             )
         } else {
@@ -1111,4 +1147,118 @@ fn recommend(cards: &mut [Card]) -> Option<String> {
 fn round(value: f64, places: i32) -> f64 {
     let scale = 10f64.powi(places);
     (value * scale).round() / scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::problem::generated;
+
+    fn gecode(extra: &str) -> SolverInfo {
+        let json = format!(
+            r#"[{{"id": "org.gecode.gecode", "stdFlags": ["-a"], "extraFlags": [["{extra}fail", "", "int", "0"], ["{extra}c-d", "", "int", "8"], ["{extra}a-d", "", "int", "2"]]}}]"#
+        );
+        crate::runtime::SolverCatalog::parse(&json).unwrap().solvers[0].clone()
+    }
+
+    #[test]
+    fn gecode_searches_within_a_failure_budget_that_shrinks_with_the_classes() {
+        assert_eq!(
+            search_flags(&gecode("-"), 330),
+            ["-fail", "90909", "-c-d", "64", "-a-d", "8"]
+        );
+        assert_eq!(
+            search_flags(&gecode("--"), 10_000),
+            ["--fail", "3000", "--c-d", "64", "--a-d", "8"]
+        );
+        assert_eq!(search_flags(&gecode("-"), 1)[1], "100000");
+        assert_eq!(search_flags(&gecode("-"), 1_000_000)[1], "1000");
+        let mut other = gecode("-");
+        other.id = "org.minizinc.mip.coin-bc".to_owned();
+        assert!(search_flags(&other, 10).is_empty());
+        // A Gecode that declares none of them gets none.
+        let mut bare = gecode("-");
+        bare.capabilities.extra_flags.clear();
+        assert!(search_flags(&bare, 10).is_empty());
+    }
+
+    fn cohort(problem: &LoadProblem) -> Cohort {
+        Cohort::new(problem, &Progress::none()).unwrap()
+    }
+
+    #[test]
+    fn interchangeable_orders_share_a_class_and_the_money_unit_fits_the_costs() {
+        // Orders i and i + 330 have the same kind (i mod 6) and deadline
+        // (37 i mod 55): 330 classes of interchangeable orders at most.
+        let small = cohort(&generated(1_000));
+        assert_eq!(small.model.classes.len(), 50);
+        assert_eq!(small.model.money_unit_cents, 1);
+        let large = cohort(&generated(100_000));
+        assert_eq!(large.model.classes.len(), 330);
+        let members: usize = large.model.classes.iter().map(|c| c.members.len()).sum();
+        assert_eq!(members, 5_000);
+        for class in &large.model.classes {
+            let first = &large.orders[class.members[0]];
+            assert!(class.members.windows(2).all(|pair| pair[0] < pair[1]));
+            for member in &class.members {
+                let order = &large.orders[*member];
+                assert_eq!(
+                    (
+                        order.kg,
+                        order.volume_l,
+                        order.lcl_cents,
+                        order.allowed,
+                        order.deadline_days
+                    ),
+                    (
+                        first.kg,
+                        first.volume_l,
+                        first.lcl_cents,
+                        first.allowed,
+                        first.deadline_days
+                    )
+                );
+            }
+        }
+        // About 190 million in costs: whole units of 1.00, said in a note.
+        assert_eq!(large.model.money_unit_cents, 100);
+        assert!(
+            large
+                .notes
+                .iter()
+                .any(|note| note.contains("whole units of 1.00"))
+        );
+        let data = &large.model.data;
+        assert_eq!(data["n_classes"], 330);
+        let price: Vec<i64> = serde_json::from_value(data["type_price_units"].clone()).unwrap();
+        assert_eq!(price, [1800, 2900]);
+    }
+
+    #[test]
+    fn counts_hand_a_class_out_air_first_in_input_order() {
+        let classes = vec![
+            Class {
+                members: vec![0, 2, 3],
+                level: 1,
+            },
+            Class {
+                members: vec![1],
+                level: 2,
+            },
+        ];
+        let solution: Map<String, Value> =
+            serde_json::from_value(json!({"count": [[1, 0, 2], [0, 1, 0]]})).unwrap();
+        assert_eq!(order_modes(&classes, 4, &solution).unwrap(), [1, 2, 3, 3]);
+        // Counts that do not add up to the class are refused, not guessed.
+        for bad in [
+            json!([[1, 0, 1], [0, 1, 0]]),
+            json!([[1, 0, 2]]),
+            json!([[1, 0, 2], [0, 1]]),
+            json!("x"),
+        ] {
+            let solution: Map<String, Value> =
+                serde_json::from_value(json!({ "count": bad })).unwrap();
+            assert!(order_modes(&classes, 4, &solution).is_err(), "{bad}");
+        }
+    }
 }

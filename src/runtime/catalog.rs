@@ -23,10 +23,16 @@ pub struct SolverCapabilities {
     pub supports_num_solutions: bool,
     /// Every standard flag the solver declares (advisory; not a passthrough).
     pub std_flags: Vec<String>,
+    /// The names of the solver's own declared flags (`extraFlags`), as the
+    /// runtime spells them (`-fail` in Gecode 6.2, `--fail` in 6.3). Only
+    /// the load planner uses them, for Gecode's search limit; not shown.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub extra_flags: Vec<String>,
 }
 
 impl SolverCapabilities {
-    fn from_flags(std_flags: Vec<String>) -> Self {
+    fn from_flags(std_flags: Vec<String>, extra_flags: Vec<String>) -> Self {
         let has = |flag: &str| std_flags.iter().any(|f| f == flag);
         SolverCapabilities {
             supports_all_solutions: has("-a"),
@@ -35,7 +41,17 @@ impl SolverCapabilities {
             supports_random_seed: has("-r"),
             supports_num_solutions: has("-n"),
             std_flags,
+            extra_flags,
         }
+    }
+
+    /// The solver's own flag called `name` (without dashes), spelled as it
+    /// declares it; `None` when it declares no such flag.
+    pub fn extra_flag(&self, name: &str) -> Option<&str> {
+        self.extra_flags
+            .iter()
+            .map(String::as_str)
+            .find(|flag| flag.trim_start_matches('-') == name)
     }
 }
 
@@ -179,12 +195,27 @@ fn solver_from_json(entry: &Value) -> Option<SolverInfo> {
         name: text("name").unwrap_or_else(|| id.clone()),
         version: text("version").unwrap_or_default(),
         tags: strings("tags"),
-        capabilities: SolverCapabilities::from_flags(strings("stdFlags")),
+        capabilities: SolverCapabilities::from_flags(strings("stdFlags"), extra_flag_names(entry)),
         is_default,
         id,
         available: true,
         unavailable_reason: None,
     })
+}
+
+/// The names in a solver's `extraFlags` (each entry is `[name, help, type,
+/// default]`).
+fn extra_flag_names(entry: &Value) -> Vec<String> {
+    entry
+        .get("extraFlags")
+        .and_then(Value::as_array)
+        .map(|flags| {
+            flags
+                .iter()
+                .filter_map(|flag| flag.get(0).and_then(Value::as_str).map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -215,6 +246,28 @@ mod tests {
         assert!(!cplex.capabilities.supports_all_solutions);
         assert!(cplex.capabilities.supports_parallel);
         assert!(!catalog.solvers[3].capabilities.supports_num_solutions);
+    }
+
+    #[test]
+    fn extra_flags_are_read_as_each_runtime_spells_them() {
+        let six_two = r#"[{"id": "org.gecode.gecode", "stdFlags": ["-a"],
+            "extraFlags": [["-c-d", "Recomputation commit distance", "int", "8"],
+                           ["-fail", "Failure cutoff", "int", "0"], "not a flag", []]}]"#;
+        let six_three = six_two
+            .replace("\"-c-d\"", "\"--c-d\"")
+            .replace("\"-fail\"", "\"--fail\"");
+        for (json, fail) in [(six_two.to_owned(), "-fail"), (six_three, "--fail")] {
+            let catalog = SolverCatalog::parse(&json).unwrap();
+            let capabilities = &catalog.solvers[0].capabilities;
+            assert_eq!(capabilities.extra_flag("fail"), Some(fail));
+            assert_eq!(capabilities.extra_flag("node"), None);
+            assert_eq!(capabilities.extra_flags.len(), 2);
+            // Not part of what clients see.
+            let shown = serde_json::to_value(&catalog.solvers[0]).unwrap();
+            assert!(!shown.to_string().contains("fail"), "{shown}");
+        }
+        let catalog = SolverCatalog::parse(SOLVERS).unwrap();
+        assert!(catalog.solvers[1].capabilities.extra_flags.is_empty());
     }
 
     /// The CLI prints the serde error as the cause; a tool's text (built

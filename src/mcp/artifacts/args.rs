@@ -87,7 +87,7 @@ impl IntoRequest for SaveModelArgs {
                 random_seed: self.random_seed,
                 all_solutions: self.all_solutions,
                 num_solutions: self.num_solutions,
-                gecode_fail_limit: None,
+                solver_flags: Vec::new(),
             },
             target_dir: self.target_dir,
             overwrite: self.overwrite,

@@ -158,7 +158,7 @@ impl IntoRequest for SolveModelArgs {
                 random_seed: self.random_seed,
                 all_solutions: self.all_solutions,
                 num_solutions: self.num_solutions,
-                gecode_fail_limit: None,
+                solver_flags: Vec::new(),
             },
         })
     }
@@ -227,7 +227,7 @@ impl IntoRequest for SolveFilesArgs {
                 random_seed: self.random_seed,
                 all_solutions: self.all_solutions,
                 num_solutions: self.num_solutions,
-                gecode_fail_limit: None,
+                solver_flags: Vec::new(),
             },
         })
     }
