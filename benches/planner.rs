@@ -5,9 +5,10 @@
 //! 100,000 pallets, min / median / max over a few rounds of
 //! - end to end: `Planner::plan` (validate, pack, solve the four cards with
 //!   the bundled checker, store the result in a temp dir);
-//! - the packer alone: `packer::pack` over every pallet of the cohort, once
-//!   per container type (the planner packs only the orders that may go by
-//!   full container, so this is an upper bound on its packing);
+//! - the packer alone: `packer::pack` once per container type, over every
+//!   pallet of the cohort and over the pallets the planner packs (those of
+//!   the orders whose deadline full containers meet at the 90th
+//!   percentile — the FCL read's ETA taken from the plan);
 //! - the planner's steps, timed from each step's progress report to the next
 //!   (or to the end): packing and the model's data (in a first round also
 //!   the runtime's solver catalog, read once), the single-mode solves side
@@ -60,6 +61,11 @@ struct Round {
     optimised_status: String,
     optimised_total: String,
     result_id: String,
+    /// The FCL read's 90th-percentile ETA: orders due before it are not
+    /// packed.
+    fcl_eta_p90_days: Option<u32>,
+    /// What the planner's packer made, per type (`20GP 33, 40HC 13`).
+    packing: String,
 }
 
 /// What the packer alone measured at one size.
@@ -72,6 +78,11 @@ struct PackerRow {
     per_type: Vec<Vec<Duration>>,
     /// What it made of the cohort, per type.
     made: String,
+    /// The pallets the planner packs: those of the orders whose deadline
+    /// full containers meet at the 90th percentile.
+    eligible: usize,
+    /// Each round's time over every container type, for those pallets.
+    eligible_sums: Vec<Duration>,
 }
 
 /// What one size measured on one runtime.
@@ -135,7 +146,11 @@ fn runtimes() -> Vec<PathBuf> {
 /// up (as the planner's `order_facts` does), and one spec per container type,
 /// dimensions floored. Read from the problem's JSON, since its fields are
 /// the crate's own.
-fn packer_input(problem: &LoadProblem) -> (Vec<PalletUnit>, Vec<(String, ContainerSpec)>) {
+/// A container type's name and inside.
+type NamedSpec = (String, ContainerSpec);
+
+/// Each unit comes with its order's deadline.
+fn packer_input(problem: &LoadProblem) -> (Vec<(PalletUnit, u32)>, Vec<NamedSpec>) {
     let json = serde_json::to_value(problem).expect("a generated problem serializes");
     let number = |value: &Value, field: &str| {
         value[field]
@@ -148,19 +163,23 @@ fn packer_input(problem: &LoadProblem) -> (Vec<PalletUnit>, Vec<(String, Contain
         .expect("the problem's JSON has orders")
     {
         let id = order["id"].as_str().expect("an order has an id");
+        let deadline = order["deadline_days"].as_u64().unwrap_or(0) as u32;
         let lines = order["pallets"].as_array().expect("an order has pallets");
         for (line, pallet) in lines.iter().enumerate() {
             let dims = ["length_cm", "width_cm", "height_cm"].map(|d| number(pallet, d).ceil());
             let count = pallet["count"].as_u64().unwrap_or(1);
             for copy in 1..=count {
-                units.push(PalletUnit {
-                    label: format!("order {id} line {} pallet {copy}", line + 1),
-                    length_cm: dims[0] as u32,
-                    width_cm: dims[1] as u32,
-                    height_cm: dims[2] as u32,
-                    weight_kg: number(pallet, "weight_kg"),
-                    stackable: pallet["stackable"].as_bool().unwrap_or(false),
-                });
+                units.push((
+                    PalletUnit {
+                        label: format!("order {id} line {} pallet {copy}", line + 1),
+                        length_cm: dims[0] as u32,
+                        width_cm: dims[1] as u32,
+                        height_cm: dims[2] as u32,
+                        weight_kg: number(pallet, "weight_kg"),
+                        stackable: pallet["stackable"].as_bool().unwrap_or(false),
+                    },
+                    deadline,
+                ));
             }
         }
     }
@@ -190,7 +209,7 @@ fn orders_of(problem: &LoadProblem) -> usize {
 
 /// One round of the packer alone over every container type: the time of
 /// each type, and what it made of the cohort (`20GP 180 (fill 0.71)`).
-fn pack_round(units: &[PalletUnit], specs: &[(String, ContainerSpec)]) -> (Vec<Duration>, String) {
+fn pack_round(units: &[PalletUnit], specs: &[NamedSpec]) -> (Vec<Duration>, String) {
     let mut times = Vec::new();
     let mut made = Vec::new();
     for (name, spec) in specs {
@@ -205,6 +224,33 @@ fn pack_round(units: &[PalletUnit], specs: &[(String, ContainerSpec)]) -> (Vec<D
         ));
     }
     (times, made.join(", "))
+}
+
+/// `rounds` rounds of the packer over `units`: each round's time over every
+/// type, each type's times, and what the last round made.
+fn pack_rounds(
+    what: &str,
+    units: &[PalletUnit],
+    specs: &[NamedSpec],
+    rounds: usize,
+) -> (Vec<Duration>, Vec<Vec<Duration>>, String) {
+    let mut sums = Vec::new();
+    let mut per_type = vec![Vec::new(); specs.len()];
+    let mut made = String::new();
+    for round in 1..=rounds {
+        let (times, packed) = pack_round(units, specs);
+        eprintln!(
+            "packer over {} {what} pallets, round {round}/{rounds}: {} s ({packed})",
+            units.len(),
+            secs(times.iter().sum())
+        );
+        sums.push(times.iter().sum());
+        for (slot, time) in per_type.iter_mut().zip(times) {
+            slot.push(time);
+        }
+        made = packed;
+    }
+    (sums, per_type, made)
 }
 
 async fn plan_round(planner: &Planner, problem: &LoadProblem) -> Round {
@@ -253,6 +299,13 @@ async fn plan_round(planner: &Planner, problem: &LoadProblem) -> Round {
         optimised_total: optimised
             .and_then(|card| card.cost.as_ref())
             .map_or("-".into(), |cost| format!("{:.2}", cost.total)),
+        packing: plan
+            .packing
+            .iter()
+            .map(|read| format!("{} {}", read.container_type, read.containers))
+            .collect::<Vec<_>>()
+            .join(", "),
+        fcl_eta_p90_days: plan.modes.get("fcl").map(|read| read.eta_p90_days),
         result_id: result.result_id,
     }
 }
@@ -352,36 +405,12 @@ async fn main() {
         let problem = generated(pallets);
         let orders = orders_of(&problem);
         let rounds = rounds(pallets);
-        let (units, specs) = packer_input(&problem);
-        type_names = specs.iter().map(|(name, _)| name.clone()).collect();
-        let mut sums = Vec::new();
-        let mut per_type = vec![Vec::new(); specs.len()];
-        let mut made = String::new();
-        for round in 1..=rounds {
-            let (times, what) = pack_round(&units, &specs);
-            eprintln!(
-                "{pallets} pallets: packer round {round}/{rounds}: {} s ({what})",
-                secs(times.iter().sum())
-            );
-            sums.push(times.iter().sum());
-            for (slot, time) in per_type.iter_mut().zip(times) {
-                slot.push(time);
-            }
-            made = what;
-        }
-        packer_rows.push(PackerRow {
-            pallets,
-            units: units.len(),
-            sums,
-            per_type,
-            made,
-        });
         for (index, (dir, _, planner)) in planners.iter().enumerate() {
             let mut done = Vec::new();
             for round in 1..=rounds {
                 let result = plan_round(planner, &problem).await;
                 eprintln!(
-                    "{pallets} pallets on {}: plan round {round}/{rounds}: {} s (steps {}) {} recommends {}, optimised {} {}, {}",
+                    "{pallets} pallets on {}: plan round {round}/{rounds}: {} s (steps {}) {} recommends {}, optimised {} {}, {}, packed {}",
                     dir.display(),
                     secs(result.total),
                     result
@@ -395,6 +424,7 @@ async fn main() {
                     result.optimised_status,
                     result.optimised_total,
                     &result.result_id[..12.min(result.result_id.len())],
+                    result.packing,
                 );
                 done.push(result);
             }
@@ -404,11 +434,38 @@ async fn main() {
                 rounds: done,
             });
         }
+        let (units, specs) = packer_input(&problem);
+        type_names = specs.iter().map(|(name, _)| name.clone()).collect();
+        let fcl_eta = rows
+            .iter()
+            .filter_map(|rows| rows.last())
+            .flat_map(|row| &row.rounds)
+            .find_map(|round| round.fcl_eta_p90_days)
+            .unwrap_or(0);
+        let eligible: Vec<PalletUnit> = units
+            .iter()
+            .filter(|(_, deadline)| *deadline >= fcl_eta)
+            .map(|(unit, _)| unit.clone())
+            .collect();
+        let units: Vec<PalletUnit> = units.into_iter().map(|(unit, _)| unit).collect();
+        let (sums, per_type, made) = pack_rounds("(all)", &units, &specs, rounds);
+        let (eligible_sums, _, _) = pack_rounds("FCL-eligible", &eligible, &specs, rounds);
+        packer_rows.push(PackerRow {
+            pallets,
+            units: units.len(),
+            sums,
+            per_type,
+            made,
+            eligible: eligible.len(),
+            eligible_sums,
+        });
     }
 
-    println!("### Packer alone (every pallet of the cohort, each container type)\n");
     println!(
-        "| pallets | units | rounds | both types min / median / max (s) | {} | containers |",
+        "### Packer alone (each container type; every pallet of the cohort, and those the planner packs)\n"
+    );
+    println!(
+        "| pallets | units | rounds | both types min / median / max (s) | {} | containers | FCL-eligible units | both types over those (s) |",
         type_names
             .iter()
             .map(|name| format!("{name} (s)"))
@@ -416,12 +473,12 @@ async fn main() {
             .join(" | ")
     );
     println!(
-        "|---:|---:|---:|---|{}---|",
+        "|---:|---:|---:|---|{}---|---:|---|",
         "---|".repeat(type_names.len())
     );
     for row in &packer_rows {
         println!(
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             thousands(row.pallets),
             row.units,
             row.sums.len(),
@@ -431,7 +488,9 @@ async fn main() {
                 .map(|times| spread(times.clone()))
                 .collect::<Vec<_>>()
                 .join(" | "),
-            row.made
+            row.made,
+            row.eligible,
+            spread(row.eligible_sums.clone()),
         );
     }
     for ((dir, version, _), rows) in planners.iter().zip(&rows) {
@@ -440,7 +499,7 @@ async fn main() {
             dir.display()
         );
         println!(
-            "| pallets | orders | rounds | end to end min / median / max (s) | packer, both types (s) | {} | solver | recommended | optimised status | optimised total | same result_id |",
+            "| pallets | orders | rounds | end to end min / median / max (s) | packer alone, as planned (s) | {} | solver | recommended | optimised status | optimised total | same result_id |",
             STEP_NAMES
                 .iter()
                 .map(|name| format!("{name} (s)"))
@@ -471,7 +530,7 @@ async fn main() {
                 row.orders,
                 row.rounds.len(),
                 spread(row.rounds.iter().map(|round| round.total).collect()),
-                spread(packer.sums.clone()),
+                spread(packer.eligible_sums.clone()),
                 steps.join(" | "),
                 distinct(row.rounds.iter().map(|round| round.solver.as_str())),
                 distinct(row.rounds.iter().map(|round| round.recommended.as_str())),
