@@ -396,6 +396,44 @@ async def test_a_cohort_of_100000_pallets_plans_with_a_recommendation(harness):
         assert check["ok"] is False, check
 
 
+async def test_ten_thousand_orders_that_differ_plan_at_the_limit(harness):
+    # Adversarial for the class model and the packer: 10,000 orders (the
+    # limit) of 20 pallets (200,000, the limit), no two alike in size,
+    # weight, stackability and deadline together, so every order is its own
+    # class and the packer meets a thousand kinds of pallet. Slow tier.
+    if not os.environ.get("SOLVERGATE_TEST_ONCE"):
+        pytest.skip("the 200,000-pallet plan runs once per CI pass: set SOLVERGATE_TEST_ONCE=1 (scripts/test does, on the first runtime)")
+    orders = [
+        {
+            "id": f"X-{i:05d}",
+            "deadline_days": 6 + (i * 29) % 55,
+            "pallets": [{
+                "length_cm": 60 + (i * 7) % 61, "width_cm": 40 + (i * 11) % 61,
+                "height_cm": 50 + (i * 13) % 151, "weight_kg": 50 + (i * 17) % 851 + 0.5,
+                "count": 20, "stackable": i % 3 == 0,
+            }],
+        }
+        for i in range(10_000)
+    ]
+    problem = {"orders": orders, "rates": RATES, "policy": {"max_miss_probability": 0.1}}
+    async with harness.open("full") as launched:
+        reply = await launched.session.call_tool("plan_load", {"problem": problem})
+        assert not reply.is_error, reply.content
+        assert len(reply.content[0].text.encode()) <= 16 * 1024
+        result = reply.structured_content["result"]
+        assert result["recommended"] is not None, result["notes"]
+        for card in result["cards"]:
+            assert card["feasible"] == (card["checker"] == "CORRECT"), card["name"]
+            if not card["feasible"]:
+                assert card["infeasible_reason"].count("X-") == 10, card["infeasible_reason"]
+        recommended = cards(reply.structured_content)[result["recommended"]]
+        assert len(recommended["modes"]) == 10_000 and recommended["within_policy"], recommended["status"]
+        # One more order is refused, naming the limit.
+        problem["orders"].append({"id": "X-extra", "deadline_days": 30, "pallets": pallets(1)})
+        error = await call_error(launched.session, "plan_load", {"problem": problem})
+        assert "at most 10000" in error.message, error.message
+
+
 def broken(path: list, value) -> dict:
     problem = copy.deepcopy(MIXED)
     target = problem
