@@ -127,8 +127,13 @@ pub struct PackingRead {
     pub containers: u32,
     /// Packed volume over the containers' inner volume.
     pub fill_rate: f64,
-    /// Pallets that fit no container of this type.
+    /// Pallets that fit no container of this type: the first ten labels,
+    /// in input order (`unplaceable_pallets` counts them all).
     pub unplaceable: Vec<String>,
+    /// How many pallets fit no container of this type (0 in a result of
+    /// format 2, which listed them all).
+    #[serde(default)]
+    pub unplaceable_pallets: usize,
 }
 
 /// A card's cost per mode and in total, in the currency of the rates, to the
@@ -263,7 +268,7 @@ pub struct PlanResult {
 }
 
 /// The `planner` field of every result: bumped when the result format changes.
-pub const PLANNER_FORMAT: &str = "solvergate load planner, result format 2";
+pub const PLANNER_FORMAT: &str = "solvergate load planner, result format 3";
 
 impl LoadPlan {
     /// The canonical bytes: compact JSON with keys in order.

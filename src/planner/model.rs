@@ -658,7 +658,8 @@ fn pack(
             container_type: container.name.clone(),
             containers: packed.containers,
             fill_rate: round(packed.fill_rate, 6),
-            unplaceable: packed.unplaceable.clone(),
+            unplaceable: packed.unplaceable.iter().take(NAMED).cloned().collect(),
+            unplaceable_pallets: packed.unplaceable.len(),
         });
     }
     (packing, fcl)

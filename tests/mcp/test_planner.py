@@ -146,6 +146,7 @@ async def test_a_bulk_cohort_goes_by_full_container(server):
     assert 0 < recommended["fill_rate"] <= 1
     packing = {row["type"]: row for row in planned["result"]["packing"]}
     assert set(packing) == {"20GP", "40HC"} and all(row["unplaceable"] == [] for row in packing.values())
+    assert all(row["unplaceable_pallets"] == 0 for row in packing.values())
 
 
 async def test_a_mixed_cohort_is_cheapest_as_a_mix(server):
@@ -394,6 +395,24 @@ async def test_a_cohort_of_100000_pallets_plans_with_a_recommendation(harness):
             {"narration": f"The {result['recommended']} plan costs {total + 1}.", "result_id": planned["result_id"]},
         )
         assert check["ok"] is False, check
+
+
+async def test_pallets_too_tall_for_one_container_type_are_counted_not_listed(server):
+    # 2,000 pallets of 250 cm fit a 40HC (269 cm) but no 20GP (239 cm): the
+    # result names ten and counts them all, instead of 2,000 labels.
+    problem = {
+        "orders": [
+            {"id": f"T-{i}", "deadline_days": 60, "pallets": pallets(20, height=250, kg=300)}
+            for i in range(100)
+        ],
+        "rates": RATES,
+    }
+    planned = await plan(server.session, problem)
+    packing = {row["type"]: row for row in planned["result"]["packing"]}
+    assert packing["20GP"]["containers"] == 0 and packing["20GP"]["unplaceable_pallets"] == 2_000, packing
+    assert packing["20GP"]["unplaceable"] == [f"order T-0 line 1 pallet {n}" for n in range(1, 11)], packing
+    assert packing["40HC"]["unplaceable_pallets"] == 0 and packing["40HC"]["containers"] > 0, packing
+    assert cards(planned)["optimised"]["containers"][0]["type"] == "40HC"
 
 
 async def test_ten_thousand_orders_that_differ_plan_at_the_limit(harness):

@@ -85,11 +85,19 @@ pub fn load_plan(result: &PlanResult) -> String {
             packing.container_type, packing.containers, packing.fill_rate
         );
         if !packing.unplaceable.is_empty() {
+            let more = packing
+                .unplaceable_pallets
+                .saturating_sub(packing.unplaceable.len());
             let _ = write!(
                 text,
-                "; fits no {}: {}",
+                "; fits no {}: {}{}",
                 packing.container_type,
-                crate::planner::listed(&packing.unplaceable)
+                packing.unplaceable.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
             );
         }
         text.push('\n');
