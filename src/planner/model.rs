@@ -16,6 +16,7 @@
 //! files with plain `minizinc`.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
@@ -285,15 +286,31 @@ pub async fn plan(
         STEPS,
         format!("solving the single-mode plans with {solver}"),
     );
+    // Each one, as it ends, is news on the status line.
+    let ended = AtomicUsize::new(0);
     let singles = futures_util::future::join_all(CARDS.iter().filter_map(|(name, fixed)| {
         fixed.map(|mode| {
-            solve_card(Solve {
+            let solving = solve_card(Solve {
                 file: name,
                 fixed: Some(mode),
                 bound: NO_BOUND,
                 miss_budget: None,
                 objective: Objective::Cheapest,
-            })
+            });
+            let (ended, solver) = (&ended, &solver);
+            async move {
+                let result = solving.await;
+                let count = ended.fetch_add(1, AtomicOrdering::Relaxed) + 1;
+                progress.report_step(
+                    Stage::Running,
+                    2,
+                    STEPS,
+                    format!(
+                        "solving the single-mode plans with {solver}: {name} done ({count} of 3)"
+                    ),
+                );
+                result
+            }
         })
     }))
     .await;

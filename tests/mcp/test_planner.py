@@ -415,6 +415,26 @@ async def test_pallets_too_tall_for_one_container_type_are_counted_not_listed(se
     assert cards(planned)["optimised"]["containers"][0]["type"] == "40HC"
 
 
+async def test_plan_load_reports_each_step_as_progress(server):
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    reply = await server.session.call_tool("plan_load", {"problem": MIXED}, progress_callback=on_progress)
+    assert not reply.is_error, reply.content
+    values = [value for value, _ in seen]
+    assert values == sorted(set(values)), seen
+    messages = [message or "" for _, message in seen]
+    steps = [m for m in messages if m.startswith(("packing", "solving"))]
+    assert steps[0] == "packing 38 pallets into each container type", seen
+    # Each single-mode card as it ends: "all_lcl done (1 of 3)", ...
+    ended = [m.split(": ", 1)[1].split(" ") for m in steps if m.startswith("solving the single-mode plans") and ": " in m]
+    assert sorted(card for card, *_ in ended) == ["all_air", "all_fcl", "all_lcl"], seen
+    assert [" ".join(rest) for _, *rest in ended] == ["done (1 of 3)", "done (2 of 3)", "done (3 of 3)"], seen
+    assert any(m.startswith("solving the optimised plan with ") for m in steps), seen
+
+
 async def test_ten_thousand_orders_that_differ_plan_at_the_limit(harness):
     # Adversarial for the class model and the packer: 10,000 orders (the
     # limit) of 20 pallets (200,000, the limit), no two alike in size,
