@@ -234,14 +234,16 @@ pub fn serve(args: impl Iterator<Item = OsString>) -> ExitCode {
         Some(Ok(Side::Clone)) => true,
         Some(Err(_)) | None => false,
     };
-    for file in confinement.cgroups.iter().filter(|_| !cloned) {
-        // `0` is the writer itself: on v1's `tasks` the one thread we are,
-        // which the kernel moves without its global lock.
-        if let Err(error) = std::fs::write(file, "0") {
-            return refuse(&format!(
-                "could not join the run's cgroup {}: {error}",
-                file.display()
-            ));
+    if !cloned {
+        for file in &confinement.cgroups {
+            // `0` is the writer itself: on v1's `tasks` the one thread we
+            // are, which the kernel moves without its global lock.
+            if let Err(error) = std::fs::write(file, "0") {
+                return refuse(&format!(
+                    "could not join the run's cgroup {}: {error}",
+                    file.display()
+                ));
+            }
         }
     }
     let mut processes = "none";

@@ -400,16 +400,8 @@ impl<K: Kept> JobJournal<K> {
     /// adoption), so the next claimant, reading again under the lock,
     /// finds a live writer and leaves the job alone.
     pub fn claim<T>(&self, id: &str, adopt: impl FnOnce(Orphan) -> Result<T, String>) -> Option<T> {
-        if !is_job_id(id) {
-            return None;
-        }
-        let name = format!("{id}.json");
-        let _claims = self.claim_lock()?;
-        if self.done.join(&name).exists() {
-            return None;
-        }
-        let record = self.read(&self.running.join(&name))?;
-        if record.writer.may_run() {
+        let (_claims, record) = self.running_under_lock(id)?;
+        if record.scope != self.scope || record.writer.may_run() {
             return None;
         }
         let handoff = record.slurm.clone()?;
@@ -517,15 +509,7 @@ impl<K: Kept> JobJournal<K> {
         id: &str,
         check: impl FnOnce(&Abandoned) -> Result<(), String>,
     ) -> Option<Abandoned> {
-        if !is_job_id(id) {
-            return None;
-        }
-        let name = format!("{id}.json");
-        let _claims = self.claim_lock()?;
-        if self.done.join(&name).exists() {
-            return None;
-        }
-        let record = read_record(&self.running.join(&name))?;
+        let (_claims, record) = self.running_under_lock(id)?;
         let abandoned = Self::abandoned_of(id, &record)?;
         check(&abandoned).ok()?;
         let claimed = Record {
@@ -557,6 +541,22 @@ impl<K: Kept> JobJournal<K> {
     /// file system has no locks): then nothing is claimed, and a lookup
     /// goes on without it (a server that cannot write its journal cannot
     /// mark a job as its own either).
+    /// For a claim: the claim lock, held by the caller while it decides,
+    /// and the running record of `id`, whichever server wrote it; `None`
+    /// for what is not a job id, a job already done, or no readable record.
+    fn running_under_lock(&self, id: &str) -> Option<(fs::File, Record)> {
+        if !is_job_id(id) {
+            return None;
+        }
+        let name = format!("{id}.json");
+        let claims = self.claim_lock()?;
+        if self.done.join(&name).exists() {
+            return None;
+        }
+        let record = read_record(&self.running.join(&name))?;
+        Some((claims, record))
+    }
+
     fn claim_lock(&self) -> Option<fs::File> {
         fs::create_dir_all(&self.running).ok()?;
         let file = fs::File::options()
