@@ -193,7 +193,7 @@ pub struct PlanArgs {
     /// to an order, six kinds of pallet, deadlines over 6 to 60 days), to
     /// try the planner at scale.
     #[arg(long, requires = "example", value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=200_000))]
+          value_parser = clap::value_parser!(u32).range(1..=crate::planner::problem::MAX_PALLETS as i64))]
     pub pallets: Option<u32>,
     /// Print the MiniZinc data of the optimised solve instead of
     /// planning, to run models/load_planner/model.mzn with plain minizinc.

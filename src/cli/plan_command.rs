@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use tokio::sync::mpsc::UnboundedReceiver;
+
 use super::args::PlanArgs;
 use super::paths::absolute;
 use super::render;
@@ -21,7 +23,6 @@ use crate::runtime::cpsat::CpsatRuntime;
 use crate::runtime::{Runtime, UserDirs};
 use crate::settings::Settings;
 use crate::userfiles::MAX_USER_FILE_BYTES;
-use tokio::sync::mpsc::UnboundedReceiver;
 
 /// Where `--save` writes.
 #[derive(Debug, Clone)]
