@@ -29,6 +29,7 @@ use crate::budget::{Budget, DEFAULT_TIMEOUT_MS};
 use crate::cpsat::{CheckerReport, CpsatPythonResult, ScriptRequest, ScriptSource};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{SolveRequest, SolveResult, Sources};
+use crate::planner::LoadPlan;
 use crate::progress::{Progress, Stage};
 use crate::sha256_hex;
 use crate::userfiles::off_thread;
@@ -80,6 +81,11 @@ pub struct ReplayResult {
     pub result_id: Option<String>,
     /// `null` when reproduced.
     pub diagnostic: Option<Diagnostic>,
+    /// What changed in the planner since a plan was saved (its result
+    /// format, its solver), for `reason`; not a field of its own.
+    #[serde(skip)]
+    #[schemars(skip)]
+    plan_changes: Vec<String>,
 }
 
 /// The error for an artifact whose files no longer match its manifest.
@@ -378,9 +384,47 @@ impl Artifacts {
             runtime_version,
         );
         result.recorded_result_id = Some(record.result_id.clone());
+        result.plan_changes = plan_changes(dir, manifest, &planned.result);
         result.result_id = Some(planned.result_id);
         Ok(result)
     }
+}
+
+/// How the planner that replays differs from the one that saved: the
+/// saved result (whose hash the seal has checked) names its format and its
+/// solver. A plan saved before the planner preferred a MIP solver, or
+/// before a format change, gets a new result id for that reason alone.
+fn plan_changes(dir: &Path, manifest: &ArtifactManifest, now: &LoadPlan) -> Vec<String> {
+    let saved = manifest
+        .file("plan_result")
+        .and_then(|file| fs::read(dir.join(&file.name)).ok())
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok());
+    let Some(saved) = saved else {
+        return Vec::new();
+    };
+    let then = |key: &str| {
+        saved
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_owned()
+    };
+    let mut changes = Vec::new();
+    if then("planner") != now.planner {
+        changes.push(format!(
+            "the planner changed ({} then, {} now)",
+            then("planner"),
+            now.planner
+        ));
+    }
+    if then("solver") != now.solver {
+        changes.push(format!(
+            "the plan was solved by {} then, by {} now",
+            then("solver"),
+            now.solver
+        ));
+    }
+    changes
 }
 
 fn blank(
@@ -405,6 +449,7 @@ fn blank(
         recorded_result_id: None,
         result_id: None,
         diagnostic: None,
+        plan_changes: Vec::new(),
     }
 }
 
@@ -470,6 +515,7 @@ fn judge(result: &mut ReplayResult) {
             result.runtime_version.as_deref().unwrap_or("unknown")
         ));
     }
+    why.extend(result.plan_changes.iter().cloned());
     let mut reason = differences.join("; ");
     if !why.is_empty() {
         reason.push_str(" — ");
@@ -492,4 +538,68 @@ fn same_number(a: Option<&Number>, b: Option<&Number>) -> bool {
 
 fn shown(number: Option<&Number>) -> String {
     number.map_or("none".to_owned(), ToString::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::artifacts::manifest::RunStatus;
+
+    fn plan_replay(recorded_id: &str, replayed_id: &str, changes: &[&str]) -> ReplayResult {
+        let outcome = ReplayOutcome {
+            status: RunStatus::Planned,
+            objective: Number::from_f64(4412.0),
+            checker_status: Some("CORRECT".to_owned()),
+            level: "checked".to_owned(),
+        };
+        ReplayResult {
+            target_dir: "plans/q3".to_owned(),
+            backend: Backend::Planner,
+            reproduced: false,
+            reason: None,
+            recorded: outcome.clone(),
+            replayed: outcome,
+            saved_at: "2026-12-01T00:00:00Z".to_owned(),
+            recorded_runtime_version: Some("2.9.2".to_owned()),
+            runtime_version: Some("2.9.2".to_owned()),
+            solve: None,
+            run: None,
+            checker: None,
+            recorded_result_id: Some(recorded_id.to_owned()),
+            result_id: Some(replayed_id.to_owned()),
+            diagnostic: None,
+            plan_changes: changes.iter().map(|c| (*c).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_plan_whose_id_moved_says_what_changed_in_the_planner() {
+        let mut result = plan_replay(
+            "aa",
+            "bb",
+            &["the plan was solved by org.gecode.gecode then, by org.minizinc.mip.coin-bc now"],
+        );
+        judge(&mut result);
+        assert!(!result.reproduced);
+        assert_eq!(
+            result.reason.as_deref(),
+            Some(
+                "the plan's result_id was aa, the replay's is bb — the plan was solved by org.gecode.gecode then, by org.minizinc.mip.coin-bc now"
+            )
+        );
+        // The same id reproduces, whatever is noted.
+        let mut result = plan_replay("aa", "aa", &["ignored"]);
+        judge(&mut result);
+        assert!(result.reproduced && result.reason.is_none());
+        // Nothing to explain: the difference alone.
+        let mut result = plan_replay("aa", "bb", &[]);
+        judge(&mut result);
+        assert_eq!(
+            result.reason.as_deref(),
+            Some("the plan's result_id was aa, the replay's is bb")
+        );
+        // Never a field of the result.
+        let shown = serde_json::to_value(plan_replay("aa", "bb", &["x"])).unwrap();
+        assert!(shown.get("plan_changes").is_none(), "{shown}");
+    }
 }
