@@ -216,9 +216,9 @@ pub async fn plan(
     // Packing 100,000 pallets takes a moment: off the async threads.
     let owned = problem.clone();
     let packer_progress = progress.clone();
-    let cohort =
+    let mut cohort =
         crate::userfiles::off_thread(move || Cohort::new(&owned, &packer_progress)).await?;
-    let mut notes = cohort.notes.clone();
+    let mut notes = std::mem::take(&mut cohort.notes);
     let budget = risk::miss_budget(problem.policy.max_miss_probability);
     let chosen = planner_solver(minizinc, cancel).await?;
     let flags = search_flags(&chosen, cohort.model.classes.len());
@@ -459,10 +459,10 @@ pub async fn plan(
         cards,
         modes: cohort
             .reads
-            .iter()
-            .map(|(mode, read)| (mode.as_str().to_owned(), read.clone()))
+            .into_iter()
+            .map(|(mode, read)| (mode.as_str().to_owned(), read))
             .collect(),
-        packing: cohort.packing.clone(),
+        packing: cohort.packing,
         recommended,
         notes,
     })
@@ -559,9 +559,10 @@ fn order_facts(
                     .is_some_and(|read| read.eta_p90_days <= order.deadline_days)
             });
             if !allowed.iter().any(|ok| *ok) {
-                late.push(format!(
-                    "order {} (deadline {} days)",
-                    order.id, order.deadline_days
+                let named = format!("order {} (deadline {} days)", order.id, order.deadline_days);
+                late.push((
+                    format!("{named} cannot arrive in time by any mode at the 90th percentile"),
+                    named,
                 ));
             }
             OrderFacts {
@@ -577,19 +578,22 @@ fn order_facts(
         .collect();
     note_each(
         notes,
-        &late,
+        late,
         "cannot arrive in time by any mode at the 90th percentile",
     );
     orders
 }
 
-/// One note per item when there are at most [`NAMED`] (`<item> <what>`),
-/// else one note that names the first of them and counts the rest.
-fn note_each(notes: &mut Vec<String>, items: &[String], what: &str) {
-    if items.len() <= NAMED {
-        notes.extend(items.iter().map(|item| format!("{item} {what}")));
+/// Notes on orders, each given as (its own note, its name in a list): one
+/// note per order when there are at most [`NAMED`], else one note
+/// (`<n> orders <what>: <names>`) that names the first of them and counts
+/// the rest.
+fn note_each(notes: &mut Vec<String>, orders: Vec<(String, String)>, what: &str) {
+    if orders.len() <= NAMED {
+        notes.extend(orders.into_iter().map(|(note, _)| note));
     } else {
-        notes.push(format!("{} orders {what}: {}", items.len(), listed(items)));
+        let names: Vec<String> = orders.into_iter().map(|(_, name)| name).collect();
+        notes.push(format!("{} orders {what}: {}", names.len(), listed(&names)));
     }
 }
 
@@ -635,21 +639,20 @@ fn pack(
             .find(|unit| !specs.iter().any(|spec| fits(unit, spec)))
         {
             order.allowed[2] = false;
-            too_big.push((order.id.clone(), unit.label.clone()));
+            too_big.push((
+                format!(
+                    "order {} cannot go by full container: {} fits no container type",
+                    order.id, unit.label
+                ),
+                order.id.clone(),
+            ));
         }
     }
-    if too_big.len() <= NAMED {
-        notes.extend(too_big.iter().map(|(id, label)| {
-            format!("order {id} cannot go by full container: {label} fits no container type")
-        }));
-    } else {
-        let ids: Vec<String> = too_big.iter().map(|(id, _)| id.clone()).collect();
-        notes.push(format!(
-            "{} orders cannot go by full container, each with a pallet that fits no container type: {}",
-            ids.len(),
-            listed(&ids)
-        ));
-    }
+    note_each(
+        notes,
+        too_big,
+        "cannot go by full container, each with a pallet that fits no container type",
+    );
     let mut packing = Vec::new();
     let mut fcl = FclFacts {
         types: types.clone(),
@@ -1208,10 +1211,10 @@ mod tests {
     fn interchangeable_orders_share_a_class_and_the_money_unit_fits_the_costs() {
         // Orders i and i + 330 have the same kind (i mod 6) and deadline
         // (37 i mod 55): 330 classes of interchangeable orders at most.
-        let small = cohort(&generated(1_000));
+        let small = cohort(&generated(1_000).unwrap());
         assert_eq!(small.model.classes.len(), 50);
         assert_eq!(small.model.money_unit_cents, 1);
-        let large = cohort(&generated(100_000));
+        let large = cohort(&generated(100_000).unwrap());
         assert_eq!(large.model.classes.len(), 330);
         let members: usize = large.model.classes.iter().map(|c| c.members.len()).sum();
         assert_eq!(members, 5_000);
