@@ -402,7 +402,7 @@ async fn main() {
     let mut rows: Vec<Vec<Row>> = planners.iter().map(|_| Vec::new()).collect();
     let mut type_names = Vec::new();
     for &pallets in &sizes {
-        let problem = generated(pallets);
+        let problem = generated(pallets).expect("the generated cohort is valid");
         let orders = orders_of(&problem);
         let rounds = rounds(pallets);
         for (index, (dir, _, planner)) in planners.iter().enumerate() {

@@ -179,10 +179,10 @@ pub fn minizinc_data(file: Option<PathBuf>) -> ExitCode {
 pub fn example(pallets: Option<u32>) -> ExitCode {
     match pallets {
         None => out(EXAMPLE),
-        Some(pallets) => {
-            let cohort = crate::planner::problem::generated(pallets);
-            out(&format!("{}\n", render::json(&cohort)));
-        }
+        Some(pallets) => match crate::planner::problem::generated(pallets) {
+            Ok(cohort) => out(&format!("{}\n", render::json(&cohort))),
+            Err(error) => return fail(&error),
+        },
     }
     ExitCode::SUCCESS
 }
@@ -261,12 +261,8 @@ async fn plan_status(mut updates: UnboundedReceiver<ProgressUpdate>) {
                 }
             }
             () = &mut shown, if bar.is_none() => {
-                let spinner = indicatif::ProgressBar::new_spinner();
-                if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}") {
-                    spinner.set_style(style);
-                }
+                let spinner = super::solve_command::solve_spinner();
                 spinner.set_message(latest.clone());
-                spinner.enable_steady_tick(std::time::Duration::from_millis(120));
                 bar = Some(spinner);
             }
         }

@@ -112,9 +112,9 @@ pub async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
     ExitCode::from(solve_exit_code(&result))
 }
 
-/// The status line of a solve on a terminal: elapsed time and what the
-/// solver has reported so far.
-fn solve_spinner() -> indicatif::ProgressBar {
+/// The status line of a solve (and of a plan) on a terminal: elapsed time
+/// and what the run has reported so far.
+pub(super) fn solve_spinner() -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new_spinner();
     if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}") {
         bar.set_style(style);
