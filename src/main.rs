@@ -5,17 +5,13 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    // The watchdog and the confining trampoline are this binary too; they
-    // take no part in the CLI.
+    // The watchdog is this binary too; it takes no part in the CLI.
     let mut args = std::env::args_os().skip(1);
-    match args.next() {
-        Some(arg) if arg == solvergate::exec::watchdog::WATCHDOG_ARG => {
-            return solvergate::exec::watchdog::serve(args.next().map(Into::into));
-        }
-        Some(arg) if arg == solvergate::exec::confine::CONFINE_ARG => {
-            return solvergate::exec::confine::serve(args);
-        }
-        _ => {}
+    if args
+        .next()
+        .is_some_and(|arg| arg == solvergate::exec::watchdog::WATCHDOG_ARG)
+    {
+        return solvergate::exec::watchdog::serve(args.next().map(Into::into));
     }
     solvergate::cli::run(solvergate::cli::Cli::parse())
 }

@@ -1,8 +1,9 @@
-//! The trampoline's cgroup v2 path on this kernel: the program is cloned
-//! straight into its group (`clone3(CLONE_INTO_CGROUP)`) while the
-//! trampoline waits outside it, and the trampoline ends exactly as the
-//! program did — its exit code, its signal, a group signal left to the
-//! program to act on, an exec that failed.
+//! The confinement's cgroup v2 path on this kernel: between fork and exec
+//! the child clones itself straight into its group
+//! (`clone3(CLONE_INTO_CGROUP)`) and waits outside it as the clone's
+//! supervisor, ending exactly as the program did — its exit code, its
+//! signal, a group signal left to the program to act on; an exec that
+//! fails is the spawn's error, as for any child.
 //!
 //! Runs wherever a cgroup2 hierarchy lets us make a group: as root on
 //! these machines (a cgroup2 mount beside the v1 controllers, which is
@@ -11,7 +12,7 @@
 //! VM by `scripts/cgroup2-vm`.
 
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -74,16 +75,10 @@ impl Drop for Group {
     }
 }
 
-fn trampoline(group: &Group, extra: &[&str], program: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_solvergate"));
-    command
-        .arg("__confine")
-        .arg("--cgroup")
-        .arg(group.procs())
-        .args(extra)
-        .arg("--")
-        .args(program)
-        .stdin(Stdio::null());
+fn confined(group: &Group, rlimits: &[(&'static str, u64)], program: &[&str]) -> Command {
+    let mut command =
+        solvergate::exec::confine::command_in_v2_group(&group.0, rlimits, program).unwrap();
+    command.stdin(Stdio::null());
     command
 }
 
@@ -103,11 +98,11 @@ fn group_for(test: &str) -> Option<Group> {
 }
 
 #[test]
-fn the_program_runs_inside_the_group_and_the_trampoline_waits_outside() {
+fn the_program_runs_inside_the_group_and_the_supervisor_waits_outside() {
     let Some(group) = group_for("inside") else {
         return;
     };
-    let child = trampoline(
+    let child = confined(
         &group,
         &[],
         &sh("echo $PPID; cat /proc/self/cgroup; echo parent; cat /proc/$PPID/cgroup"),
@@ -115,15 +110,15 @@ fn the_program_runs_inside_the_group_and_the_trampoline_waits_outside() {
     .stdout(Stdio::piped())
     .spawn()
     .unwrap();
-    let trampoline_pid = child.id();
+    let supervisor_pid = child.id();
     let output = child.wait_with_output().unwrap();
     assert!(output.status.success(), "{output:?}");
     let text = String::from_utf8_lossy(&output.stdout);
     let (ppid, text) = text.split_once('\n').unwrap();
     assert_eq!(
         ppid,
-        trampoline_pid.to_string(),
-        "the program is the trampoline's clone"
+        supervisor_pid.to_string(),
+        "the program is the started child's clone"
     );
     let (own, parent) = text.split_once("parent\n").unwrap();
     assert!(own.lines().any(|line| line == group.line()), "{text}");
@@ -131,21 +126,21 @@ fn the_program_runs_inside_the_group_and_the_trampoline_waits_outside() {
 }
 
 #[test]
-fn the_trampoline_ends_as_the_program_ended() {
+fn the_supervisor_ends_as_the_program_ended() {
     let Some(group) = group_for("ends") else {
         return;
     };
     let status =
-        |script: &str| -> ExitStatus { trampoline(&group, &[], &sh(script)).status().unwrap() };
+        |script: &str| -> ExitStatus { confined(&group, &[], &sh(script)).status().unwrap() };
     assert_eq!(status("exit 42").code(), Some(42));
     assert_eq!(status("exit 0").code(), Some(0));
     assert_eq!(status("kill -TERM $$").signal(), Some(15));
     assert_eq!(status("kill -KILL $$").signal(), Some(9));
-    // A crash, without a core file of the trampoline's.
+    // A crash, without a core file of the supervisor's.
     let crashed = status("ulimit -c 0; kill -SEGV $$");
     assert_eq!(crashed.signal(), Some(11), "{crashed:?}");
-    // What the trampoline set holds in the clone (the rlimit, before exec).
-    let output = trampoline(&group, &["--rlimit", "fsize=1048576"], &sh("ulimit -f"))
+    // What the child set holds in the clone (the rlimit, before exec).
+    let output = confined(&group, &[("fsize", 1048576)], &sh("ulimit -f"))
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "2048");
@@ -156,7 +151,7 @@ fn a_signal_to_the_group_is_the_programs_to_act_on() {
     let Some(group) = group_for("signal") else {
         return;
     };
-    let mut child = trampoline(
+    let mut child = confined(
         &group,
         &[],
         &sh("trap 'sleep 0.3; exit 7' TERM; echo ready; sleep 30 & wait"),
@@ -175,26 +170,22 @@ fn a_signal_to_the_group_is_the_programs_to_act_on() {
     let group_id = nix::unistd::Pid::from_raw(-(child.id() as i32));
     nix::sys::signal::kill(group_id, nix::sys::signal::Signal::SIGTERM).unwrap();
     let status = child.wait().unwrap();
-    // The trampoline kept the signal blocked and waited: the program's
+    // The supervisor kept the signal blocked and waited: the program's
     // own answer to it (exit 7 after its trap) is what ends the run.
     assert_eq!(status.code(), Some(7), "{status:?}");
 }
 
 #[test]
-fn an_exec_that_fails_is_reported_as_before() {
+fn an_exec_that_fails_is_the_spawns_error() {
     let Some(group) = group_for("exec") else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let report = dir.path().join("report");
-    let output = trampoline(
-        &group,
-        &["--report", report.to_str().unwrap()],
-        &["/nonexistent/program"],
-    )
-    .output()
-    .unwrap();
-    assert_eq!(output.status.code(), Some(127), "{output:?}");
-    let text = std::fs::read_to_string(Path::new(&report)).unwrap();
-    assert!(text.lines().any(|line| line == "exec_errno=2"), "{text}");
+    let error = confined(&group, &[], &["/nonexistent/program"])
+        .output()
+        .unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "{error}");
+    // Nothing of the attempt is left in the group.
+    std::thread::sleep(Duration::from_millis(100));
+    let left = std::fs::read_to_string(group.procs()).unwrap();
+    assert_eq!(left.trim(), "", "{left}");
 }

@@ -48,7 +48,7 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     if settings.sandbox && !cli.no_sandbox {
         crate::exec::sandbox::allow_writes(settings.sandbox_writable.clone());
-        let support = crate::exec::confine::probe_sandbox(&crate::exec::confine::trampoline());
+        let support = crate::exec::confine::probe_sandbox();
         if support.landlock != "enforced" || support.network != "enforced" {
             eprintln!(
                 "solvergate: warning: the sandbox is {}",

@@ -21,7 +21,7 @@
 //!
 //! A controller neither layout gives us falls back to an rlimit (see
 //! [`super::limits`]). A run's group is created before the spawn; the
-//! trampoline ([`super::confine`]) joins each group (writes `0` to its
+//! confined child ([`super::confine`]) joins each group (writes `0` to its
 //! [`join_file`]) before it execs the program, so nothing of the tree runs
 //! outside it. After the sweep, [`RunGroup::finish`] reads what the kernel
 //! counted (an OOM kill, a refused fork), kills whatever is still inside and
@@ -304,7 +304,7 @@ impl RunGroup {
         Ok(group)
     }
 
-    /// The files the trampoline joins by writing `0` to each, once: a v2
+    /// The files a confined child joins by writing `0` to each, once: a v2
     /// group's `cgroup.procs`, a v1 group's `tasks`. See [`join_file`].
     pub fn join_files(&self) -> Vec<PathBuf> {
         let mut files: Vec<PathBuf> = [&self.memory, &self.pids]
@@ -370,7 +370,7 @@ impl Drop for RunGroup {
 /// (itself) to it.
 ///
 /// On v1 that is `tasks`, which moves only the writing thread, all there is
-/// of the trampoline (and of a warm forker's freshly forked child). The
+/// of a child forked from the server (or from a warm forker). The
 /// kernel moves one thread that writes its own id without taking the global
 /// threadgroup lock, whereas `cgroup.procs` takes it, and taking it waits
 /// for an RCU grace period unless another move happened just before: 6–16

@@ -3,16 +3,22 @@
 #
 # Protocol, on the UNIX socket that is fd 0:
 #   forker -> server  {"ready": true}                      once the preload is imported
-#   server -> forker  one JSON line + 2 fds (SCM_RIGHTS):  the child's stdout and stderr
+#   server -> forker  one JSON line + fds (SCM_RIGHTS): the child's stdout and stderr,
+#                     then the descriptors its confinement names by index
 #       {"script": path, "argv": [...], "cwd": dir, "set": {k: v}, "remove": [k],
 #        "confine": {"cgroups": [join file], "rlimits": {"fsize"|"data"|"nproc": n},
-#                    "userns": bool, "sandbox": bool, "write": [dir], "report": path}}
+#                    "userns": bool, "network": null | "own" | {"userns": i, "netns": i},
+#                    "drop_caps": [capability] | null, "landlock": i | null}}
 #   forker -> server  {"pid": N}                           the child leads its own session
 #   forker -> server  {"pid": N, "wait_status": S}         the raw waitpid status
+import ctypes
 import json
 import os
 import socket
 import sys
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.syscall.restype = ctypes.c_long
 
 PRELOAD = sys.argv[1:]
 
@@ -31,17 +37,17 @@ def main():
         line = None
         fds = []
         while b"\n" not in reader:
-            data, got, _flags, _addr = socket.recv_fds(sock, 65536, 4)
+            data, got, _flags, _addr = socket.recv_fds(sock, 65536, 8)
             fds.extend(got)
             if not data:
                 return
             reader += data
         line, reader = reader.split(b"\n", 1)
         request = json.loads(line)
-        if len(fds) != 2:
+        if len(fds) < 2:
             for fd in fds:
                 os.close(fd)
-            sock.sendall(b'{"error": "expected two descriptors"}\n')
+            sock.sendall(b'{"error": "expected at least two descriptors"}\n')
             continue
         ready_r, ready_w = os.pipe()
         pid = os.fork()
@@ -64,17 +70,27 @@ def child(request, fds, ready_w, base_path):
         os.setsid()
         os.dup2(fds[0], 1)
         os.dup2(fds[1], 2)
-        # Nothing of the forker's stays open: its socket, the fds passed in.
-        os.closerange(3, ready_w)
-        os.closerange(ready_w + 1, 65536)
-        os.close(ready_w)
-        # Before any user code: the same confinement a cold run gets from
-        # solvergate's trampoline (src/exec/confine.rs).
+        # Nothing of the forker's stays open (its socket, the pipes passed
+        # in) but what the confinement still needs, until it has used it.
+        keep = sorted(set(fd for fd in fds[2:] if fd > 2))
+        low = 3
+        for fd in keep:
+            os.closerange(low, fd)
+            low = fd + 1
+        os.closerange(low, 65536)
+        # Before any user code: the same confinement a cold run applies
+        # between fork and exec (src/exec/confine.rs).
         try:
-            confine(request.get("confine") or {})
+            confine(request.get("confine") or {}, fds)
         except BaseException as error:  # noqa: BLE001 - never run unconfined
             os.write(2, ("solvergate confine: %s\n" % error).encode())
             os._exit(127)
+        finally:
+            for fd in keep:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
         import io
         import signal
 
@@ -116,43 +132,50 @@ def child(request, fds, ready_w, base_path):
         os._exit(code)
 
 
-def confine(spec):
-    """Joins the run's cgroups, sets its rlimits, and with `sandbox` cuts the
-    network and restricts writes (Landlock), as the trampoline does. A step
-    that must hold and fails ends the child with 127."""
-    report = open(spec["report"], "w") if spec.get("report") else None
+def confine(spec, fds):
+    """Applies what src/exec/confine.rs applies to a cold child, in the same
+    order: the run's cgroups, the network, a user namespace of its own, the
+    rlimits, the capabilities dropped, Landlock. A step that fails raises,
+    and the child ends with 127 rather than run with less."""
     # "0" is the writer itself; a forked child is one thread, which a v1
     # `tasks` file takes without the kernel's global lock (see cgroup.rs).
     for join in spec.get("cgroups", []):
         with open(join, "w") as handle:
             handle.write("0")
+    network = spec.get("network")
+    if network == "own":
+        if os.geteuid() == 0:
+            check("make a network namespace", LIBC.unshare(CLONE_NEWNET))
+        else:
+            check("make a network namespace", LIBC.unshare(CLONE_NEWUSER | CLONE_NEWNET))
+            map_ids()
+    elif isinstance(network, dict):
+        if network.get("userns") is not None:
+            check("enter the network's user namespace", LIBC.setns(fds[network["userns"]], CLONE_NEWUSER))
+        check("enter the shared network namespace", LIBC.setns(fds[network["netns"]], CLONE_NEWNET))
+    if spec.get("userns"):
+        check("make a user namespace for the process limit", LIBC.unshare(CLONE_NEWUSER))
+        map_ids()
     import resource
 
-    userns = bool(spec.get("userns")) and own_user_namespace()
-    processes = "none"
-    names = {"fsize": resource.RLIMIT_FSIZE, "data": resource.RLIMIT_DATA}
+    names = {"fsize": resource.RLIMIT_FSIZE, "data": resource.RLIMIT_DATA, "nproc": resource.RLIMIT_NPROC}
     for name, value in spec.get("rlimits", {}).items():
-        if name == "nproc":
-            if not userns:
-                continue
-            resource.setrlimit(resource.RLIMIT_NPROC, (value, value))
-            processes = "rlimit"
-        else:
-            resource.setrlimit(names[name], (value, value))
-    text = "processes=%s\n" % processes
-    if spec.get("sandbox"):
-        network = isolate_network()
-        landlock = restrict_writes(spec.get("write", []))
-        text += "landlock=%s\nnetwork=%s\n" % (landlock, network)
-    if report is not None:
-        report.write(text)
-        report.close()
+        resource.setrlimit(names[name], (value, value))
+    for capability in spec.get("drop_caps") or []:
+        check("drop a capability", LIBC.prctl(24, capability, 0, 0, 0))  # PR_CAPBSET_DROP
+    ruleset = spec.get("landlock")
+    if ruleset is not None:
+        check("set no_new_privs", LIBC.prctl(38, 1, 0, 0, 0))  # PR_SET_NO_NEW_PRIVS
+        check(
+            "apply the Landlock ruleset",
+            LIBC.syscall(446, fds[ruleset], ctypes.c_uint32(0)),  # landlock_restrict_self
+        )
 
 
-def libc():
-    import ctypes
-
-    return ctypes.CDLL(None, use_errno=True)
+def check(step, result):
+    if result < 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, "could not %s: %s" % (step, os.strerror(errno)))
 
 
 CLONE_NEWUSER = 0x10000000
@@ -168,83 +191,6 @@ def map_ids():
     ):
         with open(path, "w") as handle:
             handle.write(text)
-
-
-def own_user_namespace():
-    if libc().unshare(CLONE_NEWUSER) != 0:
-        return False
-    try:
-        map_ids()
-    except OSError:
-        return False
-    return True
-
-
-def isolate_network():
-    c = libc()
-    if c.unshare(CLONE_NEWNET) == 0:
-        return "enforced"
-    if c.unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0:
-        return "unsupported"
-    try:
-        map_ids()
-    except OSError:
-        sys.stderr.write("solvergate sandbox: could not map ids in the user namespace\n")
-    return "enforced"
-
-
-# Landlock, as the Rust side asks for it (ABI 3, best effort below):
-# read and execute everywhere, everything beneath the write dirs, and
-# writing /dev/null.
-EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1, 2, 4, 8
-REFER, TRUNCATE = 1 << 13, 1 << 14
-
-
-def restrict_writes(dirs):
-    import ctypes
-
-    c = libc()
-    syscall = c.syscall
-    syscall.restype = ctypes.c_long
-    abi = syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    if abi < 1:
-        return "unsupported"
-    handled = (1 << 13) - 1
-    if abi >= 2:
-        handled |= REFER
-    if abi >= 3:
-        handled |= TRUNCATE
-
-    class RulesetAttr(ctypes.Structure):
-        _fields_ = [("handled_access_fs", ctypes.c_uint64)]
-
-    class PathBeneath(ctypes.Structure):
-        _pack_ = 1
-        _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-    attr = RulesetAttr(handled)
-    ruleset = syscall(444, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), ctypes.c_uint32(0))
-    if ruleset < 0:
-        return "unsupported"
-    rules = [("/", EXECUTE | READ_FILE | READ_DIR)]
-    rules += [(d, handled) for d in dirs]
-    rules.append(("/dev/null", (EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE) & handled))
-    try:
-        for path, access in rules:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            try:
-                rule = PathBeneath(access, fd)
-                if syscall(445, ruleset, 1, ctypes.byref(rule), ctypes.c_uint32(0)) != 0:
-                    return "unsupported"
-            finally:
-                os.close(fd)
-        if c.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
-            return "unsupported"
-        if syscall(446, ruleset, ctypes.c_uint32(0)) != 0:
-            return "unsupported"
-    finally:
-        os.close(ruleset)
-    return "enforced" if abi >= 3 else "partial"
 
 
 def run_script(script):

@@ -28,7 +28,7 @@
 
 use std::ffi::OsString;
 use std::io::{self, IoSlice};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::Stdio;
@@ -202,15 +202,20 @@ impl Forker {
         watcher: Option<LineWatcher<'_>>,
     ) -> Result<RunOutput, NotForked> {
         let tag = RunTag::new();
-        // The child confines itself as the trampoline would (forker.py's
-        // `confine`), in a scratch dir of its own that is its TMPDIR.
-        let mut jail = super::Jail::prepare(command)
-            .map_err(|error| NotForked(format!("could not prepare the confinement: {error}")))?;
+        // The child confines itself as a cold one does (forker.py's
+        // `confine`), in a scratch dir of its own that is its TMPDIR; the
+        // ruleset and the shared namespaces travel as descriptors after
+        // its stdout and stderr.
+        let unprepared =
+            |error: io::Error| NotForked(format!("could not prepare the confinement: {error}"));
+        let mut jail = super::Jail::prepare(command).map_err(unprepared)?;
         let mut command = command.clone().env(escape::RUN_TAG, tag.value());
-        let mut confinement = Value::Null;
+        let (mut confinement, mut extra_fds, mut held) = (Value::Null, Vec::new(), None);
         if let Some(jail) = &jail {
             command = command.env("TMPDIR", &jail.write_dir);
-            confinement = jail.confinement(&command).to_json();
+            let prepared = jail.confinement(&command).map_err(unprepared)?;
+            (confinement, extra_fds) = prepared.to_json(2);
+            held = Some(prepared);
         }
         let request = request_line(&command, confinement)?;
         self.busy = true;
@@ -233,13 +238,15 @@ impl Forker {
         // Answers left from an earlier run cannot be ours.
         while self.answers.try_recv().is_ok() {}
         let started = Instant::now();
-        if let Err(error) = self.send(&request, [&out_write, &err_write]).await {
+        let mut fds = vec![out_write.as_raw_fd(), err_write.as_raw_fd()];
+        fds.append(&mut extra_fds);
+        if let Err(error) = self.send(&request, &fds).await {
             return Err(not_forked(
                 self,
                 format!("could not send the request: {error}"),
             ));
         }
-        drop((out_write, err_write));
+        drop((out_write, err_write, held));
         // Not cut short by `cancel`: once the request is out a child may
         // exist, and only its pid lets us kill it (the select below sees
         // the cancellation at once).
@@ -348,16 +355,16 @@ impl Forker {
         })
     }
 
-    /// Sends one request line with the two write ends attached.
-    async fn send(&self, line: &str, fds: [&io::PipeWriter; 2]) -> io::Result<()> {
-        let raw = [fds[0].as_raw_fd(), fds[1].as_raw_fd()];
+    /// Sends one request line with `fds` attached (the child's stdout and
+    /// stderr, then what its confinement names).
+    async fn send(&self, line: &str, raw: &[RawFd]) -> io::Result<()> {
         let bytes = line.as_bytes();
         let mut sent = 0;
         let mut tries = 0;
         while sent < bytes.len() {
             let slice = [IoSlice::new(&bytes[sent..])];
             // The descriptors travel with the first bytes only.
-            let control = [ControlMessage::ScmRights(&raw)];
+            let control = [ControlMessage::ScmRights(raw)];
             let control: &[ControlMessage<'_>] = if sent == 0 { &control } else { &[] };
             match sendmsg::<()>(
                 self.sender.as_raw_fd(),

@@ -1,8 +1,7 @@
 //! One confined run's state, the same for a cold child and a warm-forked
-//! one: its scratch dir (the child's `TMPDIR`, beside the file the
-//! trampoline reports to), its limits and cgroups, and the watches on its
-//! scratch dir and (under rlimits) its tree's memory; at the end, what the
-//! sandbox enforced and the breach.
+//! one: its scratch dir (the child's `TMPDIR`), its limits and cgroups,
+//! and the watches on its scratch dir and (under rlimits) its tree's
+//! memory; at the end, what the sandbox enforced and the breach.
 
 use std::io;
 use std::path::PathBuf;
@@ -19,8 +18,6 @@ pub(super) struct Jail {
     _dir: tempfile::TempDir,
     /// The child's scratch dir: its `TMPDIR`, where it may write.
     pub write_dir: PathBuf,
-    /// Where the trampoline reports (the child cannot write it).
-    pub report: PathBuf,
     limits: Option<RunLimits>,
     scratch: Option<ScratchWatch>,
     memory: Option<TreeMemoryWatch>,
@@ -39,7 +36,6 @@ impl Jail {
         let write_dir = dir.path().join("tmp");
         std::fs::create_dir(&write_dir)?;
         Ok(Some(Jail {
-            report: dir.path().join("report"),
             write_dir,
             _dir: dir,
             limits: RunLimits::prepare()?,
@@ -48,18 +44,14 @@ impl Jail {
         }))
     }
 
-    /// What the trampoline (or the forked child) applies for `command`.
-    pub fn confinement(&self, command: &ChildCommand) -> Confinement {
-        let base = Confinement {
-            sandbox: sandbox::enabled(),
-            write: command.write_dirs(&self.write_dir),
-            report: Some(self.report.clone()),
-            ..Confinement::default()
-        };
-        match &self.limits {
-            Some(limits) => limits.confinement(base),
-            None => base,
+    /// What the child (cold or forked) applies for `command`: its sandbox
+    /// and its limits, prepared now.
+    pub fn confinement(&self, command: &ChildCommand) -> io::Result<Confinement> {
+        let mut confinement = Confinement::sandboxed(&command.write_dirs(&self.write_dir))?;
+        if let Some(limits) = &self.limits {
+            limits.confine(&mut confinement)?;
         }
+        Ok(confinement)
     }
 
     /// Starts measuring the scratch dir (and `command`'s own writable
@@ -104,11 +96,6 @@ impl Jail {
         }
     }
 
-    /// Why the trampoline could not exec the program, when it could not.
-    pub fn exec_error(&self) -> Option<io::Error> {
-        super::confine::exec_error(&self.report)
-    }
-
     /// What the sandbox enforced and the breach, once the run is swept:
     /// the memory or scratch breach that stopped it, else what the run's cgroups
     /// counted or its ending shows. The cgroups are emptied and removed
@@ -120,7 +107,7 @@ impl Jail {
         stdout: &str,
         stderr: &str,
     ) -> (Option<SandboxReport>, Option<Breach>) {
-        let sandbox = sandbox::read_report(&self.report);
+        let sandbox = sandbox::enabled().then(sandbox::support).flatten().cloned();
         let watched_breach = match (&self.limits, &self.memory, &self.scratch) {
             // Stopped at the kernel's first OOM kill: the group's count
             // below is the breach.

@@ -42,7 +42,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::cgroup::{self, Host};
-use super::confine::{self, Confinement};
+use super::confine::{self, Confinement, Rlimit};
 use super::last_words::{self, Refused};
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 
@@ -310,7 +310,7 @@ struct Config {
 static CONFIG: OnceLock<Config> = OnceLock::new();
 
 /// Applies `limits` to every child started from now on (except an
-/// unconfined one), through the trampoline. Called once, at start-up,
+/// unconfined one), between its fork and exec. Called once, at start-up,
 /// before any thread but the main one runs: on cgroup v2 it moves this
 /// process into a leaf group.
 pub fn enable(limits: ResourceLimits, mode: Mode) {
@@ -331,7 +331,7 @@ pub fn enable(limits: ResourceLimits, mode: Mode) {
                 "the kernel exempts root from RLIMIT_NPROC and no writable cgroup has a pids controller",
             ),
         ),
-        None if !confine::probe_user_namespace(&confine::trampoline(), limits.processes) => (
+        None if !confine::probe_user_namespace(limits.processes) => (
             Via::None,
             Some(
                 "this kernel refuses a user namespace of the run's own, in which alone RLIMIT_NPROC counts only the run's processes (Ubuntu's AppArmor restriction of unprivileged user namespaces, or user.max_user_namespaces at 0), and no writable cgroup has a pids controller",
@@ -393,7 +393,7 @@ pub fn current_caps() -> LimitCaps {
     CAPS.try_with(|caps| *caps).unwrap_or_default()
 }
 
-/// A run's limits and how they are applied: what the trampoline is told,
+/// A run's limits and how they are applied: what the child applies,
 /// and the groups to read and remove afterwards.
 #[derive(Debug)]
 pub(super) struct RunLimits {
@@ -429,25 +429,24 @@ impl RunLimits {
         }))
     }
 
-    /// `base` with these limits added: the run's cgroups to join, the
-    /// rlimits to set.
-    pub fn confinement(&self, mut base: Confinement) -> Confinement {
+    /// Adds these limits to `confinement`: the run's cgroups to join (their
+    /// files opened now), the rlimits to set.
+    pub fn confine(&self, confinement: &mut Confinement) -> std::io::Result<()> {
         if let Some(group) = &self.group {
-            base.cgroups = group.join_files();
+            confinement.join(group.join_files())?;
         }
-        base.rlimits
-            .push(("fsize".into(), self.limits.file_size_mb.saturating_mul(MIB)));
+        let mut rlimit = |name, value| confinement.rlimits.push(Rlimit { name, value });
+        rlimit("fsize", self.limits.file_size_mb.saturating_mul(MIB));
         if self.memory_via == Via::Rlimit {
-            base.rlimits
-                .push(("data".into(), self.limits.memory_mb.saturating_mul(MIB)));
+            rlimit("data", self.limits.memory_mb.saturating_mul(MIB));
         }
         if self.processes_via == Via::Rlimit {
-            base.rlimits.push(("nproc".into(), self.limits.processes));
+            rlimit("nproc", self.limits.processes);
             // Counted per user: a namespace of the run's own counts only
             // the run's processes.
-            base.userns = true;
+            confinement.userns = true;
         }
-        base
+        Ok(())
     }
 
     /// What the run's tree may hold in memory, in bytes, when only

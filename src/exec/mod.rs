@@ -46,6 +46,7 @@ pub use watchdog::scratch_dir;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -397,21 +398,21 @@ pub async fn run_stoppable(
     let stdout_file = tempfile::tempfile().map_err(io_error("create a capture file"))?;
     let stderr_file = tempfile::tempfile().map_err(io_error("create a capture file"))?;
 
-    // A confined child starts through the trampoline, under the run's
-    // limits (and in the sandbox, when it is on), with a scratch dir of its
+    // A confined child confines itself between fork and exec (the run's
+    // limits, and the sandbox when it is on), with a scratch dir of its
     // own as its TMPDIR: the only place it may write when sandboxed.
     let mut jail = Jail::prepare(command).map_err(io_error("prepare the run's confinement"))?;
-    let tag = escape::RunTag::new();
-    let (launched, launched_args) = match &jail {
-        Some(jail) => (
-            confine::trampoline(),
+    let confinement = match &jail {
+        Some(jail) => Some(
             jail.confinement(command)
-                .command_line(&command.program, &command.args),
+                .map_err(io_error("prepare the run's confinement"))?,
         ),
-        None => (command.program.clone(), command.args.clone()),
+        None => None,
     };
-    let mut wrap = CommandWrap::with_new(&launched, |cmd| {
-        cmd.args(&launched_args).stdin(Stdio::null());
+    let (why_read, why_write) = confine::why_pipe().map_err(io_error("make a pipe"))?;
+    let tag = escape::RunTag::new();
+    let mut wrap = CommandWrap::with_new(&command.program, |cmd| {
+        cmd.args(&command.args).stdin(Stdio::null());
         if let Some(dir) = &command.cwd {
             cmd.current_dir(dir);
         }
@@ -489,7 +490,26 @@ pub async fn run_stoppable(
     // caller that goes away meanwhile leaves no tree behind.
     let spawned = tokio::task::spawn_blocking(move || {
         let forking = escape::spawning();
-        let child = wrap.spawn()?;
+        let child = wrap.spawn_with(|cmd| {
+            if let Some(confinement) = confinement {
+                let why = why_write.as_raw_fd();
+                // SAFETY: `apply` makes only system calls on memory
+                // prepared before the fork (see `confine`); it runs after
+                // process-wrap's `setsid`, as the last step before exec.
+                unsafe {
+                    cmd.pre_exec(move || {
+                        let _child_end = &why_write;
+                        confinement.apply(why)
+                    });
+                }
+            }
+            cmd.spawn()
+        });
+        // A step of the confinement that failed named itself.
+        let child = child.map_err(|error| match confine::failed_step(&why_read) {
+            Some(step) => io::Error::new(error.kind(), format!("could not {step}: {error}")),
+            None => error,
+        })?;
         let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
             return Err(io::Error::other(
                 "the child exited before its pid could be read",
@@ -610,11 +630,6 @@ pub async fn run_stoppable(
         .map_err(io_error("read the output"))?,
     };
     drop(over_limit);
-    // A program the trampoline could not exec is the spawn error a direct
-    // start would have been.
-    if let Some(source) = jail.as_ref().and_then(Jail::exec_error) {
-        return Err(ExecError::Spawn { program, source });
-    }
     let (sandbox, breach) = match jail {
         Some(jail) => jail.finish(ending, return_code, &stdout, &stderr).await,
         None => (None, None),

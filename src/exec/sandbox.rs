@@ -4,19 +4,21 @@
 //! dir and reach no network. Reads stay allowed: models, data and
 //! libraries live anywhere.
 //!
-//! Whether the kernel can enforce it is probed once at start-up
-//! (`confine::probe_sandbox`): the trampoline confines `/bin/true` and
-//! reports. A kernel
-//! that supports neither Landlock nor network namespaces leaves the
+//! What the kernel can enforce is probed once at start-up
+//! (`confine::probe_sandbox`, which confines `/bin/true` each way it
+//! tries) and recorded here as the [`Mode`] every run applies: a run
+//! applies all of it or does not start, so its report is the probe's. A
+//! kernel that supports neither Landlock nor network namespaces leaves the
 //! sandbox off, said once on stderr and in `check_runtime`.
 //!
-//! How: the trampoline ([`super::confine`]), a fresh single-threaded
-//! process, moves itself into a new network namespace (inside a new user
-//! namespace when it is not root), restricts itself with Landlock (writes
-//! only beneath the run's scratch dir, plus `/dev/null`), reports what it
-//! managed to enforce, and execs the program, which inherits both. A kernel
-//! without Landlock or namespaces does not stop the run: the report says
-//! `unsupported`, and the result carries the report.
+//! How, per run ([`super::confine`]): the server builds the run's Landlock
+//! ruleset ([`ruleset`]: writes only beneath the run's scratch dir, plus
+//! `/dev/null`; no TCP; abstract UNIX sockets and signals scoped to the
+//! run), and the forked child enters the network namespace made once at
+//! start-up (no interface but a down loopback), applies the ruleset and
+//! execs. Runs share that namespace only where Landlock's scopes (ABI 6)
+//! keep them apart inside it; an older kernel gives each run a namespace
+//! of its own, as it costs about 3 ms.
 //!
 //! The installer's children (pip needs the network) are never confined.
 
@@ -25,6 +27,8 @@ use std::sync::OnceLock;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use super::confine::Network;
 
 /// What a confined run actually got.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -68,16 +72,54 @@ pub(super) fn writable(scratch: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// What the kernel let the trampoline enforce when probed at start-up.
-static SUPPORT: OnceLock<SandboxReport> = OnceLock::new();
+/// What every confined run applies, as the start-up probe found it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Mode {
+    /// How the network is cut.
+    pub network: Network,
+    /// Whether Landlock restricts writes.
+    pub landlock: bool,
+}
+
+impl Mode {
+    /// Neither part: the sandbox stays off.
+    pub const NOTHING: Mode = Mode {
+        network: Network::Open,
+        landlock: false,
+    };
+}
+
+/// What the start-up probe found: what runs apply, and what it enforces
+/// in words.
+static SUPPORT: OnceLock<(Mode, SandboxReport)> = OnceLock::new();
 
 /// Records what the start-up probe found ([`super::confine::probe_sandbox`])
-/// and turns the sandbox on unless neither part could be enforced.
-pub(super) fn record_support(found: SandboxReport) {
-    if found.landlock != "unsupported" || found.network != "unsupported" {
+/// on a kernel of Landlock ABI `abi`, and turns the sandbox on unless
+/// neither part could be enforced. Returns the report every run carries.
+pub(super) fn record_support(mode: Mode, abi: i64) -> SandboxReport {
+    let report = SandboxReport {
+        landlock: match (mode.landlock, abi) {
+            (false, _) => "unsupported",
+            (true, 3..) => "enforced",
+            (true, _) => "partial",
+        }
+        .to_owned(),
+        network: match mode.network {
+            Network::Open => "unsupported",
+            Network::Shared | Network::Own => "enforced",
+        }
+        .to_owned(),
+    };
+    if mode != Mode::NOTHING {
         enable();
     }
-    let _ = SUPPORT.set(found);
+    let _ = SUPPORT.set((mode, report.clone()));
+    report
+}
+
+/// What every confined run applies, once the sandbox is on.
+pub(super) fn mode() -> Option<Mode> {
+    SUPPORT.get().filter(|_| enabled()).map(|(mode, _)| *mode)
 }
 
 /// What the sandbox is on this server, in words: `landlock enforced,
@@ -88,86 +130,73 @@ pub fn state_in_words() -> String {
         (Some(_), false) => {
             "unsupported by this kernel (no Landlock, no network namespaces): children run unsandboxed".to_owned()
         }
-        (Some(found), true) => format!("landlock {}, network {}", found.landlock, found.network),
-    }
-}
-
-/// The start-up probe's report, once it ran.
-pub fn support() -> Option<&'static SandboxReport> {
-    SUPPORT.get()
-}
-
-/// Reads what the trampoline wrote; `None` if it never got that far or
-/// the run was not sandboxed.
-pub(super) fn read_report(report: &Path) -> Option<SandboxReport> {
-    parse_report(&std::fs::read_to_string(report).ok()?)
-}
-
-/// The sandbox's part of a trampoline's report.
-pub(super) fn parse_report(text: &str) -> Option<SandboxReport> {
-    Some(SandboxReport {
-        landlock: report_field(text, "landlock")?.to_owned(),
-        network: report_field(text, "network")?.to_owned(),
-    })
-}
-
-/// The value of `name` in a trampoline's report (`name=value` lines).
-pub(super) fn report_field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
-    text.lines()
-        .find_map(|line| line.strip_prefix(name)?.strip_prefix('='))
-}
-
-/// A network namespace of our own; as a non-root user, inside a user
-/// namespace that maps us to ourselves.
-pub(super) fn isolate_network() -> &'static str {
-    use nix::sched::{CloneFlags, unshare};
-    if unshare(CloneFlags::CLONE_NEWNET).is_ok() {
-        return "enforced";
-    }
-    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
-    if unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET).is_err() {
-        return "unsupported";
-    }
-    // Map our own ids so files keep their owner; setgroups must be denied
-    // before an unprivileged gid map.
-    let mapped = std::fs::write("/proc/self/setgroups", "deny")
-        .and_then(|()| std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1")))
-        .and_then(|()| std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1")));
-    if mapped.is_err() {
-        // In the namespaces, but as an unmapped user: still no network.
-        eprintln!("solvergate sandbox: could not map ids in the user namespace");
-    }
-    "enforced"
-}
-
-/// Landlock: read and execute everywhere, write only beneath `dirs` (and
-/// to `/dev/null`).
-pub(super) fn restrict_writes(dirs: &[PathBuf]) -> &'static str {
-    use landlock::{
-        ABI, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-        path_beneath_rules,
-    };
-    let abi = ABI::V3;
-    let restricted = Ruleset::default()
-        .handle_access(AccessFs::from_all(abi))
-        .and_then(|ruleset| ruleset.create())
-        .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi))))
-        .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(dirs, AccessFs::from_all(abi))))
-        .and_then(|ruleset| {
-            ruleset.add_rules(path_beneath_rules(["/dev/null"], AccessFs::from_file(abi)))
-        })
-        .and_then(|ruleset| ruleset.restrict_self());
-    match restricted {
-        Ok(status) => match status.ruleset {
-            RulesetStatus::FullyEnforced => "enforced",
-            RulesetStatus::PartiallyEnforced => "partial",
-            RulesetStatus::NotEnforced => "unsupported",
-        },
-        Err(error) => {
-            eprintln!("solvergate sandbox: Landlock could not be applied: {error}");
-            "unsupported"
+        (Some((_, found)), true) => {
+            format!("landlock {}, network {}", found.landlock, found.network)
         }
     }
+}
+
+/// The start-up probe's report, once it ran: what every sandboxed run
+/// enforces.
+pub fn support() -> Option<&'static SandboxReport> {
+    SUPPORT.get().map(|(_, report)| report)
+}
+
+/// Whether runs share the network namespace made at start-up (where
+/// Landlock's scopes keep them apart), rather than each making its own.
+pub fn shares_network_namespace() -> bool {
+    mode().is_some_and(|mode| mode.network == Network::Shared)
+}
+
+/// The Landlock ABI this kernel speaks (0 without Landlock).
+pub(super) fn landlock_abi() -> i64 {
+    // SAFETY: landlock_create_ruleset(NULL, 0, VERSION) only answers.
+    let abi = unsafe {
+        nix::libc::syscall(
+            nix::libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32, // LANDLOCK_CREATE_RULESET_VERSION
+        )
+    };
+    abi.max(0)
+}
+
+/// The ABI from which Landlock scopes a run's abstract UNIX sockets and
+/// signals to itself (Linux 6.12), which lets runs share one network
+/// namespace.
+pub(super) const SCOPED_ABI: i64 = 6;
+
+/// A run's Landlock ruleset, built in the server: read and execute
+/// everywhere, write only beneath `dirs` (and to `/dev/null`), no TCP bind
+/// or connect, and (ABI 6) no abstract UNIX socket or signal reaching
+/// outside the run. Each part the kernel lacks is left out (best effort);
+/// what is written is what the probe reports.
+pub(super) fn ruleset(dirs: &[PathBuf]) -> std::io::Result<std::os::fd::OwnedFd> {
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+        path_beneath_rules,
+    };
+    let created = Ruleset::default()
+        .handle_access(AccessFs::from_all(ABI::V3))
+        .and_then(|ruleset| ruleset.handle_access(AccessNet::from_all(ABI::V4)))
+        .and_then(|ruleset| ruleset.scope(Scope::from_all(ABI::V6)))
+        .and_then(|ruleset| ruleset.create())
+        .and_then(|ruleset| {
+            ruleset.add_rules(path_beneath_rules(["/"], AccessFs::from_read(ABI::V3)))
+        })
+        .and_then(|ruleset| {
+            ruleset.add_rules(path_beneath_rules(dirs, AccessFs::from_all(ABI::V3)))
+        })
+        .and_then(|ruleset| {
+            ruleset.add_rules(path_beneath_rules(
+                ["/dev/null"],
+                AccessFs::from_file(ABI::V3),
+            ))
+        })
+        .map_err(std::io::Error::other)?;
+    Option::<std::os::fd::OwnedFd>::from(created)
+        .ok_or_else(|| std::io::Error::other("this kernel has no Landlock"))
 }
 
 #[cfg(test)]
@@ -175,17 +204,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_report_reads_back() {
+    fn a_ruleset_is_built_where_the_kernel_has_landlock() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("report");
-        std::fs::write(&path, "landlock=enforced\nnetwork=unsupported\n").unwrap();
-        assert_eq!(
-            read_report(&path),
-            Some(SandboxReport {
-                landlock: "enforced".into(),
-                network: "unsupported".into()
-            })
-        );
-        assert_eq!(read_report(&dir.path().join("missing")), None);
+        let built = ruleset(&[dir.path().to_path_buf()]);
+        assert_eq!(built.is_ok(), landlock_abi() > 0, "{built:?}");
+        // A write dir that cannot be opened grants nothing (the crate
+        // leaves its rule out): the ruleset only grows stricter.
+        if landlock_abi() > 0 {
+            assert!(ruleset(&[dir.path().join("missing")]).is_ok());
+        }
     }
 }
