@@ -10,6 +10,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+/// The server binary the benches start: this build's, or another one
+/// named by `SOLVERGATE_BENCH_BIN` (an older build, to compare on the same
+/// machine in the same hour).
+pub fn binary() -> PathBuf {
+    std::env::var_os("SOLVERGATE_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_solvergate")))
+}
+
 /// A minimal JSON-RPC client over the server's stdio.
 pub struct Client {
     pub child_pid: u32,
@@ -21,7 +30,7 @@ pub struct Client {
 
 impl Client {
     pub fn start(runtime: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Client {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_solvergate"));
+        let mut command = Command::new(binary());
         command
             .args(["--runtime-dir"])
             .arg(runtime)

@@ -278,7 +278,7 @@ fn strays_pass(outputs: &[(u64, u64)]) -> (Vec<Pid>, usize) {
         .collect();
     let mut ours = Vec::new();
     let mut alive = 0;
-    for pid in all_pids() {
+    for pid in candidate_children() {
         if spawned.contains(&pid.as_raw()) {
             continue;
         }
@@ -287,14 +287,7 @@ fn strays_pass(outputs: &[(u64, u64)]) -> (Vec<Pid>, usize) {
             continue;
         }
         if !stat.is_live() {
-            // Read before the reap takes the /proc entry away.
-            let outside = !sessions.contains(&stat.session);
-            let born = Some(stat.start_time);
-            let status = waitpid(pid, Some(WaitPidFlag::WNOHANG));
-            let ours_killed = matches!(status, Ok(WaitStatus::Signaled(_, Signal::SIGKILL, _)));
-            if outside && !ours_killed && status.is_ok() {
-                note_died_alone(born);
-            }
+            reap_stray(pid, &stat, &sessions);
             continue;
         }
         // A live run's own process (an orphan still in its session, or
@@ -315,6 +308,68 @@ fn strays_pass(outputs: &[(u64, u64)]) -> (Vec<Pid>, usize) {
         sigkill(pid);
     }
     (ours, alive)
+}
+
+/// Where our children are found: the kernel's list of them, or (where it
+/// keeps none) every process, each checked for its parent.
+fn candidate_children() -> Vec<Pid> {
+    super::tree::own_children().unwrap_or_else(all_pids)
+}
+
+/// Reaps a dead stray of ours, counting it for the live runs when it died
+/// by itself outside every live run's session.
+fn reap_stray(pid: Pid, stat: &Stat, sessions: &BTreeSet<i32>) {
+    // Read before the reap takes the /proc entry away.
+    let outside = !sessions.contains(&stat.session);
+    let born = Some(stat.start_time);
+    let status = waitpid(pid, Some(WaitPidFlag::WNOHANG));
+    let ours_killed = matches!(status, Ok(WaitStatus::Signaled(_, Signal::SIGKILL, _)));
+    if outside && !ours_killed && status.is_ok() {
+        note_died_alone(born);
+    }
+}
+
+/// Whether a run whose `leader` has ended left nothing alive, known
+/// without a scan of `/proc`: as a child subreaper we adopt every orphan,
+/// so once the leader is gone each live process of its tree is a child of
+/// ours we did not spawn (or below one). With no such child, the tree is
+/// gone. The dead strays found on the way are reaped. `false` whenever
+/// it cannot be known this way (not a subreaper, the leader still alive,
+/// a live stray of any run): the caller then sweeps.
+pub(super) fn tree_gone(leader: Pid) -> bool {
+    if !ADOPTING.load(Ordering::SeqCst) || stat_of(leader).is_some_and(|stat| stat.is_live()) {
+        return false;
+    }
+    let Some(children) = super::tree::own_children() else {
+        return false;
+    };
+    // No fork of ours is between its fork and `spawned` while we look.
+    let _no_fork = FORKING
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let spawned = spawned_set().clone();
+    let sessions: BTreeSet<i32> = super::live::all().iter().map(|pid| pid.as_raw()).collect();
+    let me = Pid::this().as_raw();
+    for pid in children {
+        if spawned.contains(&pid.as_raw()) {
+            continue;
+        }
+        let Some(stat) = stat_of(pid) else { continue };
+        if stat.ppid != me {
+            continue;
+        }
+        if stat.is_live() {
+            return false;
+        }
+        reap_stray(pid, &stat, &sessions);
+    }
+    true
+}
+
+/// How many processes that escaped the run tagged `tag` died by themselves
+/// before a sweep could kill them.
+pub(super) fn died_alone(tag: &str) -> u32 {
+    live_runs().get(tag).map_or(0, |run| run.died_alone)
 }
 
 /// The `(dev, inode)` of every file `pid` has open.
@@ -389,10 +444,7 @@ pub(super) fn kill_escapees(
     strays_pass(&[]);
     // The run's own tag comes first; a warm forker's, which outlives many
     // runs, does not make this run's escapees.
-    let died_alone = tags
-        .first()
-        .and_then(|tag| live_runs().get(*tag).map(|run| run.died_alone))
-        .unwrap_or(0);
+    let died_alone = tags.first().map_or(0, |tag| died_alone(tag));
     Escaped {
         count: u32::try_from(killed.len())
             .unwrap_or(u32::MAX)

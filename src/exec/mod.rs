@@ -733,6 +733,12 @@ struct Sweep {
 /// session is no longer remembered), then the escapees `also` names.
 /// Returns whether the session emptied, and how many escapees were killed.
 fn sweep(leader: Pid, also: &Sweep) -> (bool, u32) {
+    // A tree that ended by itself and left no orphan: nothing to scan for.
+    if escape::tree_gone(leader) {
+        live::forget(leader);
+        let died_alone = also.tags.first().map_or(0, |tag| escape::died_alone(tag));
+        return (true, died_alone);
+    }
     let empty = tree::kill_session(leader);
     let tags: Vec<&str> = also.tags.iter().map(String::as_str).collect();
     let escaped = escape::kill_escapees(leader, &tags, &also.spare, &also.outputs);

@@ -38,6 +38,33 @@ pub(crate) fn session_members(session: Pid, skip: Option<Pid>) -> Vec<Pid> {
         .collect()
 }
 
+/// This process's children: every thread's `children` list (a child
+/// hangs off the thread that forked it, an adopted orphan off one the
+/// kernel picks). `None` where the kernel does not list children
+/// (`CONFIG_PROC_CHILDREN`), and callers scan all of `/proc` instead.
+pub(super) fn own_children() -> Option<Vec<Pid>> {
+    let tasks = fs::read_dir("/proc/self/task").ok()?;
+    let mut children = Vec::new();
+    for task in tasks.filter_map(|task| task.ok()) {
+        match fs::read_to_string(task.path().join("children")) {
+            Ok(text) => children.extend(
+                text.split_whitespace()
+                    .filter_map(|pid| pid.parse::<i32>().ok())
+                    .map(Pid::from_raw),
+            ),
+            // A thread that ended while we read.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                if !task.path().exists() {
+                    continue;
+                }
+                return None;
+            }
+            Err(_) => return None,
+        }
+    }
+    Some(children)
+}
+
 /// Every process id in `/proc` (empty when `/proc` cannot be read).
 pub(super) fn all_pids() -> Vec<Pid> {
     let Ok(entries) = fs::read_dir("/proc") else {
