@@ -153,10 +153,59 @@ pub fn problem_text<'de, D: serde::Deserializer<'de>>(
     )))
 }
 
+/// The `limits` argument of every tool that runs something: caps that
+/// lower the server's resource limits for one call. Sixteen tools take it,
+/// so its published shape is [`LimitCaps`]' fields (names, types, bounds)
+/// under one short description, without each field's prose: the
+/// description says the unit and what a cap does once per tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallLimits(LimitCaps);
+
+/// What `limits` is, said once for all its fields.
+const CALL_LIMITS: &str = "Caps that lower this call's resource limits (sizes in MiB; \
+     processes counts threads); a cap above the server's limit is ignored.";
+
+impl CallLimits {
+    /// The caps the call asked for (none: all `None`).
+    pub fn caps(self) -> LimitCaps {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for CallLimits {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        limits_arg(deserializer).map(|caps| CallLimits(caps.unwrap_or_default()))
+    }
+}
+
+impl JsonSchema for CallLimits {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CallLimits".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = LimitCaps::json_schema(generator);
+        if let Some(serde_json::Value::Object(fields)) = schema.get_mut("properties") {
+            for field in fields
+                .values_mut()
+                .filter_map(serde_json::Value::as_object_mut)
+            {
+                field.remove("description");
+            }
+        }
+        schema.insert("description".to_owned(), CALL_LIMITS.into());
+        schema
+    }
+}
+
 /// Reads `limits`, naming the field a refusal is about (serde's own
 /// message for a nested field names only the value: "invalid value:
 /// integer `-5`").
-pub fn limits_arg<'de, D: serde::Deserializer<'de>>(
+fn limits_arg<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<LimitCaps>, D::Error> {
     use serde_json::{Map, Value};

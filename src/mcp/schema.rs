@@ -9,12 +9,19 @@
 //! [`portable`] rewrites those into equivalent standard forms (integer
 //! bounds, `anyOf` with a `null` branch, an explicit any-JSON union) and
 //! closes every input object with `additionalProperties: false`, as the
-//! argument parser already does. [`lean_output`] then inlines each
+//! argument parser already does. An input schema keeps a `$defs` entry
+//! only for a shape it uses more than once (one used once is written where
+//! it is used) and no `default` that leaving the field out implies.
+//! tools/list sits whole in a client model's context on every turn and its
+//! size is bounded by a test: every byte here is paid forty times over, so
+//! a rewrite may shorten what is said, never what is accepted: an input
+//! schema validates exactly what it did. [`lean_output`] then inlines each
 //! output schema's definitions, drops its prose (the tool description and
 //! the field names carry it) and keeps nested structure only to a fixed
 //! depth, below which a value is described by its type alone — still
 //! true of every result, at a fraction of the size.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -62,7 +69,125 @@ pub fn input(schema: &JsonObject) -> JsonObject {
             }
         }
     }
+    inline_single_use(&mut value);
+    implied_defaults_out(&mut value);
     into_object(value)
+}
+
+/// A definition referred to once is written where it is used: a `$defs`
+/// entry and its `$ref` cost its name twice and a path, and say nothing a
+/// reader of the one place needs. Definitions used more than once (or by
+/// themselves) stay shared.
+fn inline_single_use(root: &mut Value) {
+    let Some(Value::Object(mut defs)) = root.as_object_mut().and_then(|root| root.remove("$defs"))
+    else {
+        return;
+    };
+    let mut uses = HashMap::new();
+    count_refs(root, &mut uses);
+    for def in defs.values() {
+        count_refs(def, &mut uses);
+    }
+    let once: Map<String, Value> = defs
+        .iter()
+        .filter(|(name, _)| uses.get(name.as_str()) == Some(&1))
+        .map(|(name, def)| (name.clone(), def.clone()))
+        .collect();
+    defs.retain(|name, _| !once.contains_key(name));
+    inline_refs(root, &once, 0);
+    for def in defs.values_mut() {
+        inline_refs(def, &once, 0);
+    }
+    if let Value::Object(object) = root
+        && !defs.is_empty()
+    {
+        object.insert("$defs".to_owned(), Value::Object(defs));
+    }
+}
+
+/// The name a `$ref` to a local definition points at.
+fn local_ref(object: &Map<String, Value>) -> Option<&str> {
+    object
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|path| path.strip_prefix("#/$defs/"))
+}
+
+/// Whether a `$ref` can be replaced by its definition: nothing but
+/// annotations beside it (a `$ref` with assertions beside it means both
+/// hold, which merged keywords could not always say).
+fn replaceable(object: &Map<String, Value>) -> bool {
+    object.keys().all(|key| key == "$ref" || is_annotation(key))
+}
+
+/// Counts, per definition name, the `$ref`s to it under `node`; a `$ref`
+/// that is not [`replaceable`] counts twice, so its definition stays.
+fn count_refs(node: &Value, uses: &mut HashMap<String, usize>) {
+    match node {
+        Value::Object(object) => {
+            if let Some(name) = local_ref(object) {
+                *uses.entry(name.to_owned()).or_default() +=
+                    if replaceable(object) { 1 } else { 2 };
+            }
+            object.values().for_each(|child| count_refs(child, uses));
+        }
+        Value::Array(items) => items.iter().for_each(|child| count_refs(child, uses)),
+        _ => {}
+    }
+}
+
+/// Replaces each `$ref` to one of `once` by the definition, with the
+/// annotations beside the `$ref` (the field's own, such as its
+/// description, win over the definition's); `depth` bounds the walk.
+fn inline_refs(node: &mut Value, once: &Map<String, Value>, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match node {
+        Value::Object(object) => {
+            let target = local_ref(object).and_then(|name| once.get(name));
+            if let Some(Value::Object(def)) = target {
+                let mut merged = def.clone();
+                object.remove("$ref");
+                merged.append(object);
+                *object = merged;
+            }
+            object
+                .values_mut()
+                .for_each(|child| inline_refs(child, once, depth + 1));
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|child| inline_refs(child, once, depth + 1)),
+        _ => {}
+    }
+}
+
+/// Drops a `default` that says no more than leaving the field out does:
+/// `false` on a flag (left out, it is off), and an object default each of
+/// whose entries is `null` or the default its own field declares.
+fn implied_defaults_out(node: &mut Value) {
+    let Value::Object(object) = node else {
+        return;
+    };
+    let implied = match object.get("default") {
+        Some(Value::Bool(false)) => object.get("type").and_then(Value::as_str) == Some("boolean"),
+        Some(Value::Object(entries)) => {
+            let fields = object.get("properties").and_then(Value::as_object);
+            entries.iter().all(|(name, value)| {
+                value.is_null()
+                    || fields
+                        .and_then(|fields| fields.get(name))
+                        .and_then(|field| field.get("default"))
+                        == Some(value)
+            })
+        }
+        _ => false,
+    };
+    if implied {
+        object.remove("default");
+    }
+    each_child(object, implied_defaults_out);
 }
 
 /// A Rust enum's variant docs describe the code, as a definition's own doc
@@ -526,6 +651,95 @@ mod tests {
                     "cell": {"anyOf": [{"type": "null"}, {"type": "integer"}]}
                 },
                 "$defs": {"Relation": {"type": "string", "enum": ["==", "<="]}}
+            })
+        );
+    }
+
+    #[test]
+    fn a_definition_used_once_is_written_where_it_is_used() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {
+                "policy": {"$ref": "#/$defs/Policy", "description": "The policy."},
+                "hard": {"type": "array", "items": {"$ref": "#/$defs/Equation"}},
+                "soft": {"type": "array", "items": {"$ref": "#/$defs/Equation"}},
+                "bounded": {"$ref": "#/$defs/Bound", "maximum": 3}
+            },
+            "$defs": {
+                "Policy": {"type": "object", "properties": {"rate": {"$ref": "#/$defs/Rate"}}},
+                "Rate": {"type": "number"},
+                "Equation": {"type": "object", "properties": {"lhs": {"type": "string"}}},
+                "Bound": {"type": "integer"}
+            }
+        });
+        inline_single_use(&mut schema);
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "policy": {
+                        "type": "object",
+                        "description": "The policy.",
+                        "properties": {"rate": {"type": "number"}}
+                    },
+                    "hard": {"type": "array", "items": {"$ref": "#/$defs/Equation"}},
+                    "soft": {"type": "array", "items": {"$ref": "#/$defs/Equation"}},
+                    "bounded": {"$ref": "#/$defs/Bound", "maximum": 3}
+                },
+                "$defs": {
+                    "Equation": {"type": "object", "properties": {"lhs": {"type": "string"}}},
+                    "Bound": {"type": "integer"}
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn only_defaults_that_leaving_a_field_out_implies_are_dropped() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {
+                "overwrite": {"type": "boolean", "default": false},
+                "keep": {"type": "boolean", "default": true},
+                "count": {"type": "integer", "default": 0},
+                "delays": {
+                    "type": "object",
+                    "default": {"air": null},
+                    "properties": {"air": {"type": "object"}}
+                },
+                "policy": {
+                    "type": "object",
+                    "default": {"risk": 0.1},
+                    "properties": {"risk": {"type": "number", "default": 0.1}}
+                },
+                "other": {
+                    "type": "object",
+                    "default": {"risk": 0.2},
+                    "properties": {"risk": {"type": "number", "default": 0.1}}
+                }
+            }
+        });
+        implied_defaults_out(&mut schema);
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "overwrite": {"type": "boolean"},
+                    "keep": {"type": "boolean", "default": true},
+                    "count": {"type": "integer", "default": 0},
+                    "delays": {"type": "object", "properties": {"air": {"type": "object"}}},
+                    "policy": {
+                        "type": "object",
+                        "properties": {"risk": {"type": "number", "default": 0.1}}
+                    },
+                    "other": {
+                        "type": "object",
+                        "default": {"risk": 0.2},
+                        "properties": {"risk": {"type": "number", "default": 0.1}}
+                    }
+                }
             })
         );
     }

@@ -10,7 +10,7 @@ use crate::diagnostics::ToolError;
 use crate::exec::limits::LimitCaps;
 use crate::jobs::CpsatJobRequest;
 use crate::mcp::args::{
-    IntoRequest, checked_budget, checked_seed, checker_budget, default_timeout_ms, limits_arg, one,
+    CallLimits, IntoRequest, checked_budget, checked_seed, checker_budget, default_timeout_ms, one,
     problem_schema, problem_text,
 };
 
@@ -34,9 +34,8 @@ pub struct RunCpsatArgs {
     /// Replay config, written to a JSON file named by SOLVERGATE_CPSAT_CONFIG.
     #[serde(default)]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 /// Arguments of `run_cpsat_python_file`.
@@ -57,9 +56,8 @@ pub struct RunCpsatFileArgs {
     /// Replay config, written to a JSON file named by SOLVERGATE_CPSAT_CONFIG.
     #[serde(default)]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 /// Arguments of `run_cpsat_python_file_checked`.
@@ -91,9 +89,8 @@ pub struct RunCpsatFileCheckedArgs {
     pub seed: Option<i64>,
     #[serde(default)]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 /// Arguments of `submit_cpsat_python_job`.
@@ -112,9 +109,8 @@ pub struct SubmitCpsatArgs {
     pub checker: Option<String>,
     #[serde(default)]
     pub checker_timeout_ms: Option<i64>,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 /// Arguments of `submit_cpsat_python_file_job`.
@@ -137,16 +133,15 @@ pub struct SubmitCpsatFileArgs {
     pub checker_path: Option<String>,
     #[serde(default)]
     pub checker_timeout_ms: Option<i64>,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for RunCpsatArgs {
     type Request = ScriptRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<ScriptRequest, ToolError> {
@@ -164,7 +159,7 @@ impl IntoRequest for RunCpsatFileArgs {
     type Request = ScriptRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<ScriptRequest, ToolError> {
@@ -182,7 +177,7 @@ impl IntoRequest for RunCpsatFileCheckedArgs {
     type Request = CheckedRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<CheckedRequest, ToolError> {
@@ -206,7 +201,7 @@ impl IntoRequest for SubmitCpsatArgs {
     type Request = CpsatJobRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<CpsatJobRequest, ToolError> {
@@ -229,7 +224,7 @@ impl IntoRequest for SubmitCpsatFileArgs {
     type Request = CpsatJobRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<CpsatJobRequest, ToolError> {
@@ -312,16 +307,15 @@ pub struct ExperimentArgs {
     /// Keep the winner's raw stdout in the result.
     #[serde(default = "yes")]
     pub include_winner_stdout: bool,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for ExperimentArgs {
     type Request = crate::cpsat::ExperimentRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<crate::cpsat::ExperimentRequest, ToolError> {

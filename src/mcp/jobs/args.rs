@@ -7,7 +7,7 @@ use serde::Deserialize;
 use crate::diagnostics::ToolError;
 use crate::exec::limits::LimitCaps;
 use crate::jobs::{MAX_SEEDS, PortfolioRequest, WinnerPolicy};
-use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms, limits_arg, one};
+use crate::mcp::args::{CallLimits, IntoRequest, checked_budget, default_timeout_ms, one};
 use crate::minizinc::MAX_PARALLEL;
 
 /// Arguments of `submit_portfolio_job`.
@@ -53,16 +53,15 @@ pub struct PortfolioArgs {
     /// How the race picks its winner (see the tool description).
     #[serde(default)]
     pub winner_policy: WinnerPolicy,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for PortfolioArgs {
     type Request = PortfolioRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<PortfolioRequest, ToolError> {

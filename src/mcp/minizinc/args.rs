@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use crate::diagnostics::ToolError;
 use crate::exec::limits::LimitCaps;
-use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms, limits_arg};
+use crate::mcp::args::{CallLimits, IntoRequest, checked_budget, default_timeout_ms};
 use crate::minizinc::{MAX_PARALLEL, PreflightRequest, SolveControls, SolveRequest, Sources};
 
 /// Arguments of `check_minizinc_model` and `inspect_minizinc_model`.
@@ -25,16 +25,15 @@ pub struct ModelArgs {
     /// Budget in milliseconds; must be strictly positive.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for ModelArgs {
     type Request = PreflightRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<PreflightRequest, ToolError> {
@@ -67,16 +66,15 @@ pub struct FilesArgs {
     /// Budget in milliseconds; must be strictly positive.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for FilesArgs {
     type Request = PreflightRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<PreflightRequest, ToolError> {
@@ -131,16 +129,15 @@ pub struct SolveModelArgs {
     /// that declare `-n`. At least 1.
     #[serde(default)]
     pub num_solutions: Option<i64>,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for SolveModelArgs {
     type Request = SolveRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<SolveRequest, ToolError> {
@@ -200,16 +197,15 @@ pub struct SolveFilesArgs {
     /// `-n <n>`: at most n solutions of a satisfaction problem. At least 1.
     #[serde(default)]
     pub num_solutions: Option<i64>,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for SolveFilesArgs {
     type Request = SolveRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<SolveRequest, ToolError> {

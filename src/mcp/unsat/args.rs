@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::diagnostics::ToolError;
 use crate::exec::limits::LimitCaps;
-use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms, limits_arg};
+use crate::mcp::args::{CallLimits, IntoRequest, checked_budget, default_timeout_ms};
 use crate::minizinc::Sources;
 use crate::unsat::UnsatCoreRequest;
 
@@ -30,16 +30,15 @@ pub struct UnsatModelArgs {
     /// runs; must be strictly positive.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for UnsatModelArgs {
     type Request = UnsatCoreRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<UnsatCoreRequest, ToolError> {
@@ -72,16 +71,15 @@ pub struct UnsatFilesArgs {
     /// Budget of the whole search in milliseconds; strictly positive.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for UnsatFilesArgs {
     type Request = UnsatCoreRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<UnsatCoreRequest, ToolError> {
