@@ -12,6 +12,9 @@
 //! through `#[serde(flatten)]`: each declaration carries its own tool's
 //! description in the published schema, and with a flattened field serde
 //! refuses an unknown one without the list of the fields it expected.
+//! Where a sibling tool's declaration says the same, `schema::finish`
+//! publishes the description once, on the sibling; `limits` is one type,
+//! [`CallLimits`], everywhere.
 
 use std::sync::Arc;
 
@@ -119,8 +122,8 @@ pub struct JobIdArgs {
 pub struct JobPollArgs {
     /// The id a submit returned.
     pub job_id: String,
-    /// Add an image part: the objective over time of the solve, or of every
-    /// attempt of the race (the winner marked).
+    /// Add an image part: the objective over time (of every attempt of a race,
+    /// the winner marked).
     #[serde(default)]
     pub include_plot: bool,
 }
@@ -244,7 +247,7 @@ fn limits_arg<'de, D: serde::Deserializer<'de>>(
 /// The schema `problem_text` accepts, stated exactly.
 pub fn problem_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
-        "description": "The instance the checker validates against: text, or a JSON object or array (sent as its canonical JSON text).",
+        "description": "The instance the checker validates against: text, or JSON (sent as its canonical text).",
         "type": ["string", "object", "array", "null"],
         "default": null
     })

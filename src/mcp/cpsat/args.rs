@@ -18,14 +18,14 @@ use crate::mcp::args::{
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunCpsatArgs {
-    /// The complete OR-Tools CP-SAT Python script, ending with the JSON line
-    /// the tool description states (optionally with "best_objective_bound";
-    /// earlier lines of the same shape are what a timeout recovers).
+    /// The complete script, ending with the JSON line the tool description
+    /// states (optionally with "best_objective_bound"; earlier lines of that
+    /// shape are what a timeout recovers).
     pub source: String,
-    /// Wall-clock budget of the child in milliseconds; strictly positive.
+    /// Wall-clock budget of the child in milliseconds, above 0.
     #[serde(default = "default_timeout_ms")]
     pub script_timeout_ms: i64,
-    /// The script's sys.argv[1:] (no NUL, 32 KiB in all), as for the file tool.
+    /// The script's sys.argv[1:] (no NUL, 32 KiB in all).
     #[serde(default)]
     pub args: Option<Vec<String>>,
     /// Replay seed, passed as SOLVERGATE_CPSAT_SEED (signed 32-bit).
@@ -42,7 +42,7 @@ pub struct RunCpsatArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunCpsatFileArgs {
-    /// Path of a local .py script (prefer absolute); it runs in its own
+    /// Path of a local .py script, preferably absolute; it runs in its
     /// directory, so relative opens and imports resolve.
     pub script_path: String,
     #[serde(default = "default_timeout_ms")]
@@ -72,13 +72,13 @@ pub struct RunCpsatFileCheckedArgs {
     pub script_timeout_ms: i64,
     #[serde(default)]
     pub args: Option<Vec<String>>,
-    /// The instance the checker validates against: text, or any JSON value
-    /// (sent as its canonical text).
+    /// The instance the checker validates against: text, or JSON (sent as its
+    /// canonical text).
     #[serde(default, deserialize_with = "problem_text")]
     #[schemars(schema_with = "problem_schema")]
     pub problem: Option<String>,
-    /// Checker budget; defaults to script_timeout_ms (with test_checker, to
-    /// the largest that fits the 120 s ceiling, at least 2000 ms).
+    /// Checker budget in milliseconds; default script_timeout_ms (with
+    /// test_checker, the largest that fits the 120 s ceiling, at least 2000).
     #[serde(default)]
     pub checker_timeout_ms: Option<i64>,
     /// After an accepted verdict, grade four mutated solutions with the
@@ -97,14 +97,13 @@ pub struct RunCpsatFileCheckedArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitCpsatArgs {
-    /// The complete CP-SAT Python script (same envelope contract).
     pub source: String,
     #[serde(default = "default_timeout_ms")]
     pub script_timeout_ms: i64,
     #[serde(default, deserialize_with = "problem_text")]
     #[schemars(schema_with = "problem_schema")]
     pub problem: Option<String>,
-    /// Optional inline Python checker run after the script.
+    /// Inline Python checker run after the script.
     #[serde(default)]
     pub checker: Option<String>,
     #[serde(default)]

@@ -13,21 +13,18 @@ use crate::unsat::UnsatCoreRequest;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnsatModelArgs {
-    /// The complete MiniZinc model that proved unsatisfiable. Must not be
-    /// empty.
+    /// The complete MiniZinc model that proved unsatisfiable.
     pub model: String,
-    /// Optional inline data (`.dzn` text): the same data the unsatisfiable
-    /// solve used.
+    /// Inline data (`.dzn` text): the same data the unsatisfiable solve used.
     #[serde(default)]
     pub data: Option<String>,
-    /// Solver for solvergate's deletion search (id, short name or tag).
-    /// Omitted: findMUS when the runtime has it, else the solve tools'
-    /// default. Naming a solver runs the deletion search with it; naming
-    /// findMUS itself (`org.minizinc.findmus`) runs findMUS.
+    /// Solver of the deletion search (id, short name or tag;
+    /// `org.minizinc.findmus` runs findMUS). Omitted: findMUS when the runtime
+    /// has it, else a deletion search with the solve tools' default.
     #[serde(default)]
     pub solver: Option<String>,
     /// Budget of the whole search in milliseconds, shared by all its solver
-    /// runs; must be strictly positive.
+    /// runs; above 0.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
     #[serde(default)]
@@ -58,17 +55,19 @@ impl IntoRequest for UnsatModelArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnsatFilesArgs {
-    /// Path of a local `.mzn` file; prefer an absolute path. Runs in the
-    /// model's directory so relative includes resolve.
+    /// Path of a local `.mzn` file, preferably absolute; it runs in its
+    /// directory, so relative includes resolve.
     pub model_path: String,
-    /// Optional path of a `.dzn` or `.json` data file.
+    /// Path of a `.dzn` or `.json` data file.
     #[serde(default)]
     pub data_path: Option<String>,
-    /// Solver for the deletion search; omitted: findMUS when the runtime
-    /// has it, else the solve tools' default.
+    /// Solver of the deletion search (id, short name or tag;
+    /// `org.minizinc.findmus` runs findMUS). Omitted: findMUS when the runtime
+    /// has it, else a deletion search with the solve tools' default.
     #[serde(default)]
     pub solver: Option<String>,
-    /// Budget of the whole search in milliseconds; strictly positive.
+    /// Budget of the whole search in milliseconds, shared by all its solver
+    /// runs; above 0.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
     #[serde(default)]
