@@ -74,15 +74,17 @@ impl Relation {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Equation {
-    /// Left-hand side: numbers, variable names, + - * / % **, parentheses.
+    /// Left-hand side: numbers, variable names, + - * / % **, parentheses;
+    /// (0 - x) for minus.
     pub lhs: String,
     /// Right-hand side, same syntax.
     pub rhs: String,
     /// `==` (default), `<=` or `>=`.
     #[serde(default)]
     pub relation: Relation,
-    /// Penalty per unit of violation beyond the tolerance; at least 0. The
-    /// unit is 1 / the largest mult_factor among the equation's variables.
+    /// Penalty per unit of violation beyond the tolerance, at least 0; the unit
+    /// is 1 / the largest mult_factor among the equation's variables
+    /// (equation_units).
     #[serde(default = "default_weight")]
     pub weight: i64,
     /// Allowed slack, in the same unit as `weight` (200 is ±2.00 for cents).
@@ -204,7 +206,7 @@ pub struct CorrectRequest {
     pub variables: BTreeMap<String, ObservedVariable>,
     /// The equations the values should satisfy (all soft: weighted).
     pub equations: Vec<Equation>,
-    /// Wall-clock budget of the solve in seconds (default 5).
+    /// Wall-clock budget of the solve in seconds.
     #[serde(default = "default_timeout")]
     pub timeout_seconds: f64,
     /// `-p` threads, 1 to 256, for a solver that declares it.
@@ -230,8 +232,9 @@ pub struct EvaluateRequest {
     pub(crate) equations: Vec<EvaluatedEquation>,
     /// Variable values in real units.
     pub values: BTreeMap<String, f64>,
-    /// The mult_factors given to correct_values (unlisted: 1); with them a
-    /// `tolerance` is a whole number in correct_values' units.
+    /// The mult_factors ({name: factor}) given to correct_values (unlisted: 1);
+    /// with them a `tolerance` is in correct_values' units, so both tools
+    /// agree.
     #[serde(default)]
     pub mult_factors: Option<BTreeMap<String, i64>>,
 }
@@ -245,11 +248,11 @@ pub struct OptimizeRequest {
     /// Must hold; contradictory ones give INFEASIBLE.
     #[serde(default)]
     pub hard_constraints: Vec<Equation>,
-    /// Violations beyond the tolerance cost weight per scaled unit, taken
-    /// from the objective (maximize) or added to it (minimize).
+    /// Violations beyond the tolerance cost weight per scaled unit, subtracted
+    /// from a maximised objective, added to a minimised one.
     #[serde(default)]
     pub soft_constraints: Vec<Equation>,
-    /// Wall-clock budget of the solve in seconds (default 5).
+    /// Wall-clock budget of the solve in seconds.
     #[serde(default = "default_timeout")]
     pub timeout_seconds: f64,
     /// `-p` threads, 1 to 256, for a solver that declares it.

@@ -12,6 +12,9 @@
 //! through `#[serde(flatten)]`: each declaration carries its own tool's
 //! description in the published schema, and with a flattened field serde
 //! refuses an unknown one without the list of the fields it expected.
+//! Where a sibling tool's declaration says the same, `schema::finish`
+//! publishes the description once, on the sibling; `limits` is one type,
+//! [`CallLimits`], everywhere.
 
 use std::sync::Arc;
 
@@ -119,8 +122,8 @@ pub struct JobIdArgs {
 pub struct JobPollArgs {
     /// The id a submit returned.
     pub job_id: String,
-    /// Add an image part: the objective over time of the solve, or of every
-    /// attempt of the race (the winner marked).
+    /// Add an image part: the objective over time (of every attempt of a race,
+    /// the winner marked).
     #[serde(default)]
     pub include_plot: bool,
 }
@@ -153,10 +156,59 @@ pub fn problem_text<'de, D: serde::Deserializer<'de>>(
     )))
 }
 
+/// The `limits` argument of every tool that runs something: caps that
+/// lower the server's resource limits for one call. Sixteen tools take it,
+/// so its published shape is [`LimitCaps`]' fields (names, types, bounds)
+/// under one short description, without each field's prose: the
+/// description says the unit and what a cap does once per tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallLimits(LimitCaps);
+
+/// What `limits` is, said once for all its fields.
+const CALL_LIMITS: &str = "Caps that lower this call's resource limits (sizes in MiB; \
+     processes counts threads); a cap above the server's limit is ignored.";
+
+impl CallLimits {
+    /// The caps the call asked for (none: all `None`).
+    pub fn caps(self) -> LimitCaps {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for CallLimits {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        limits_arg(deserializer).map(|caps| CallLimits(caps.unwrap_or_default()))
+    }
+}
+
+impl JsonSchema for CallLimits {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CallLimits".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = LimitCaps::json_schema(generator);
+        if let Some(serde_json::Value::Object(fields)) = schema.get_mut("properties") {
+            for field in fields
+                .values_mut()
+                .filter_map(serde_json::Value::as_object_mut)
+            {
+                field.remove("description");
+            }
+        }
+        schema.insert("description".to_owned(), CALL_LIMITS.into());
+        schema
+    }
+}
+
 /// Reads `limits`, naming the field a refusal is about (serde's own
 /// message for a nested field names only the value: "invalid value:
 /// integer `-5`").
-pub fn limits_arg<'de, D: serde::Deserializer<'de>>(
+fn limits_arg<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<LimitCaps>, D::Error> {
     use serde_json::{Map, Value};
@@ -195,7 +247,7 @@ pub fn limits_arg<'de, D: serde::Deserializer<'de>>(
 /// The schema `problem_text` accepts, stated exactly.
 pub fn problem_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
-        "description": "The instance the checker validates against: text, or a JSON object or array (sent as its canonical JSON text).",
+        "description": "The instance the checker validates against: text, or JSON (sent as its canonical text).",
         "type": ["string", "object", "array", "null"],
         "default": null
     })

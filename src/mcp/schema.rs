@@ -9,12 +9,23 @@
 //! [`portable`] rewrites those into equivalent standard forms (integer
 //! bounds, `anyOf` with a `null` branch, an explicit any-JSON union) and
 //! closes every input object with `additionalProperties: false`, as the
-//! argument parser already does. [`lean_output`] then inlines each
+//! argument parser already does. An input schema keeps a `$defs` entry
+//! only for a shape it uses more than once (one used once is written where
+//! it is used) and no `default` that leaving the field out implies, and an
+//! argument a tool shares with a sibling listed in [`DESCRIBED_IN`] (the
+//! files variant of an inline tool, a job of a run) is described on the
+//! sibling only.
+//!
+//! tools/list sits whole in a client model's context on every turn and its
+//! size is bounded by a test: every byte here is paid up to forty times
+//! over, so a rewrite may shorten what is said, never what is accepted: an
+//! input schema validates exactly what it did. [`lean_output`] then inlines each
 //! output schema's definitions, drops its prose (the tool description and
 //! the field names carry it) and keeps nested structure only to a fixed
 //! depth, below which a value is described by its type alone — still
 //! true of every result, at a fraction of the size.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -28,6 +39,31 @@ use super::titles::{TOOLS, annotations};
 /// inside them is described as an object.
 const OUTPUT_DEPTH: usize = 1;
 
+/// Tools whose arguments are, in part, another tool's: an argument with
+/// the same name and schema as the other tool's, and its description or
+/// none, is described on the other tool only, and the first tool's
+/// description says so. The other tool describes its own arguments (it
+/// is never a first tool here), and it is in every toolset the first is
+/// in; where it is not listed, nothing is taken out.
+const DESCRIBED_IN: &[(&str, &str)] = &[
+    ("check_minizinc_files", "check_minizinc_model"),
+    ("inspect_minizinc_model", "check_minizinc_model"),
+    ("inspect_minizinc_files", "check_minizinc_model"),
+    ("solve_minizinc_files", "solve_minizinc_model"),
+    ("submit_solve_job", "solve_minizinc_model"),
+    ("submit_portfolio_job", "solve_minizinc_model"),
+    ("get_portfolio_job", "get_solve_job"),
+    ("find_unsat_core_files", "find_unsat_core"),
+    ("run_cpsat_python_file", "run_cpsat_python"),
+    ("run_cpsat_python_file_checked", "run_cpsat_python"),
+    ("submit_cpsat_python_job", "run_cpsat_python"),
+    ("submit_cpsat_python_file_job", "run_cpsat_python"),
+    ("run_cpsat_python_experiment", "run_cpsat_python"),
+    ("save_verified_cpsat_python", "run_cpsat_python"),
+    ("save_load_plan", "plan_load"),
+    ("optimize_expression", "correct_values"),
+];
+
 /// Sets every tool's title and annotations and rewrites its schemas.
 pub fn finish<S>(router: &mut ToolRouter<S>) {
     for route in router.map.values_mut() {
@@ -40,6 +76,108 @@ pub fn finish<S>(router: &mut ToolRouter<S>) {
         if let Some(output) = &tool.output_schema {
             tool.output_schema = Some(Arc::new(lean_output(output)));
         }
+    }
+    let described: HashMap<String, Arc<JsonObject>> = router
+        .map
+        .values()
+        .map(|route| (route.attr.name.to_string(), route.attr.input_schema.clone()))
+        .collect();
+    for (name, source) in DESCRIBED_IN {
+        let (Some(theirs), Some(route)) = (described.get(*source), router.map.get_mut(*name))
+        else {
+            continue;
+        };
+        let tool = &mut route.attr;
+        let mut ours = tool.input_schema.as_ref().clone();
+        if shared_arguments_out(&mut ours, theirs) {
+            tool.input_schema = Arc::new(ours);
+            let said = tool.description.as_deref().unwrap_or_default();
+            tool.description = Some(format!("{said} See {source} for shared arguments.").into());
+        }
+    }
+}
+
+/// Takes the descriptions out of each argument of `ours` that `theirs`
+/// has with the same schema and describes (each description ours has,
+/// theirs has in the same place); whether there was one. An argument
+/// with a `$ref` is left alone: its definition is the schema's own.
+fn shared_arguments_out(ours: &mut JsonObject, theirs: &JsonObject) -> bool {
+    let (Some(Value::Object(ours)), Some(Value::Object(theirs))) =
+        (ours.get_mut("properties"), theirs.get("properties"))
+    else {
+        return false;
+    };
+    let mut shared = false;
+    for (name, argument) in ours.iter_mut() {
+        let Some(their) = theirs.get(name) else {
+            continue;
+        };
+        if has_ref(argument) || has_ref(their) {
+            continue;
+        }
+        let bare = without_descriptions(argument);
+        let their_bare = without_descriptions(their);
+        let described_there = their_bare != *their;
+        let same = bare == their_bare && said_there(argument, their);
+        if same && described_there {
+            *argument = bare;
+            shared = true;
+        }
+    }
+    shared
+}
+
+/// Whether every description in `ours` is also in `theirs`, in the same
+/// place (the two schemas being the same but for descriptions).
+fn said_there(ours: &Value, theirs: &Value) -> bool {
+    let (Value::Object(ours), Value::Object(theirs)) = (ours, theirs) else {
+        return true;
+    };
+    if ours
+        .get("description")
+        .is_some_and(|said| theirs.get("description") != Some(said))
+    {
+        return false;
+    }
+    let pairs = |key: &str| -> Vec<(&Value, &Value)> {
+        match (ours.get(key), theirs.get(key)) {
+            (Some(Value::Object(mine)), Some(Value::Object(other))) if MAP.contains(&key) => mine
+                .iter()
+                .filter_map(|(name, child)| other.get(name).map(|twin| (child, twin)))
+                .collect(),
+            (Some(Value::Array(mine)), Some(Value::Array(other))) if LIST.contains(&key) => {
+                mine.iter().zip(other).collect()
+            }
+            (Some(mine), Some(other)) if ONE.contains(&key) => vec![(mine, other)],
+            _ => Vec::new(),
+        }
+    };
+    MAP.iter()
+        .chain(LIST)
+        .chain(ONE)
+        .flat_map(|key| pairs(key))
+        .all(|(mine, other)| said_there(mine, other))
+}
+
+/// A copy of a schema without a `description` at any level.
+fn without_descriptions(node: &Value) -> Value {
+    fn strip(node: &mut Value) {
+        if let Value::Object(object) = node {
+            object.remove("description");
+            each_child(object, strip);
+        }
+    }
+    let mut copy = node.clone();
+    strip(&mut copy);
+    copy
+}
+
+/// Whether a `$ref` appears anywhere in `node`.
+fn has_ref(node: &Value) -> bool {
+    match node {
+        Value::Object(object) => object.contains_key("$ref") || object.values().any(has_ref),
+        Value::Array(items) => items.iter().any(has_ref),
+        _ => false,
     }
 }
 
@@ -62,7 +200,125 @@ pub fn input(schema: &JsonObject) -> JsonObject {
             }
         }
     }
+    inline_single_use(&mut value);
+    implied_defaults_out(&mut value);
     into_object(value)
+}
+
+/// A definition referred to once is written where it is used: a `$defs`
+/// entry and its `$ref` cost its name twice and a path, and say nothing a
+/// reader of the one place needs. Definitions used more than once (or by
+/// themselves) stay shared.
+fn inline_single_use(root: &mut Value) {
+    let Some(Value::Object(mut defs)) = root.as_object_mut().and_then(|root| root.remove("$defs"))
+    else {
+        return;
+    };
+    let mut uses = HashMap::new();
+    count_refs(root, &mut uses);
+    for def in defs.values() {
+        count_refs(def, &mut uses);
+    }
+    let once: Map<String, Value> = defs
+        .iter()
+        .filter(|(name, _)| uses.get(name.as_str()) == Some(&1))
+        .map(|(name, def)| (name.clone(), def.clone()))
+        .collect();
+    defs.retain(|name, _| !once.contains_key(name));
+    inline_refs(root, &once, 0);
+    for def in defs.values_mut() {
+        inline_refs(def, &once, 0);
+    }
+    if let Value::Object(object) = root
+        && !defs.is_empty()
+    {
+        object.insert("$defs".to_owned(), Value::Object(defs));
+    }
+}
+
+/// The name a `$ref` to a local definition points at.
+fn local_ref(object: &Map<String, Value>) -> Option<&str> {
+    object
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|path| path.strip_prefix("#/$defs/"))
+}
+
+/// Whether a `$ref` can be replaced by its definition: nothing but
+/// annotations beside it (a `$ref` with assertions beside it means both
+/// hold, which merged keywords could not always say).
+fn replaceable(object: &Map<String, Value>) -> bool {
+    object.keys().all(|key| key == "$ref" || is_annotation(key))
+}
+
+/// Counts, per definition name, the `$ref`s to it under `node`; a `$ref`
+/// that is not [`replaceable`] counts twice, so its definition stays.
+fn count_refs(node: &Value, uses: &mut HashMap<String, usize>) {
+    match node {
+        Value::Object(object) => {
+            if let Some(name) = local_ref(object) {
+                *uses.entry(name.to_owned()).or_default() +=
+                    if replaceable(object) { 1 } else { 2 };
+            }
+            object.values().for_each(|child| count_refs(child, uses));
+        }
+        Value::Array(items) => items.iter().for_each(|child| count_refs(child, uses)),
+        _ => {}
+    }
+}
+
+/// Replaces each `$ref` to one of `once` by the definition, with the
+/// annotations beside the `$ref` (the field's own, such as its
+/// description, win over the definition's); `depth` bounds the walk.
+fn inline_refs(node: &mut Value, once: &Map<String, Value>, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    match node {
+        Value::Object(object) => {
+            let target = local_ref(object).and_then(|name| once.get(name));
+            if let Some(Value::Object(def)) = target {
+                let mut merged = def.clone();
+                object.remove("$ref");
+                merged.append(object);
+                *object = merged;
+            }
+            object
+                .values_mut()
+                .for_each(|child| inline_refs(child, once, depth + 1));
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|child| inline_refs(child, once, depth + 1)),
+        _ => {}
+    }
+}
+
+/// Drops a `default` that says no more than leaving the field out does:
+/// `false` on a flag (left out, it is off), and an object default each of
+/// whose entries is `null` or the default its own field declares.
+fn implied_defaults_out(node: &mut Value) {
+    let Value::Object(object) = node else {
+        return;
+    };
+    let implied = match object.get("default") {
+        Some(Value::Bool(false)) => object.get("type").and_then(Value::as_str) == Some("boolean"),
+        Some(Value::Object(entries)) => {
+            let fields = object.get("properties").and_then(Value::as_object);
+            entries.iter().all(|(name, value)| {
+                value.is_null()
+                    || fields
+                        .and_then(|fields| fields.get(name))
+                        .and_then(|field| field.get("default"))
+                        == Some(value)
+            })
+        }
+        _ => false,
+    };
+    if implied {
+        object.remove("default");
+    }
+    each_child(object, implied_defaults_out);
 }
 
 /// A Rust enum's variant docs describe the code, as a definition's own doc
@@ -232,6 +488,15 @@ fn portable(node: &mut Value, close: bool) {
         .is_some_and(|format| matches!(format, "double" | "float"))
     {
         object.remove("format");
+    }
+    // `additionalProperties: true` is what leaving it out means, unless
+    // `properties` or `patternProperties` would make it the one keyword
+    // left to stop `close` from closing the object.
+    if object.get("additionalProperties") == Some(&Value::Bool(true))
+        && !object.contains_key("properties")
+        && !object.contains_key("patternProperties")
+    {
+        object.remove("additionalProperties");
     }
     if close
         && object.get("type").and_then(Value::as_str) == Some("object")
@@ -498,6 +763,7 @@ fn const_choices(object: &Map<String, Value>) -> Option<Value> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::FULL_ONLY;
     use super::*;
 
     #[test]
@@ -531,6 +797,167 @@ mod tests {
     }
 
     #[test]
+    fn shared_arguments_are_described_on_the_other_tool_only() {
+        let theirs = into_object(json!({
+            "type": "object",
+            "properties": {
+                "model": {"type": "string", "description": "The model."},
+                "solver": {"type": "string", "description": "A solver."},
+                "timeout_ms": {"type": "integer", "description": "Budget."},
+                "seed": {"type": "integer"},
+                "problem": {
+                    "type": "object",
+                    "description": "The cohort.",
+                    "properties": {"rate": {"type": "number", "description": "Per kg."}}
+                },
+                "policy": {"$ref": "#/$defs/Policy", "description": "The policy."}
+            }
+        }));
+        let mut ours = into_object(json!({
+            "type": "object",
+            "properties": {
+                "model_path": {"type": "string", "description": "A path."},
+                "solver": {"type": "string", "description": "A solver."},
+                "timeout_ms": {"type": "integer", "description": "The whole search's budget."},
+                "seed": {"type": "integer", "description": "A seed."},
+                "problem": {
+                    "type": "object",
+                    "properties": {"rate": {"type": "number", "description": "Per kg."}}
+                },
+                "policy": {"$ref": "#/$defs/Policy", "description": "The policy."}
+            }
+        }));
+        assert!(shared_arguments_out(&mut ours, &theirs));
+        assert_eq!(
+            Value::Object(ours),
+            json!({
+                "type": "object",
+                "properties": {
+                    "model_path": {"type": "string", "description": "A path."},
+                    "solver": {"type": "string"},
+                    "timeout_ms": {"type": "integer", "description": "The whole search's budget."},
+                    "seed": {"type": "integer", "description": "A seed."},
+                    "problem": {"type": "object", "properties": {"rate": {"type": "number"}}},
+                    "policy": {"$ref": "#/$defs/Policy", "description": "The policy."}
+                }
+            })
+        );
+        let mut alone = into_object(json!({
+            "type": "object",
+            "properties": {"seed": {"type": "integer", "description": "A seed."}}
+        }));
+        assert!(!shared_arguments_out(&mut alone, &theirs));
+    }
+
+    #[test]
+    fn arguments_are_described_one_step_away() {
+        let named = |name: &str| TOOLS.iter().any(|(tool, ..)| *tool == name);
+        for (tool, source) in DESCRIBED_IN {
+            assert!(
+                named(tool) && named(source),
+                "{tool} -> {source}: not a tool"
+            );
+            assert!(
+                DESCRIBED_IN.iter().all(|(first, _)| first != source),
+                "{tool} -> {source}: {source} refers on in turn"
+            );
+            assert!(
+                !FULL_ONLY.contains(source) || FULL_ONLY.contains(tool),
+                "{tool} -> {source}: {source} is not in every toolset {tool} is in"
+            );
+        }
+    }
+
+    #[test]
+    fn a_definition_used_once_is_written_where_it_is_used() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {
+                "policy": {"$ref": "#/$defs/Policy", "description": "The policy."},
+                "hard": {"type": "array", "items": {"$ref": "#/$defs/Equation"}},
+                "soft": {"type": "array", "items": {"$ref": "#/$defs/Equation"}},
+                "bounded": {"$ref": "#/$defs/Bound", "maximum": 3}
+            },
+            "$defs": {
+                "Policy": {"type": "object", "properties": {"rate": {"$ref": "#/$defs/Rate"}}},
+                "Rate": {"type": "number"},
+                "Equation": {"type": "object", "properties": {"lhs": {"type": "string"}}},
+                "Bound": {"type": "integer"}
+            }
+        });
+        inline_single_use(&mut schema);
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "policy": {
+                        "type": "object",
+                        "description": "The policy.",
+                        "properties": {"rate": {"type": "number"}}
+                    },
+                    "hard": {"type": "array", "items": {"$ref": "#/$defs/Equation"}},
+                    "soft": {"type": "array", "items": {"$ref": "#/$defs/Equation"}},
+                    "bounded": {"$ref": "#/$defs/Bound", "maximum": 3}
+                },
+                "$defs": {
+                    "Equation": {"type": "object", "properties": {"lhs": {"type": "string"}}},
+                    "Bound": {"type": "integer"}
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn only_defaults_that_leaving_a_field_out_implies_are_dropped() {
+        let mut schema = json!({
+            "type": "object",
+            "properties": {
+                "overwrite": {"type": "boolean", "default": false},
+                "keep": {"type": "boolean", "default": true},
+                "count": {"type": "integer", "default": 0},
+                "delays": {
+                    "type": "object",
+                    "default": {"air": null},
+                    "properties": {"air": {"type": "object"}}
+                },
+                "policy": {
+                    "type": "object",
+                    "default": {"risk": 0.1},
+                    "properties": {"risk": {"type": "number", "default": 0.1}}
+                },
+                "other": {
+                    "type": "object",
+                    "default": {"risk": 0.2},
+                    "properties": {"risk": {"type": "number", "default": 0.1}}
+                }
+            }
+        });
+        implied_defaults_out(&mut schema);
+        assert_eq!(
+            schema,
+            json!({
+                "type": "object",
+                "properties": {
+                    "overwrite": {"type": "boolean"},
+                    "keep": {"type": "boolean", "default": true},
+                    "count": {"type": "integer", "default": 0},
+                    "delays": {"type": "object", "properties": {"air": {"type": "object"}}},
+                    "policy": {
+                        "type": "object",
+                        "properties": {"risk": {"type": "number", "default": 0.1}}
+                    },
+                    "other": {
+                        "type": "object",
+                        "default": {"risk": 0.2},
+                        "properties": {"risk": {"type": "number", "default": 0.1}}
+                    }
+                }
+            })
+        );
+    }
+
+    #[test]
     fn formats_become_bounds_and_unions_become_any_of() {
         let mut schema = json!({
             "type": "object",
@@ -538,7 +965,8 @@ mod tests {
                 "count": {"type": "integer", "format": "uint32", "minimum": 0},
                 "ratio": {"type": ["number", "null"], "format": "double", "minimum": 0.5},
                 "rows": {"type": "array", "items": true},
-                "anything": {}
+                "anything": {},
+                "config": {"type": "object", "additionalProperties": true}
             }
         });
         portable(&mut schema, true);
@@ -551,7 +979,8 @@ mod tests {
                     "count": {"type": "integer", "minimum": 0},
                     "ratio": {"anyOf": [{"type": "number", "minimum": 0.5}, {"type": "null"}]},
                     "rows": {"type": "array", "items": any_json()},
-                    "anything": any_json()
+                    "anything": any_json(),
+                    "config": {"type": "object"}
                 }
             })
         );

@@ -116,8 +116,8 @@ pub struct Delays {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Policy {
-    /// The optimised plan is the cheapest with at most this chance of any
-    /// miss (else the least risky); 1 bounds nothing. Default 0.1.
+    /// The optimised plan is the cheapest with at most this chance of any miss
+    /// (else the least risky); 1 bounds nothing.
     #[serde(default = "default_max_miss")]
     pub max_miss_probability: f64,
 }

@@ -32,11 +32,11 @@ pub struct SaveModelArgs {
     /// Absolute path of the directory to create (its parent must exist), or
     /// of a previous save to replace with `overwrite`.
     pub target_dir: String,
-    /// Optional inline `.dzn` data (saved as `data.dzn`).
+    /// Inline `.dzn` data (saved as `data.dzn`).
     #[serde(default)]
     pub data: Option<String>,
-    /// Optional MiniZinc checker; the save passes only on its `accepted`
-    /// (saved as `checker.mzc.mzn`).
+    /// MiniZinc checker; the save passes only on its `accepted` (saved as
+    /// `checker.mzc.mzn`).
     #[serde(default)]
     pub checker: Option<String>,
     /// The user's problem statement, saved verbatim as `problem.md`.
@@ -62,9 +62,9 @@ pub struct SaveModelArgs {
     /// Replace a previous solvergate save in target_dir.
     #[serde(default)]
     pub overwrite: bool,
-    /// Provenance only: the PortfolioSolveResult this model won. It must
-    /// name this model, data, solver, seed and search controls; it is saved
-    /// as experiment-log.json and never replaces the fresh verification.
+    /// Provenance only: the PortfolioSolveResult this model won, naming this
+    /// model, data, solver, seed and search controls; saved as
+    /// experiment-log.json, never in place of the fresh verification.
     #[serde(default)]
     #[schemars(schema_with = "provenance_schema")]
     pub portfolio_result: Option<PortfolioSolveResult>,
@@ -100,8 +100,7 @@ impl IntoRequest for SaveModelArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SavePythonArgs {
-    /// The complete CP-SAT script (saved as `model.py`); it re-runs inline
-    /// in a fresh directory.
+    /// The complete CP-SAT script; it re-runs inline in a fresh directory.
     pub source: String,
     /// Absolute path of the directory to create or replace; required unless
     /// verify_only.
@@ -112,12 +111,12 @@ pub struct SavePythonArgs {
     #[serde(default, deserialize_with = "problem_text")]
     #[schemars(schema_with = "problem_schema")]
     pub problem: Option<String>,
-    /// Optional quality gate: the objective must be at least (maximize) or
-    /// at most (minimize) the threshold. Not a proof of optimality.
+    /// Quality gate, not a proof of optimality: the objective must be at least
+    /// (maximize) or at most (minimize) the threshold.
     #[serde(default)]
     pub expectation: Option<Expectation>,
-    /// Optional inline Python checker; the save passes only on `accepted`
-    /// with no errors.
+    /// Inline Python checker; the save passes only on `accepted` with no
+    /// errors.
     #[serde(default)]
     pub checker: Option<String>,
     #[serde(default)]
@@ -128,16 +127,14 @@ pub struct SavePythonArgs {
     /// Run every gate and write nothing (target_dir and overwrite ignored).
     #[serde(default)]
     pub verify_only: bool,
-    /// Replay seed, passed as SOLVERGATE_CPSAT_SEED and recorded.
+    /// Replay seed, passed as SOLVERGATE_CPSAT_SEED (signed 32-bit).
     #[serde(default)]
     pub seed: Option<i64>,
-    /// Replay config, passed through SOLVERGATE_CPSAT_CONFIG and saved as
-    /// replay-config.json.
+    /// Replay config, written to a JSON file named by SOLVERGATE_CPSAT_CONFIG.
     #[serde(default)]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Provenance only: a CpsatPythonExperimentResult with an accepted
-    /// inline attempt of this source, seed and config; saved as
-    /// experiment-log.json.
+    /// Provenance only: a CpsatPythonExperimentResult with an accepted inline
+    /// attempt of this source, seed and config.
     #[serde(default)]
     #[schemars(schema_with = "provenance_schema")]
     pub experiment_result: Option<CpsatPythonExperimentResult>,

@@ -18,7 +18,7 @@ use crate::artifacts::{ReplayResult, SaveVerifiedModelResult, SaveVerifiedPython
 #[tool_router(router = artifact_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Save a MiniZinc model to a local directory only after re-verifying it: compile check ok, a proven answer (optimal, or satisfied on a satisfaction model; no time limit hit) and, with a checker, verdict accepted; local includes are copied in. A failed gate gives status not_verified with the check and solve results, and writes nothing. target_dir: absolute, parent exists; a non-empty one is replaced only if it is a previous save and overwrite is true. Writes the model, data, checker, problem.md, solve-result.json, experiment-log.json and a manifest with every file's sha256; replay_artifact re-runs it.",
+        description = "Save a MiniZinc model to a local directory only after re-verifying it: compile check ok, a proven answer (optimal, or satisfied on a satisfaction model; no time limit hit) and, with a checker, verdict accepted. A failed gate gives status not_verified with the check and solve results, and writes nothing. Writes the inputs, local includes, solve-result.json and a manifest with every file's sha256; replay_artifact re-runs it.",
         input_schema = schema::<SaveModelArgs>(),
         output_schema = schema_for_output::<SaveVerifiedModelResult>()
     )]
@@ -42,7 +42,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Re-run a CP-SAT script and save it only when its gates pass, in order: reported (optimal or feasible, non-empty solution), expectation (objective meets a threshold: a quality gate, not an optimality proof), checker (accepted). reason is null exactly when every gate passed; saved says whether anything was written. Writes model.py, problem.txt, checker.py, solution.json, replay-config.json, experiment-log.json and a manifest; replay_artifact re-runs it.",
+        description = "Re-run a CP-SAT script and save it only when its gates pass, in order: reported (optimal or feasible, non-empty solution), expectation, checker. reason is null exactly when every gate passed; saved says whether anything was written. Writes model.py, problem.txt, checker.py, solution.json, replay-config.json, experiment-log.json and a manifest; replay_artifact re-runs it.",
         input_schema = schema::<SavePythonArgs>(),
         output_schema = schema_for_output::<SaveVerifiedPythonResult>()
     )]
@@ -64,7 +64,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Replay a saved artifact: check the manifest's seal and every file's sha256 (a changed, missing or extra file is refused, naming it), run it again with the recorded solver, controls, seed, config, checker and expectation, and report recorded vs replayed status and objective with reproduced true or false and the reason.",
+        description = "Replay a saved artifact: check the manifest's seal and every file's sha256 (a changed, missing or extra file is refused, naming it), run it again as recorded (solver, controls, seed, config, checker, expectation) and report recorded vs replayed status and objective, whether it reproduced, and why not.",
         input_schema = schema::<ReplayArgs>(),
         output_schema = schema_for_output::<ReplayResult>()
     )]

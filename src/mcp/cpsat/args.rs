@@ -10,7 +10,7 @@ use crate::diagnostics::ToolError;
 use crate::exec::limits::LimitCaps;
 use crate::jobs::CpsatJobRequest;
 use crate::mcp::args::{
-    IntoRequest, checked_budget, checked_seed, checker_budget, default_timeout_ms, limits_arg, one,
+    CallLimits, IntoRequest, checked_budget, checked_seed, checker_budget, default_timeout_ms, one,
     problem_schema, problem_text,
 };
 
@@ -18,14 +18,14 @@ use crate::mcp::args::{
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunCpsatArgs {
-    /// The complete OR-Tools CP-SAT Python script, ending with the JSON line
-    /// the tool description states (optionally with "best_objective_bound";
-    /// earlier lines of the same shape are what a timeout recovers).
+    /// The complete script, ending with the JSON line the tool description
+    /// states (optionally with "best_objective_bound"; earlier lines of that
+    /// shape are what a timeout recovers).
     pub source: String,
-    /// Wall-clock budget of the child in milliseconds; strictly positive.
+    /// Wall-clock budget of the child in milliseconds, above 0.
     #[serde(default = "default_timeout_ms")]
     pub script_timeout_ms: i64,
-    /// The script's sys.argv[1:] (no NUL, 32 KiB in all), as for the file tool.
+    /// The script's sys.argv[1:] (no NUL, 32 KiB in all).
     #[serde(default)]
     pub args: Option<Vec<String>>,
     /// Replay seed, passed as SOLVERGATE_CPSAT_SEED (signed 32-bit).
@@ -34,16 +34,15 @@ pub struct RunCpsatArgs {
     /// Replay config, written to a JSON file named by SOLVERGATE_CPSAT_CONFIG.
     #[serde(default)]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 /// Arguments of `run_cpsat_python_file`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunCpsatFileArgs {
-    /// Path of a local .py script (prefer absolute); it runs in its own
+    /// Path of a local .py script, preferably absolute; it runs in its
     /// directory, so relative opens and imports resolve.
     pub script_path: String,
     #[serde(default = "default_timeout_ms")]
@@ -57,9 +56,8 @@ pub struct RunCpsatFileArgs {
     /// Replay config, written to a JSON file named by SOLVERGATE_CPSAT_CONFIG.
     #[serde(default)]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 /// Arguments of `run_cpsat_python_file_checked`.
@@ -74,13 +72,13 @@ pub struct RunCpsatFileCheckedArgs {
     pub script_timeout_ms: i64,
     #[serde(default)]
     pub args: Option<Vec<String>>,
-    /// The instance the checker validates against: text, or any JSON value
-    /// (sent as its canonical text).
+    /// The instance the checker validates against: text, or JSON (sent as its
+    /// canonical text).
     #[serde(default, deserialize_with = "problem_text")]
     #[schemars(schema_with = "problem_schema")]
     pub problem: Option<String>,
-    /// Checker budget; defaults to script_timeout_ms (with test_checker, to
-    /// the largest that fits the 120 s ceiling, at least 2000 ms).
+    /// Checker budget in milliseconds; default script_timeout_ms (with
+    /// test_checker, the largest that fits the 120 s ceiling, at least 2000).
     #[serde(default)]
     pub checker_timeout_ms: Option<i64>,
     /// After an accepted verdict, grade four mutated solutions with the
@@ -91,30 +89,27 @@ pub struct RunCpsatFileCheckedArgs {
     pub seed: Option<i64>,
     #[serde(default)]
     pub config: Option<serde_json::Map<String, serde_json::Value>>,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 /// Arguments of `submit_cpsat_python_job`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubmitCpsatArgs {
-    /// The complete CP-SAT Python script (same envelope contract).
     pub source: String,
     #[serde(default = "default_timeout_ms")]
     pub script_timeout_ms: i64,
     #[serde(default, deserialize_with = "problem_text")]
     #[schemars(schema_with = "problem_schema")]
     pub problem: Option<String>,
-    /// Optional inline Python checker run after the script.
+    /// Inline Python checker run after the script.
     #[serde(default)]
     pub checker: Option<String>,
     #[serde(default)]
     pub checker_timeout_ms: Option<i64>,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 /// Arguments of `submit_cpsat_python_file_job`.
@@ -137,16 +132,15 @@ pub struct SubmitCpsatFileArgs {
     pub checker_path: Option<String>,
     #[serde(default)]
     pub checker_timeout_ms: Option<i64>,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for RunCpsatArgs {
     type Request = ScriptRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<ScriptRequest, ToolError> {
@@ -164,7 +158,7 @@ impl IntoRequest for RunCpsatFileArgs {
     type Request = ScriptRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<ScriptRequest, ToolError> {
@@ -182,7 +176,7 @@ impl IntoRequest for RunCpsatFileCheckedArgs {
     type Request = CheckedRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<CheckedRequest, ToolError> {
@@ -206,7 +200,7 @@ impl IntoRequest for SubmitCpsatArgs {
     type Request = CpsatJobRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<CpsatJobRequest, ToolError> {
@@ -229,7 +223,7 @@ impl IntoRequest for SubmitCpsatFileArgs {
     type Request = CpsatJobRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<CpsatJobRequest, ToolError> {
@@ -312,16 +306,15 @@ pub struct ExperimentArgs {
     /// Keep the winner's raw stdout in the result.
     #[serde(default = "yes")]
     pub include_winner_stdout: bool,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for ExperimentArgs {
     type Request = crate::cpsat::ExperimentRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<crate::cpsat::ExperimentRequest, ToolError> {

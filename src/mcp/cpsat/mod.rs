@@ -31,7 +31,7 @@ impl JobTools for CpsatJobs {
 #[tool_router(router = cpsat_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Run a complete OR-Tools CP-SAT Python script (written by you for the user's problem) in a bounded child process and return its answer. Its last stdout line must be one JSON object {\"status\": \"optimal|feasible|infeasible|unknown|error\", \"objective\": number|null, \"solution\": {...}}; a malformed one is refused with the offending key named. Shortcut: `import solvergate` and end with `solvergate.report(solver, status, {\"x\": x, ...}, model=model)` (in a solution callback, `solvergate.report_intermediate(self, {...})`). Embed the instance; stdin is empty.",
+        description = "Run a complete OR-Tools CP-SAT Python script in a bounded child process and return its answer. Its last stdout line must be one JSON object {\"status\": \"optimal|feasible|infeasible|unknown|error\", \"objective\": number|null, \"solution\": {...}}; a malformed one is refused with the offending key named. Shortcut: `import solvergate` and end with `solvergate.report(solver, status, {\"x\": x, ...}, model=model)` (in a solution callback, `solvergate.report_intermediate(self, {...})`). Embed the instance; stdin is empty.",
         input_schema = schema::<RunCpsatArgs>(),
         output_schema = schema_for_output::<CpsatPythonResult>()
     )]
@@ -53,7 +53,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Run a local OR-Tools CP-SAT Python script file (prefer an absolute path) in its own directory, with optional args (its sys.argv[1:]) and replay seed/config. Same envelope contract and result as run_cpsat_python.",
+        description = "run_cpsat_python for a local OR-Tools CP-SAT Python script file, run in its own directory: the same envelope contract and result.",
         input_schema = schema::<RunCpsatFileArgs>(),
         output_schema = schema_for_output::<CpsatPythonResult>()
     )]
@@ -99,7 +99,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Run several script variants of the same CP-SAT problem (inline source or script_path each), grade them with the same gates (a usable answer, a finite objective when ranking, then an optional checker) and pick one winner by objective, status, duration, attempt order. Every attempt is validated before any runs; the call is capped at 210 s of projected wall clock.",
+        description = "Run several script variants of the same CP-SAT problem, grade them with the same gates (a usable answer, a finite objective when ranking, then the checker) and pick one winner by objective, status, duration, attempt order. Every attempt is validated before any runs; the call is capped at 210 s of projected wall clock.",
         input_schema = schema::<ExperimentArgs>(),
         output_schema = schema_for_output::<CpsatPythonExperimentResult>()
     )]
@@ -123,7 +123,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Start a CP-SAT Python script in the background (optionally checked by an inline checker); returns at once with a job_id. Poll get_cpsat_python_job.",
+        description = "Start a CP-SAT Python script in the background, optionally checked; returns a job_id at once. Poll get_cpsat_python_job.",
         input_schema = schema::<SubmitCpsatArgs>(),
         output_schema = schema_for_output::<CpsatPythonJobStatus>()
     )]
@@ -137,7 +137,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Start a local CP-SAT script file in the background, in its own directory, with optional args and a checker (inline checker or checker_path, not both). Paths are validated and resolved at submit. Poll get_cpsat_python_job.",
+        description = "Start a local CP-SAT script file in the background, in its own directory, optionally checked; returns a job_id at once. Paths are validated and resolved at submit. Poll get_cpsat_python_job.",
         input_schema = schema::<SubmitCpsatFileArgs>(),
         output_schema = schema_for_output::<CpsatPythonJobStatus>()
     )]
@@ -179,7 +179,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "List the retained CP-SAT jobs, oldest first: one summary each (id, state, timing, status, objective). get_cpsat_python_job returns a job's full result.",
+        description = "List the retained CP-SAT jobs, oldest first: one summary each (id, state, timing, status, objective). get_cpsat_python_job has a job's full result.",
         input_schema = schema::<NoArgs>(),
         output_schema = schema_for_output::<JobList>()
     )]

@@ -20,7 +20,7 @@ use crate::equations::{
 #[tool_router(router = equation_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Correct values read from a document (OCR, forms) so they satisfy known equations such as gross = quantity * rate. Variables: obs (may be left out for a free unknown), confidence 0-1 (resistance to change), mult_factor (100 for cents), optional min/max, fixed (needs obs). Equations: lhs, rhs (+ - * / % **, parentheses; (0 - x) for minus), relation ==/<=/>=, weight and tolerance in units of 1/(largest mult_factor), see equation_units. Solved exactly with MiniZinc; status OPTIMAL (never when the ±2e9 integer range could cut answers), FEASIBLE, INFEASIBLE, UNKNOWN or INVALID_EQUATION, and the corrected free values.",
+        description = "Correct values read from a document (OCR, forms) so they satisfy known equations such as gross = quantity * rate: each move away from an observed value costs by its confidence, each violation by its equation's weight. Solved exactly on scaled integers with MiniZinc (status OPTIMAL never when the ±2e9 integer range could cut answers); returns the corrected free values.",
         input_schema = schema::<CorrectRequest>(),
         output_schema = schema_for_output::<CorrectionResult>()
     )]
@@ -42,7 +42,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Check the syntax of equations (lhs, rhs) without solving: each gets an errors list (empty when valid) with every independent problem, naming the side, the column and the offending text, each message starting with its kind: syntax error, unary '-'/'+' (write (0 - x)), exponent (** takes a constant whole number 1-16), limit exceeded. At most 10 per side are listed, the rest counted. Call before correct_values or optimize_expression.",
+        description = "Check the syntax of equations (lhs, rhs) without solving: each gets an errors list (empty when valid) naming the side, column and offending text of every independent problem, each message starting with its kind: syntax error, unary '-'/'+' (write (0 - x)), exponent (** takes a constant whole number 1-16), limit exceeded. At most 10 per side are listed, the rest counted. Call before correct_values or optimize_expression.",
         input_schema = schema::<ValidateRequest>(),
         output_schema = schema_for_output::<ValidationResult>()
     )]
@@ -61,7 +61,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Evaluate equations with given values (real units): per equation passed, failed, missing_values or error (does not parse, division by zero), with actual (lhs), computed (rhs), error (the difference beyond the relation) and the tolerance applied. tolerance is in real units, or with mult_factors ({name: factor}) in correct_values' units, so both tools agree. No solver runs; use it to decide whether correct_values is needed.",
+        description = "Evaluate equations with given values (real units): per equation passed, failed, missing_values or error (does not parse, division by zero), with actual (lhs), computed (rhs), error (the difference beyond the relation) and the tolerance applied. No solver runs; use it to decide whether correct_values is needed.",
         input_schema = schema::<EvaluateRequest>(),
         output_schema = schema_for_output::<EvaluationResult>()
     )]
@@ -80,7 +80,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Maximise or minimise an arithmetic expression over bounded variables (min, max, mult_factor) subject to hard constraints (must hold; contradictory ones give INFEASIBLE) and soft constraints (weight per unit of violation, in correct_values' units; subtracted from a maximised objective, added to a minimised one). Same expression syntax as correct_values. Returns status, every variable in real units and objective_value recomputed from them.",
+        description = "Maximise or minimise an arithmetic expression over bounded variables subject to hard and soft constraints, solved exactly with MiniZinc (expressions and units as in correct_values). Returns status, every variable in real units and objective_value recomputed from them.",
         input_schema = schema::<OptimizeRequest>(),
         output_schema = schema_for_output::<OptimizationResult>()
     )]

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use crate::diagnostics::ToolError;
 use crate::exec::limits::LimitCaps;
 use crate::jobs::{MAX_SEEDS, PortfolioRequest, WinnerPolicy};
-use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms, limits_arg, one};
+use crate::mcp::args::{CallLimits, IntoRequest, checked_budget, default_timeout_ms, one};
 use crate::minizinc::MAX_PARALLEL;
 
 /// Arguments of `submit_portfolio_job`.
@@ -19,50 +19,51 @@ pub struct PortfolioArgs {
     pub models: Vec<String>,
     /// Solvers to race (ids, short names or tags).
     pub solvers: Vec<String>,
-    /// Optional inline `.dzn` data shared by every attempt.
+    /// Inline data (`.dzn` text).
     #[serde(default)]
     pub data: Option<String>,
-    /// Optional MiniZinc checker shared by every attempt.
+    /// Checker source (`.mzc.mzn` text) run on every solution; it prints
+    /// CORRECT or INCORRECT: why.
     #[serde(default)]
     pub checker: Option<String>,
     /// 1: each (model, solver) runs once unseeded; n > 1: with seeds 1..n
-    /// (every solver must support -r). At most 1000.
+    /// (every solver must support -r).
     #[serde(default = "one")]
     #[schemars(range(min = 1, max = MAX_SEEDS))]
     pub seed_count: i64,
-    /// Exact seeds instead of seed_count (1 to 1000 values, no repeats).
+    /// Exact seeds instead of seed_count, no repeats.
     #[serde(default)]
     #[schemars(length(min = 1, max = MAX_SEEDS))]
     pub seeds: Option<Vec<i64>>,
-    /// Budget of each attempt in milliseconds; strictly positive.
+    /// Budget of each attempt in milliseconds, above 0.
     #[serde(default = "default_timeout_ms")]
     pub per_attempt_timeout_ms: i64,
-    /// `-f` for every attempt.
+    /// `-f`: let the solver ignore the model's search annotations.
     #[serde(default)]
     pub free_search: bool,
-    /// `-p <n>` for every attempt, 1 to 256.
+    /// `-p <n>`: parallel threads.
     #[serde(default)]
     #[schemars(range(min = 1, max = MAX_PARALLEL))]
     pub parallel: Option<i64>,
-    /// `-a` for every attempt.
+    /// `-a`: all solutions (satisfaction) or the improving sequence
+    /// (optimisation), each in `solutions`.
     #[serde(default)]
     pub all_solutions: bool,
-    /// `-n <n>` for every attempt, at least 1.
+    /// `-n <n>`: at most n (at least 1) solutions of a satisfaction problem,
+    /// for solvers that declare `-n`.
     #[serde(default)]
     pub num_solutions: Option<i64>,
-    /// How the race picks its winner (see the tool description).
     #[serde(default)]
     pub winner_policy: WinnerPolicy,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for PortfolioArgs {
     type Request = PortfolioRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<PortfolioRequest, ToolError> {

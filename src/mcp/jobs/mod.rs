@@ -40,7 +40,7 @@ impl JobTools for Portfolios {
 #[tool_router(router = job_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Start a MiniZinc solve in the background; returns a job_id at once. Same arguments as solve_minizinc_model; argument errors come before a job exists. Poll get_solve_job; use for solves that may outlast a client's request timeout.",
+        description = "Start a MiniZinc solve in the background, for solves that may outlast a client's request timeout; returns a job_id at once (argument errors come before a job exists). Poll get_solve_job.",
         input_schema = schema::<SolveModelArgs>(),
         output_schema = schema_for_output::<SolveJobStatus>()
     )]
@@ -54,7 +54,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Read a background solve job: state, timing, and the full SolveResult once it is succeeded or timeout. Pace polls against timeout_ms - elapsed_ms. include_plot adds an image of the objective over time.",
+        description = "Read a background solve job: state, timing, and the full SolveResult once it is succeeded or timeout. Pace polls against timeout_ms - elapsed_ms.",
         input_schema = schema::<JobPollArgs>(),
         output_schema = schema_for_output::<SolveJobStatus>()
     )]
@@ -68,7 +68,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Cancel a background solve job: a queued job is dropped, a running one has its processes killed. Returns when the job is cancelled; idempotent.",
+        description = "Cancel a background solve job: a queued one is dropped, a running one has its processes killed. Returns when it is cancelled; idempotent.",
         input_schema = schema::<JobIdArgs>(),
         output_schema = schema_for_output::<SolveJobStatus>()
     )]
@@ -82,7 +82,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "List the retained background solve jobs (portfolio attempts included), oldest first: one summary each (id, state, timing, status, objective). get_solve_job returns a job's full result.",
+        description = "List the retained background solve jobs (portfolio attempts included), oldest first: one summary each (id, state, timing, status, objective). get_solve_job has a job's full result.",
         input_schema = schema::<NoArgs>(),
         output_schema = schema_for_output::<JobList>()
     )]
@@ -95,7 +95,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Race formulations of one instance across solvers and seeds in the background; returns a job_id at once. A proven verdict (optimal, unsatisfiable, unbounded; satisfied on a satisfaction model) wins and the other attempts are killed. On an optimisation model the default winner_policy \"best_objective\" waits for budget-stopped attempts and takes the best objective; \"first_decisive\" takes the first satisfied one. Poll get_portfolio_job.",
+        description = "Race formulations of one instance across solvers and seeds in the background; returns a job_id at once. A proven verdict (optimal, unsatisfiable, unbounded; satisfied on a satisfaction model) wins and the other attempts are killed. On an optimisation model winner_policy \"best_objective\" waits for budget-stopped attempts and takes the best objective; \"first_decisive\" takes the first satisfied one. Poll get_portfolio_job.",
         input_schema = schema::<PortfolioArgs>(),
         output_schema = schema_for_output::<PortfolioJobStatus>()
     )]
@@ -109,7 +109,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Read a portfolio job: state and, once succeeded, the PortfolioSolveResult with the winner, every attempt and provenance hashes. include_plot adds an image of every attempt's objective over time, the winner marked.",
+        description = "Read a portfolio job: state and, once succeeded, the PortfolioSolveResult with the winner, every attempt and provenance hashes.",
         input_schema = schema::<JobPollArgs>(),
         output_schema = schema_for_output::<PortfolioJobStatus>()
     )]

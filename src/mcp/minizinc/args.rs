@@ -6,35 +6,34 @@ use serde::Deserialize;
 
 use crate::diagnostics::ToolError;
 use crate::exec::limits::LimitCaps;
-use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms, limits_arg};
+use crate::mcp::args::{CallLimits, IntoRequest, checked_budget, default_timeout_ms};
 use crate::minizinc::{MAX_PARALLEL, PreflightRequest, SolveControls, SolveRequest, Sources};
 
 /// Arguments of `check_minizinc_model` and `inspect_minizinc_model`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelArgs {
-    /// The complete MiniZinc model source. Must not be empty.
+    /// The complete MiniZinc model source.
     pub model: String,
-    /// Optional inline `.dzn` data: the same data you will solve with.
+    /// Inline `.dzn` data: the same data you will solve with.
     #[serde(default)]
     pub data: Option<String>,
     /// Solver id, short name (`gecode`) or tag (`cp-sat`); omitted: cp-sat
     /// when available, else the runtime's default.
     #[serde(default)]
     pub solver: Option<String>,
-    /// Budget in milliseconds; must be strictly positive.
+    /// Budget in milliseconds, above 0.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for ModelArgs {
     type Request = PreflightRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<PreflightRequest, ToolError> {
@@ -54,29 +53,28 @@ impl IntoRequest for ModelArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FilesArgs {
-    /// Path of a local `.mzn` file, preferably absolute; relative includes
-    /// resolve from its directory.
+    /// Path of a local `.mzn` file, preferably absolute; it runs in its
+    /// directory, so relative includes resolve.
     pub model_path: String,
-    /// Optional path of a `.dzn` or `.json` data file (may be empty).
+    /// Path of a `.dzn` or `.json` data file (may be empty).
     #[serde(default)]
     pub data_path: Option<String>,
-    /// Solver id, short name or tag; omitted: cp-sat when available, else
-    /// the runtime's default.
+    /// Solver id, short name (`gecode`) or tag (`cp-sat`); omitted: cp-sat
+    /// when available, else the runtime's default.
     #[serde(default)]
     pub solver: Option<String>,
-    /// Budget in milliseconds; must be strictly positive.
+    /// Budget in milliseconds, above 0.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for FilesArgs {
     type Request = PreflightRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<PreflightRequest, ToolError> {
@@ -96,27 +94,27 @@ impl IntoRequest for FilesArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SolveModelArgs {
-    /// The complete MiniZinc model: declarations, constraints, one solve
-    /// item and (optionally) an output item. Must not be empty.
+    /// The complete MiniZinc model: declarations, constraints, one solve item
+    /// and optionally an output item.
     pub model: String,
-    /// Optional inline data (`.dzn` text).
+    /// Inline data (`.dzn` text).
     #[serde(default)]
     pub data: Option<String>,
-    /// Optional checker source (`.mzc.mzn` text) run on every solution.
+    /// Checker source (`.mzc.mzn` text) run on every solution; it prints
+    /// CORRECT or INCORRECT: why.
     #[serde(default)]
     pub checker: Option<String>,
     /// Solver id, short name or tag; omitted: cp-sat when available, else
     /// the runtime's default.
     #[serde(default)]
     pub solver: Option<String>,
-    /// Solving budget in milliseconds; must be strictly positive (0 is an
-    /// error, not "no limit").
+    /// Solving budget in milliseconds, above 0 (0 is an error, not "no limit").
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
     /// `-f`: let the solver ignore the model's search annotations.
     #[serde(default)]
     pub free_search: bool,
-    /// `-p <n>`: parallel threads, 1 to 256.
+    /// `-p <n>`: parallel threads.
     #[serde(default)]
     #[schemars(range(min = 1, max = MAX_PARALLEL))]
     pub parallel: Option<i64>,
@@ -127,20 +125,19 @@ pub struct SolveModelArgs {
     /// (optimisation), each in `solutions`.
     #[serde(default)]
     pub all_solutions: bool,
-    /// `-n <n>`: at most n solutions of a satisfaction problem, for solvers
-    /// that declare `-n`. At least 1.
+    /// `-n <n>`: at most n (at least 1) solutions of a satisfaction problem,
+    /// for solvers that declare `-n`.
     #[serde(default)]
     pub num_solutions: Option<i64>,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for SolveModelArgs {
     type Request = SolveRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<SolveRequest, ToolError> {
@@ -168,48 +165,50 @@ impl IntoRequest for SolveModelArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SolveFilesArgs {
-    /// Path of a local `.mzn` file; prefer an absolute path. MiniZinc runs
-    /// in the model's directory, so relative includes resolve.
+    /// Path of a local `.mzn` file, preferably absolute; it runs in its
+    /// directory, so relative includes resolve.
     pub model_path: String,
-    /// Optional path of a `.dzn` or `.json` data file.
+    /// Path of a `.dzn` or `.json` data file.
     #[serde(default)]
     pub data_path: Option<String>,
-    /// Optional path of a solution checker ending in `.mzc` or `.mzc.mzn`.
+    /// Path of a solution checker ending in `.mzc` or `.mzc.mzn` (see
+    /// solve_minizinc_model's `checker`).
     #[serde(default)]
     pub checker_path: Option<String>,
     /// Solver id, short name or tag; omitted: cp-sat when available, else
     /// the runtime's default.
     #[serde(default)]
     pub solver: Option<String>,
-    /// Solving budget in milliseconds; must be strictly positive.
+    /// Solving budget in milliseconds, above 0 (0 is an error, not "no limit").
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
     /// `-f`: let the solver ignore the model's search annotations.
     #[serde(default)]
     pub free_search: bool,
-    /// `-p <n>`: parallel threads, 1 to 256.
+    /// `-p <n>`: parallel threads.
     #[serde(default)]
     #[schemars(range(min = 1, max = MAX_PARALLEL))]
     pub parallel: Option<i64>,
     /// `-r <n>`: random seed.
     #[serde(default)]
     pub random_seed: Option<i64>,
-    /// `-a`: all solutions or the improving sequence.
+    /// `-a`: all solutions (satisfaction) or the improving sequence
+    /// (optimisation), each in `solutions`.
     #[serde(default)]
     pub all_solutions: bool,
-    /// `-n <n>`: at most n solutions of a satisfaction problem. At least 1.
+    /// `-n <n>`: at most n (at least 1) solutions of a satisfaction problem,
+    /// for solvers that declare `-n`.
     #[serde(default)]
     pub num_solutions: Option<i64>,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for SolveFilesArgs {
     type Request = SolveRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<SolveRequest, ToolError> {

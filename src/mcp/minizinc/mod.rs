@@ -18,7 +18,7 @@ use crate::runtime::{self, RuntimeStatus, SolverList};
 #[tool_router(router = minizinc_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Report whether the runtimes are installed: MiniZinc (directory, binary, version, which rule chose it) and CP-SAT (the Python interpreter and its OR-Tools version), and the resource limits every run is held to and how each is enforced. Call first when a tool fails with runtime_missing.",
+        description = "Report whether the runtimes are installed: MiniZinc (directory, binary, version, which rule chose it) and CP-SAT (the Python interpreter, its OR-Tools version), and the resource limits every run is held to and how each is enforced. Call first when a tool fails with runtime_missing.",
         input_schema = schema::<NoArgs>(),
         output_schema = schema_for_output::<RuntimeStatus>()
     )]
@@ -37,7 +37,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "List the solvers the MiniZinc runtime offers (id, name, version, tags) with each one's capabilities (all_solutions, free_search, parallel, random_seed, num_solutions) read from its declared flags, whether it can run here (available, with the reason when not: a MIP solver without its library), and the solver used when none is named.",
+        description = "List the solvers the MiniZinc runtime offers (id, name, version, tags), each one's capabilities (all_solutions, free_search, parallel, random_seed, num_solutions) from its declared flags, whether it can run here (and why not: a MIP solver without its library), and the solver used when none is named.",
         input_schema = schema::<NoArgs>(),
         output_schema = schema_for_output::<SolverList>()
     )]
@@ -55,7 +55,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Compile-check a complete MiniZinc model (and optional inline data) for a solver without solving: catches syntax, type, missing-data and unsupported-construct errors cheaply. status \"ok\" means it compiles, not that it is satisfiable. Use before solve_minizinc_model, with the same data.",
+        description = "Compile-check a complete MiniZinc model for a solver without solving: catches syntax, type, missing-data and unsupported-construct errors cheaply. status \"ok\" means it compiles, not that it is satisfiable. Use before solve_minizinc_model, with the same data.",
         input_schema = schema::<ModelArgs>(),
         output_schema = schema_for_output::<CheckResult>()
     )]
@@ -75,7 +75,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Report a MiniZinc model's interface without solving: the parameters it still needs (given any data passed), its output variables, and whether it minimises, maximises or satisfies. Use to learn what data to write before a solve.",
+        description = "Report a MiniZinc model's interface without solving: the parameters it still needs (given any data passed), its output variables, and whether it minimises, maximises or satisfies. Use to learn what data to write.",
         input_schema = schema::<ModelArgs>(),
         output_schema = schema_for_output::<ModelInspectionResult>()
     )]
@@ -97,7 +97,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Solve a constraint satisfaction or optimisation problem — scheduling, rostering, timetabling, assignment, routing, packing, knapsack, resource allocation — written as a complete MiniZinc model (plus optional inline .dzn data and an optional solution checker) on the local runtime. Returns the solver's status, every solution as a variable map, the objective, statistics and, with a checker (it must print CORRECT or INCORRECT: why), a verdict per solution.",
+        description = "Solve a constraint satisfaction or optimisation problem — scheduling, rostering, timetabling, assignment, routing, packing, knapsack, resource allocation — written as a complete MiniZinc model, on the local runtime. Returns the solver's status, every solution as a variable map, the objective, statistics and, with a checker, a verdict per solution.",
         input_schema = schema::<SolveModelArgs>(),
         output_schema = schema_for_output::<SolveResult>()
     )]
@@ -117,7 +117,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Compile-check a MiniZinc model file (and optional .dzn/.json data file) without solving. Runs in the model's directory so relative includes resolve. Prefer absolute paths.",
+        description = "check_minizinc_model for a model file (and a .dzn/.json data file) on disk: compile-check without solving.",
         input_schema = schema::<FilesArgs>(),
         output_schema = schema_for_output::<CheckResult>()
     )]
@@ -137,7 +137,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Report the interface of a MiniZinc model file (required parameters, output variables, method) without solving. Runs in the model's directory so relative includes resolve.",
+        description = "inspect_minizinc_model for a model file (and a .dzn/.json data file) on disk: its required parameters, output variables and method, without solving.",
         input_schema = schema::<FilesArgs>(),
         output_schema = schema_for_output::<ModelInspectionResult>()
     )]
@@ -159,7 +159,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Solve a constraint satisfaction or optimisation problem whose MiniZinc model is a local file (plus optional data file and checker file ending .mzc or .mzc.mzn). Runs in the model's directory so relative includes resolve; returns the same result as solve_minizinc_model. Prefer absolute paths.",
+        description = "solve_minizinc_model for a constraint satisfaction or optimisation problem whose MiniZinc model (and data and checker) are local files: the same result.",
         input_schema = schema::<SolveFilesArgs>(),
         output_schema = schema_for_output::<SolveResult>()
     )]

@@ -13,10 +13,8 @@ use crate::planner::LoadProblem;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanLoadArgs {
-    /// The cohort: orders (id, pallets with length/width/height cm, weight
-    /// kg, count, stackable; deadline_days), rates (air, lcl, fcl with
-    /// container types), optional delays per mode and policy. `solvergate
-    /// plan --example` prints a complete one.
+    /// The cohort of orders, with rates per mode, delays and policy;
+    /// `solvergate plan --example` prints a complete one.
     pub problem: LoadProblem,
 }
 
@@ -67,9 +65,9 @@ impl IntoRequest for VerifyNarrationArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SavePlanArgs {
-    /// The cohort, as for plan_load.
     pub problem: LoadProblem,
-    /// Absolute path of the directory to create or replace.
+    /// Absolute path of the directory to create (its parent must exist), or
+    /// of a previous save to replace with `overwrite`.
     pub target_dir: String,
     /// Replace a previous solvergate save in target_dir.
     #[serde(default)]

@@ -89,7 +89,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Plan a cohort and save it as an artifact (backend planner) when a plan is recommended and every feasible card was confirmed by the checker: problem.json, result.json (its SHA-256 is the result_id), the bundled model and checker, and a .solvergate-artifact.json manifest. replay_artifact plans it again and compares result ids. target_dir rules as for the other saves.",
+        description = "Plan a cohort and save it as an artifact when a plan is recommended and every feasible card was confirmed by the checker: problem.json, result.json (its SHA-256 is the result_id), the bundled model and checker, and a manifest. replay_artifact plans it again and compares result ids.",
         input_schema = schema::<SavePlanArgs>(),
         output_schema = schema_for_output::<SavePlanResult>()
     )]

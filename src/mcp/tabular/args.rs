@@ -25,8 +25,8 @@ pub struct LoadTabularArgs {
     /// The sheet to read; omitted: the first. Not allowed for CSV.
     #[serde(default)]
     pub sheet: Option<String>,
-    /// Whether the first row holds column names. False: every row is data
-    /// and columns are named col_1, col_2, ...
+    /// Whether the first row holds column names; false: every row is data,
+    /// columns are col_1, col_2, ...
     #[serde(default = "default_has_header")]
     pub has_header: bool,
     /// Zero-based offset among the data rows (the header row is not one);
@@ -34,7 +34,7 @@ pub struct LoadTabularArgs {
     #[serde(default)]
     #[schemars(range(min = 0))]
     pub row_offset: i64,
-    /// The most rows to return; at least 1. A page also stops before 1 MiB.
+    /// The most rows to return; a page also stops before 1 MiB.
     #[serde(default = "default_max_rows")]
     #[schemars(range(min = 1))]
     pub max_rows: i64,
@@ -67,8 +67,8 @@ pub struct WriteTabularArgs {
     /// Absolute path of the file to write, ending .xlsx or .csv; its
     /// directory must exist.
     pub target_path: String,
-    /// Replace an existing file at target_path (atomically). False: an
-    /// existing file is left untouched and the call fails.
+    /// Replace an existing file at target_path (atomically); false: an existing
+    /// file is left untouched and the call fails.
     #[serde(default)]
     pub overwrite: bool,
 }

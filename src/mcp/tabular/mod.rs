@@ -19,7 +19,7 @@ use crate::userfiles::off_thread;
 #[tool_router(router = tabular_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Read a page of a local spreadsheet or CSV file (.xlsx, .xls, .ods, .csv; absolute path) as headers plus rows of JSON scalars, to turn into model data. Headers are strings (blank ones, or all with has_header=false, are col_1, col_2, ...); spreadsheet numbers and booleans keep their type, dates are ISO-8601 text, formulas give their cached value; CSV cells are strings. Pages: row_offset and max_rows, at most 1 MiB of rows; when truncated, call again with row_offset = next_row_offset. Reads only.",
+        description = "Read a page of a local spreadsheet or CSV file as headers plus rows of JSON scalars, to turn into model data. Headers are strings (blank ones are col_1, col_2, ...); spreadsheet numbers and booleans keep their type, dates are ISO-8601 text, formulas give their cached value; CSV cells are strings. When truncated, call again with row_offset = next_row_offset. Reads only.",
         input_schema = schema::<LoadTabularArgs>(),
         output_schema = schema_for_output::<TabularData>()
     )]
@@ -38,7 +38,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Write a table (headers plus rows of string, number, boolean or null cells) to a new local .xlsx or .csv file at an absolute target_path in an existing directory. Atomic; an existing file is refused and left untouched unless overwrite is true. XLSX strings are always text, never formulas; values XLSX would not read back unchanged (empty string, whole-number float such as 2.0, integer beyond 2^53, trailing all-null row) are refused with the cell named; CSV refuses text starting with = + - or @. Returns path, format, rows written and sha256.",
+        description = "Write a table to a new local .xlsx or .csv file, atomically. XLSX strings are always text, never formulas; values XLSX would not read back unchanged (empty string, whole-number float such as 2.0, integer beyond 2^53, trailing all-null row) are refused with the cell named; CSV refuses text starting with = + - or @. Returns path, format, rows written and sha256.",
         input_schema = schema::<WriteTabularArgs>(),
         output_schema = schema_for_output::<TabularWriteResult>()
     )]

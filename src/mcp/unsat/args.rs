@@ -5,7 +5,7 @@ use serde::Deserialize;
 
 use crate::diagnostics::ToolError;
 use crate::exec::limits::LimitCaps;
-use crate::mcp::args::{IntoRequest, checked_budget, default_timeout_ms, limits_arg};
+use crate::mcp::args::{CallLimits, IntoRequest, checked_budget, default_timeout_ms};
 use crate::minizinc::Sources;
 use crate::unsat::UnsatCoreRequest;
 
@@ -13,33 +13,29 @@ use crate::unsat::UnsatCoreRequest;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnsatModelArgs {
-    /// The complete MiniZinc model that proved unsatisfiable. Must not be
-    /// empty.
+    /// The complete MiniZinc model that proved unsatisfiable.
     pub model: String,
-    /// Optional inline data (`.dzn` text): the same data the unsatisfiable
-    /// solve used.
+    /// Inline data (`.dzn` text): the same data the unsatisfiable solve used.
     #[serde(default)]
     pub data: Option<String>,
-    /// Solver for solvergate's deletion search (id, short name or tag).
-    /// Omitted: findMUS when the runtime has it, else the solve tools'
-    /// default. Naming a solver runs the deletion search with it; naming
-    /// findMUS itself (`org.minizinc.findmus`) runs findMUS.
+    /// Solver of the deletion search (id, short name or tag;
+    /// `org.minizinc.findmus` runs findMUS). Omitted: findMUS when the runtime
+    /// has it, else a deletion search with the solve tools' default.
     #[serde(default)]
     pub solver: Option<String>,
     /// Budget of the whole search in milliseconds, shared by all its solver
-    /// runs; must be strictly positive.
+    /// runs; above 0.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for UnsatModelArgs {
     type Request = UnsatCoreRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<UnsatCoreRequest, ToolError> {
@@ -59,29 +55,30 @@ impl IntoRequest for UnsatModelArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnsatFilesArgs {
-    /// Path of a local `.mzn` file; prefer an absolute path. Runs in the
-    /// model's directory so relative includes resolve.
+    /// Path of a local `.mzn` file, preferably absolute; it runs in its
+    /// directory, so relative includes resolve.
     pub model_path: String,
-    /// Optional path of a `.dzn` or `.json` data file.
+    /// Path of a `.dzn` or `.json` data file.
     #[serde(default)]
     pub data_path: Option<String>,
-    /// Solver for the deletion search; omitted: findMUS when the runtime
-    /// has it, else the solve tools' default.
+    /// Solver of the deletion search (id, short name or tag;
+    /// `org.minizinc.findmus` runs findMUS). Omitted: findMUS when the runtime
+    /// has it, else a deletion search with the solve tools' default.
     #[serde(default)]
     pub solver: Option<String>,
-    /// Budget of the whole search in milliseconds; strictly positive.
+    /// Budget of the whole search in milliseconds, shared by all its solver
+    /// runs; above 0.
     #[serde(default = "default_timeout_ms")]
     pub timeout_ms: i64,
-    /// Lower resource limits for this call; each may only lower the server's.
-    #[serde(default, deserialize_with = "limits_arg")]
-    pub limits: Option<LimitCaps>,
+    #[serde(default)]
+    pub limits: CallLimits,
 }
 
 impl IntoRequest for UnsatFilesArgs {
     type Request = UnsatCoreRequest;
 
     fn limits(&self) -> LimitCaps {
-        self.limits.unwrap_or_default()
+        self.limits.caps()
     }
 
     fn into_request(self) -> Result<UnsatCoreRequest, ToolError> {

@@ -17,7 +17,7 @@ use crate::unsat::UnsatCoreResult;
 #[tool_router(router = unsat_router, vis = "pub(super)")]
 impl SolvergateServer {
     #[tool(
-        description = "Find why a MiniZinc model is unsatisfiable: a set of its top-level constraint items that cannot hold together (status mus_found, with line/column spans and source text), or no_core with the reason (e.g. the model is satisfiable), error or timeout. Uses findMUS when the runtime has it, else a deletion search that re-solves without each constraint in turn (solver_calls is its cost; minimal says whether the core is proven minimal). Pass the same data as the unsatisfiable solve.",
+        description = "Find why a MiniZinc model is unsatisfiable: a set of its top-level constraint items that cannot hold together (mus_found, with line/column spans and source text), or no_core with the reason (e.g. the model is satisfiable). Uses findMUS, or a deletion search that re-solves without each constraint in turn (solver_calls is its cost; minimal says whether the core is proven minimal).",
         input_schema = schema::<UnsatModelArgs>(),
         output_schema = schema_for_output::<UnsatCoreResult>()
     )]
@@ -37,7 +37,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "find_unsat_core for a model file (and optional .dzn/.json data file): same result. Runs in the model's directory so relative includes resolve; only the entry model's top-level constraint items can be in the core. Prefer absolute paths.",
+        description = "find_unsat_core for a model file (and a .dzn/.json data file): same result. Only the entry model's top-level constraint items can be in the core.",
         input_schema = schema::<UnsatFilesArgs>(),
         output_schema = schema_for_output::<UnsatCoreResult>()
     )]
