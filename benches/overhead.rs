@@ -25,6 +25,7 @@ use common::{Client, median, ms, spread};
 use serde_json::json;
 
 const MODEL: &str = "var 1..3: x;\nsolve satisfy;\n";
+/// Rounds unless `SOLVERGATE_BENCH_ROUNDS` says otherwise.
 const ROUNDS: usize = 40;
 const SCRIPT: &str = "from ortools.sat.python import cp_model\nimport json\nm = cp_model.CpModel()\nx = m.NewIntVar(0, 5, 'x')\nm.Maximize(x)\ns = cp_model.CpSolver()\ns.Solve(m)\nprint(json.dumps({'status': 'optimal', 'objective': s.ObjectiveValue(), 'solution': {'x': s.Value(x)}}))\n";
 
@@ -97,11 +98,21 @@ fn main() {
     direct();
     solve(&mut on, &solver);
     solve(&mut off, &solver);
+    let rounds = std::env::var("SOLVERGATE_BENCH_ROUNDS")
+        .ok()
+        .and_then(|rounds| rounds.parse().ok())
+        .filter(|rounds| *rounds > 0)
+        .unwrap_or(ROUNDS);
     let (mut direct_samples, mut on_samples, mut off_samples) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..ROUNDS {
-        direct_samples.push(direct());
-        on_samples.push(solve(&mut on, &solver));
-        off_samples.push(solve(&mut off, &solver));
+    for round in 0..rounds {
+        // Each of the three goes first in a third of the rounds.
+        for turn in 0..3 {
+            match (round + turn) % 3 {
+                0 => direct_samples.push(direct()),
+                1 => on_samples.push(solve(&mut on, &solver)),
+                _ => off_samples.push(solve(&mut off, &solver)),
+            }
+        }
     }
     let busy_rss = on.rss_kib();
     drop((on, off));
@@ -119,7 +130,7 @@ fn main() {
     }
 
     println!("server: {}", common::binary().display());
-    println!("solver: {solver}, {ROUNDS} interleaved rounds; sandbox: {sandbox}");
+    println!("solver: {solver}, {rounds} interleaved rounds; sandbox: {sandbox}");
     println!("minizinc directly:            {}", spread(direct_samples.clone()));
     println!("MCP solve, sandbox on:        {}", spread(on_samples.clone()));
     println!("MCP solve, sandbox off:       {}", spread(off_samples.clone()));
