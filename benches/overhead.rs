@@ -103,7 +103,8 @@ fn main() {
         .and_then(|rounds| rounds.parse().ok())
         .filter(|rounds| *rounds > 0)
         .unwrap_or(ROUNDS);
-    let (mut direct_samples, mut on_samples, mut off_samples) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut direct_samples, mut on_samples, mut off_samples) =
+        (Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
         // Each of the three goes first in a third of the rounds.
         for turn in 0..3 {
@@ -131,9 +132,18 @@ fn main() {
 
     println!("server: {}", common::binary().display());
     println!("solver: {solver}, {rounds} interleaved rounds; sandbox: {sandbox}");
-    println!("minizinc directly:            {}", spread(direct_samples.clone()));
-    println!("MCP solve, sandbox on:        {}", spread(on_samples.clone()));
-    println!("MCP solve, sandbox off:       {}", spread(off_samples.clone()));
+    println!(
+        "minizinc directly:            {}",
+        spread(direct_samples.clone())
+    );
+    println!(
+        "MCP solve, sandbox on:        {}",
+        spread(on_samples.clone())
+    );
+    println!(
+        "MCP solve, sandbox off:       {}",
+        spread(off_samples.clone())
+    );
     println!(
         "overhead, sandbox on:  paired median {:6.2} ms (target <= 3 ms)",
         paired(&on_samples, &direct_samples)

@@ -55,9 +55,13 @@ impl Session {
         let reply = http
             .post(&url)
             .header("Accept", "application/json, text/event-stream")
-            .json(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            .header("Content-Type", "application/json")
+            .body(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "throughput", "version": "0"}}}))
+                "clientInfo": {"name": "throughput", "version": "0"}}})
+                .to_string(),
+            )
             .send()
             .await
             .map_err(|error| error.to_string())?;
@@ -87,7 +91,8 @@ impl Session {
             .header("Accept", "application/json, text/event-stream")
             .header("Mcp-Session-Id", &self.id)
             .header("Mcp-Protocol-Version", "2025-06-18")
-            .json(&message)
+            .header("Content-Type", "application/json")
+            .body(message.to_string())
             .send()
             .await
             .map_err(|error| error.to_string())?;
@@ -231,7 +236,10 @@ fn main() {
     let peak_rss = std::fs::read_to_string(format!("/proc/{server_pid}/status"))
         .unwrap_or_default()
         .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:").map(|value| value.trim().to_owned()))
+        .find_map(|line| {
+            line.strip_prefix("VmHWM:")
+                .map(|value| value.trim().to_owned())
+        })
         .unwrap_or_default();
     let _ = server.kill();
     let _ = server.wait();
@@ -246,10 +254,7 @@ fn main() {
         failures.len()
     );
     println!("minizinc directly, 4 at a time: {floor:6.1} solves/s");
-    println!(
-        "ours / floor: {:.0}% (target >= 90%)",
-        100.0 * ours / floor
-    );
+    println!("ours / floor: {:.0}% (target >= 90%)", 100.0 * ours / floor);
     for why in failures.iter().take(3) {
         println!("  failed: {why}");
     }

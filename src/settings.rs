@@ -159,6 +159,12 @@ pub struct SettingsError {
     pub problem: String,
 }
 
+/// The environment this process was started with, which a child's is
+/// built from (the executor takes out and adds what the run needs).
+pub fn inherited_environment() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    std::env::vars_os().collect()
+}
+
 impl Settings {
     /// Reads the process environment.
     pub fn from_env() -> Result<Settings, SettingsError> {

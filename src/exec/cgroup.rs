@@ -23,9 +23,10 @@
 //! [`super::limits`]). A run's group is created before the spawn; the
 //! confined child ([`super::confine`]) joins each group (writes `0` to its
 //! [`join_file`]) before it execs the program, so nothing of the tree runs
-//! outside it. After the sweep, [`RunGroup::finish`] reads what the kernel
-//! counted (an OOM kill, a refused fork), kills whatever is still inside and
-//! removes the group.
+//! outside it. After the sweep, [`RunGroup::counted`] reads what the kernel
+//! counted (an OOM kill, a refused fork); dropping the group (off the
+//! run's path, once its result is out) kills whatever is still inside and
+//! removes it.
 
 use std::fs;
 use std::io;
@@ -328,15 +329,8 @@ impl RunGroup {
         }
     }
 
-    /// What the kernel counted, then every process still inside killed and
-    /// the groups removed.
-    pub fn finish(self) -> Counted {
-        let counted = self.counted();
-        drop(self);
-        counted
-    }
-
-    fn counted(&self) -> Counted {
+    /// What the kernel counted in the run's groups.
+    pub fn counted(&self) -> Counted {
         let mut counted = Counted::default();
         if let Some((version, dir)) = &self.memory {
             let (events, peak) = match version {

@@ -153,6 +153,12 @@ impl Confinement {
         Ok(())
     }
 
+    /// Whether the child joins a v2 group by cloning itself into it, and
+    /// so stays on as the clone's supervisor instead of exec'ing.
+    pub fn clones_into_group(&self) -> bool {
+        self.clone_into.is_some()
+    }
+
     /// The cgroup files the forker's child joins through.
     pub fn join_files(&self) -> impl Iterator<Item = &Path> {
         self.joins.iter().map(|(path, _)| path.as_path())

@@ -128,7 +128,7 @@ impl Jail {
             _ => None,
         };
         drop((self.scratch, self.memory));
-        let counted = match self.limits {
+        let (counted, leftovers) = match self.limits {
             Some(limits) => {
                 let (stdout, stderr) = (
                     tail_of(stdout, TAIL).to_owned(),
@@ -136,10 +136,16 @@ impl Jail {
                 );
                 tokio::task::spawn_blocking(move || limits.finish(return_code, &stdout, &stderr))
                     .await
-                    .unwrap_or(None)
+                    .unwrap_or((None, None))
             }
-            None => None,
+            None => (None, None),
         };
+        // The groups and the scratch dir go off the run's path: the sweep
+        // already found the tree gone, and the result does not wait for
+        // the kernel to let go of a memory group. (A runtime shutting down
+        // drops the task, and with it both, at once.)
+        let dir = self._dir;
+        drop(tokio::task::spawn_blocking(move || drop((leftovers, dir))));
         (sandbox, watched_breach.or(counted))
     }
 }

@@ -485,16 +485,28 @@ impl RunLimits {
     }
 
     /// The breach a finished run shows, if any: the kernel's counters
-    /// first, then (under rlimits, for a failed run) its ending. The groups
-    /// are emptied and removed.
-    /// `stdout` and `stderr` are the ends of what the run printed.
+    /// first, then (under rlimits, for a failed run) its ending. The run's
+    /// groups come back with it, to be dropped (emptied and removed) once
+    /// the result is out. `stdout` and `stderr` are the ends of what the
+    /// run printed.
     pub fn finish(
         mut self,
         return_code: Option<i32>,
         stdout: &str,
         stderr: &str,
+    ) -> (Option<Breach>, Option<cgroup::RunGroup>) {
+        let group = self.group.take();
+        let counted = group.as_ref().map(cgroup::RunGroup::counted);
+        (self.breach(counted, return_code, stdout, stderr), group)
+    }
+
+    fn breach(
+        &self,
+        counted: Option<cgroup::Counted>,
+        return_code: Option<i32>,
+        stdout: &str,
+        stderr: &str,
     ) -> Option<Breach> {
-        let counted = self.group.take().map(cgroup::RunGroup::finish);
         let limits = self.limits;
         let breach = |limit: LimitKind, via: Via, observed: String| Breach {
             limit,
@@ -768,36 +780,42 @@ mod tests {
     #[test]
     fn rlimit_breaches_are_read_from_a_failed_run_only() {
         let python = "Traceback (most recent call last):\n  File \"x.py\", line 1\nMemoryError\n";
-        let breach = rlimited().finish(Some(1), "", python).unwrap();
+        let breach = rlimited().breach(None, Some(1), "", python).unwrap();
         assert_eq!((breach.limit, breach.value), (LimitKind::Memory, 512));
         assert_eq!(breach.observed, "MemoryError");
-        assert_eq!(rlimited().finish(Some(0), "", python), None);
+        assert_eq!(rlimited().breach(None, Some(0), "", python), None);
         let minizinc_json =
             "{\"type\": \"error\", \"what\": \"error\", \"message\": \"out of memory\"}\n";
         assert_eq!(
-            rlimited().finish(Some(1), minizinc_json, "").unwrap().limit,
+            rlimited()
+                .breach(None, Some(1), minizinc_json, "")
+                .unwrap()
+                .limit,
             LimitKind::Memory
         );
         let fork = "Traceback (most recent call last):\n  File \"x.py\", line 3\nBlockingIOError: [Errno 11] Resource temporarily unavailable\n";
         assert_eq!(
-            rlimited().finish(Some(1), "", fork).unwrap().limit,
+            rlimited().breach(None, Some(1), "", fork).unwrap().limit,
             LimitKind::Processes
         );
         let efbig = "Traceback (most recent call last):\n  File \"x.py\", line 3\nOSError: [Errno 27] File too large\n";
         assert_eq!(
-            rlimited().finish(Some(1), "", efbig).unwrap().limit,
+            rlimited().breach(None, Some(1), "", efbig).unwrap().limit,
             LimitKind::FileSize
         );
         assert_eq!(
-            rlimited().finish(Some(-25), "", "").unwrap().limit,
+            rlimited().breach(None, Some(-25), "", "").unwrap().limit,
             LimitKind::FileSize
         );
-        assert_eq!(rlimited().finish(Some(1), "", "ValueError: no\n"), None);
+        assert_eq!(
+            rlimited().breach(None, Some(1), "", "ValueError: no\n"),
+            None
+        );
         // Only what the rlimits bound: memory under a cgroup is the
         // kernel's to count.
         let mut grouped = rlimited();
         grouped.memory_via = Via::CgroupV1;
-        assert_eq!(grouped.finish(Some(1), "", python), None);
+        assert_eq!(grouped.breach(None, Some(1), "", python), None);
     }
 
     #[test]

@@ -35,6 +35,7 @@ pub mod limits;
 mod memory_watch;
 mod pipes;
 pub mod sandbox;
+mod spawn;
 mod tree;
 pub mod watchdog;
 
@@ -46,14 +47,13 @@ pub use watchdog::scratch_dir;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::fd::AsRawFd;
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use process_wrap::tokio::{CommandWrap, ProcessSession};
 use tokio_util::sync::CancellationToken;
 
 use jail::Jail;
@@ -409,24 +409,11 @@ pub async fn run_stoppable(
         ),
         None => None,
     };
-    let (why_read, why_write) = confine::why_pipe().map_err(io_error("make a pipe"))?;
     let tag = escape::RunTag::new();
-    let mut wrap = CommandWrap::with_new(&command.program, |cmd| {
-        cmd.args(&command.args).stdin(Stdio::null());
-        if let Some(dir) = &command.cwd {
-            cmd.current_dir(dir);
-        }
-        for key in &command.env_remove {
-            cmd.env_remove(key);
-        }
-        for (key, value) in &command.env_set {
-            cmd.env(key, value);
-        }
-        if let Some(jail) = &jail {
-            cmd.env("TMPDIR", &jail.write_dir);
-        }
-        cmd.env(escape::RUN_TAG, tag.value());
-    });
+    let mut env = vec![(OsString::from(escape::RUN_TAG), OsString::from(tag.value()))];
+    if let Some(jail) = &jail {
+        env.push(("TMPDIR".into(), jail.write_dir.clone().into()));
+    }
     let child_stdout = stdout_file
         .try_clone()
         .map_err(io_error("share a capture file"))?;
@@ -439,13 +426,10 @@ pub async fn run_stoppable(
     // Pipes are read on threads of their own: see [`Readers`].
     let mut readers = Readers::default();
     let mut drains = None;
-    if streaming {
+    let (child_stdout, child_stderr): (OwnedFd, OwnedFd) = if streaming {
         drop((child_stdout, child_stderr));
         let (out_read, out_write) = io::pipe().map_err(io_error("make a pipe"))?;
         let (err_read, err_write) = io::pipe().map_err(io_error("make a pipe"))?;
-        wrap.command_mut()
-            .stdout(Stdio::from(out_write))
-            .stderr(Stdio::from(err_write));
         let out = HeadAndTail::shared(cap / 4 * 3);
         let err = HeadAndTail::shared(cap / 4);
         readers
@@ -453,21 +437,17 @@ pub async fn run_stoppable(
             .and_then(|()| readers.drain(err_read, err.clone()))
             .map_err(io_error("start a pipe reader"))?;
         drains = Some((out, err));
+        (out_write.into(), err_write.into())
     } else if let Some(filter) = filter {
         // The filter writes our copy of the stdout capture.
         let (out_read, out_write) = io::pipe().map_err(io_error("make a pipe"))?;
-        wrap.command_mut()
-            .stdout(Stdio::from(out_write))
-            .stderr(Stdio::from(child_stderr));
         readers
             .filter(out_read, child_stdout, filter(), cap)
             .map_err(io_error("start a pipe reader"))?;
+        (out_write.into(), child_stderr.into())
     } else {
-        wrap.command_mut()
-            .stdout(Stdio::from(child_stdout))
-            .stderr(Stdio::from(child_stderr));
-    }
-    wrap.wrap(ProcessSession);
+        (child_stdout.into(), child_stderr.into())
+    };
 
     let mut outputs: Vec<(u64, u64)> = [&stdout_file, &stderr_file]
         .into_iter()
@@ -488,28 +468,16 @@ pub async fn run_stoppable(
     // starting at once on two cores; on an async worker that stalled every
     // other call for as long. The guard is made on the same thread, so a
     // caller that goes away meanwhile leaves no tree behind.
+    let start = spawn::Start {
+        command: command.clone(),
+        env,
+        stdout: child_stdout,
+        stderr: child_stderr,
+        confinement,
+    };
     let spawned = tokio::task::spawn_blocking(move || {
         let forking = escape::spawning();
-        let child = wrap.spawn_with(|cmd| {
-            if let Some(confinement) = confinement {
-                let why = why_write.as_raw_fd();
-                // SAFETY: `apply` makes only system calls on memory
-                // prepared before the fork (see `confine`); it runs after
-                // process-wrap's `setsid`, as the last step before exec.
-                unsafe {
-                    cmd.pre_exec(move || {
-                        let _child_end = &why_write;
-                        confinement.apply(why)
-                    });
-                }
-            }
-            cmd.spawn()
-        });
-        // A step of the confinement that failed named itself.
-        let child = child.map_err(|error| match confine::failed_step(&why_read) {
-            Some(step) => io::Error::new(error.kind(), format!("could not {step}: {error}")),
-            None => error,
-        })?;
+        let child = spawn::start(start)?;
         let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
             return Err(io::Error::other(
                 "the child exited before its pid could be read",
@@ -522,9 +490,6 @@ pub async fn run_stoppable(
         escape::spawned(guard.leader);
         drop(forking);
         live::remember(guard.leader);
-        // The command's copies of the capture files and pipe ends close
-        // when the wrapper goes.
-        drop(wrap);
         Ok((child, guard))
     })
     .await
@@ -549,7 +514,7 @@ pub async fn run_stoppable(
     let mut cap_check = tokio::time::interval(CAP_POLL);
     let (ending, status) = loop {
         tokio::select! {
-            status = child.inner_mut().wait() => {
+            status = child.wait() => {
                 // Only what the tree wrote until now is its output.
                 readers.cut();
                 // With a stdout filter the stdout file is the reader's
@@ -591,7 +556,7 @@ pub async fn run_stoppable(
                 Signal::SIGTERM
             };
             tree::signal_group(guard.leader, signal);
-            let _ = tokio::time::timeout(limits.term_grace, child.inner_mut().wait()).await;
+            let _ = tokio::time::timeout(limits.term_grace, child.wait()).await;
             (None, None)
         }
     };
@@ -602,7 +567,7 @@ pub async fn run_stoppable(
     // leader: process-wrap's own wait also waits for every process of the
     // leader's group that is our child, and as a subreaper those include
     // orphans (a stray pass reaps them).
-    let _ = child.inner_mut().wait().await;
+    let _ = child.wait().await;
     escape::reaped(leader);
     std::mem::forget(guard);
     drop(tag);
