@@ -44,22 +44,7 @@ use std::sync::OnceLock;
 use nix::libc;
 
 use super::clone_into::{self, Side};
-use super::sandbox::{self, SandboxReport};
-
-/// How a confined child is cut off from the network.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(super) enum Network {
-    /// Not at all: the sandbox is off.
-    #[default]
-    Open,
-    /// The namespace the server made at start-up ([`SharedNet`]): no
-    /// interface but a down loopback that no run may bring up. Landlock
-    /// scopes keep runs apart inside it (abstract UNIX sockets, signals).
-    Shared,
-    /// A namespace of the run's own (`unshare`), about 3 ms a run: where
-    /// Landlock cannot scope runs apart (before ABI 6).
-    Own,
-}
+use super::sandbox::{self, Network, SandboxReport};
 
 /// The network namespace shared by every run (and, when the server is not
 /// root, the user namespace that owns it), held open by the server.

@@ -28,8 +28,6 @@ use std::sync::OnceLock;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::confine::Network;
-
 /// What a confined run actually got.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct SandboxReport {
@@ -70,6 +68,21 @@ pub(super) fn writable(scratch: &Path) -> Vec<PathBuf> {
     let mut dirs = vec![scratch.to_path_buf()];
     dirs.extend(WRITABLE.get().into_iter().flatten().cloned());
     dirs
+}
+
+/// How a confined child is cut off from the network.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) enum Network {
+    /// Not at all: the sandbox is off.
+    #[default]
+    Open,
+    /// The namespace the server made at start-up (`confine::SharedNet`): no
+    /// interface but a down loopback that no run may bring up. Landlock
+    /// scopes keep runs apart inside it (abstract UNIX sockets, signals).
+    Shared,
+    /// A namespace of the run's own (`unshare`), about 3 ms a run: where
+    /// Landlock cannot scope runs apart (before ABI 6).
+    Own,
 }
 
 /// What every confined run applies, as the start-up probe found it.
