@@ -171,3 +171,39 @@ except OSError as error:
         "{run:?}"
     );
 }
+
+#[tokio::test]
+async fn a_confined_start_finds_its_program_as_a_plain_one_does() {
+    if !shared_sandbox("confined starts") {
+        return;
+    }
+    let limits = || Limits::new(Duration::from_secs(10));
+    let cancel = CancellationToken::new();
+    // A program that is not there is the spawn error a plain start gives.
+    let missing = ChildCommand::new("/nonexistent/minizinc");
+    let error = exec::run(&missing, limits(), &cancel)
+        .await
+        .expect_err("nothing to run");
+    assert!(
+        matches!(&error, exec::ExecError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound),
+        "{error}"
+    );
+    assert!(
+        error.to_string().contains("/nonexistent/minizinc"),
+        "{error}"
+    );
+    // A program named without a path is found on PATH; the child gets its
+    // scratch dir as TMPDIR, its arguments, its directory and its exit code.
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let found = ChildCommand::new("sh")
+        .args(["-c", "case $TMPDIR in */solvergate-sandbox-*/tmp) echo scratch;; esac; pwd; echo \"$1\"; exit 3", "sh", "an argument"])
+        .cwd(dir.path());
+    let run = exec::run(&found, limits(), &cancel).await.expect("sh runs");
+    let canonical = dir.path().canonicalize().expect("the dir");
+    assert_eq!(
+        run.stdout,
+        format!("scratch\n{}\nan argument\n", canonical.display()),
+        "{run:?}"
+    );
+    assert_eq!(run.return_code, Some(3));
+}

@@ -17,7 +17,8 @@
 //! step or exec sends its errno back on a close-on-exec pipe, and the
 //! start fails as std's would.
 //!
-//! The server waits for such a child through a pidfd. A run whose
+//! The server waits for such a child through a pidfd (a kernel without
+//! pidfds, before Linux 5.3, gets the fork below). A run whose
 //! confinement clones into a cgroup v2 group ([`super::clone_into`]), where
 //! the started process stays on as the clone's supervisor and never
 //! execs, is started with a real fork, as is every unconfined child.
@@ -126,7 +127,7 @@ pub(super) struct Start {
 /// Starts the child (blocking: the caller is on the blocking pool).
 pub(super) fn start(start: Start) -> io::Result<Child> {
     match start.confinement {
-        Some(confinement) if !confinement.clones_into_group() => vfork(
+        Some(confinement) if !confinement.clones_into_group() && has_pidfds() => vfork(
             &start.command,
             &start.env,
             &start.stdout,
@@ -141,6 +142,21 @@ pub(super) fn start(start: Start) -> io::Result<Child> {
             confinement,
         ),
     }
+}
+
+/// Whether this kernel hands out pidfds (Linux 5.3), through which alone
+/// a vforked child is followed; asked once.
+fn has_pidfds() -> bool {
+    static PIDFDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PIDFDS.get_or_init(|| {
+        // SAFETY: pidfd_open(2) of ourselves; the descriptor is closed at
+        // once.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) };
+        if fd >= 0 {
+            unsafe { libc::close(fd as RawFd) };
+        }
+        fd >= 0
+    })
 }
 
 /// The child's environment: the server's (from `settings`), the command's
@@ -279,7 +295,14 @@ fn vfork(
     };
     drop((stack, errno_write, why_write, null));
     let mut errno = [0u8; 4];
-    let read = nix::unistd::read(&errno_read, &mut errno).unwrap_or(0);
+    // Nothing (end of file) when the exec closed the pipe; the errno when
+    // a step or the exec failed.
+    let read = loop {
+        match nix::unistd::read(&errno_read, &mut errno) {
+            Err(nix::errno::Errno::EINTR) => continue,
+            other => break other.unwrap_or(0),
+        }
+    };
     if read == errno.len() {
         let mut status = 0;
         // SAFETY: waitpid(2) on the child that just failed.
@@ -297,7 +320,7 @@ fn vfork(
             // SAFETY: a descriptor the kernel just gave us, which the
             // AsyncFd then owns for its whole life.
             let owned = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-            Some(unsafe { AsyncFd::register(owned) }?)
+            unsafe { AsyncFd::register(owned) }.ok()
         }
         _ => None,
     };
@@ -307,14 +330,16 @@ fn vfork(
         status: None,
     };
     if child.pidfd.is_none() {
-        // Without pidfds (before Linux 5.3) the child cannot be followed
-        // here: it was started, so stop it and say so.
+        // Out of descriptors, say: the child cannot be followed here. It
+        // was started, so stop it and say so.
         // SAFETY: kill(2) of our own child.
         unsafe { libc::kill(pid, libc::SIGKILL) };
         let mut status = 0;
         unsafe { libc::waitpid(pid, &mut status, 0) };
         child.status = Some(ExitStatus::from_raw(status));
-        return Err(io::Error::other("this kernel has no pidfd_open"));
+        return Err(io::Error::other(
+            "could not open a pidfd for the started child",
+        ));
     }
     Ok(Child::Vforked(child))
 }
