@@ -259,7 +259,10 @@ pub(super) fn reaped(pid: Pid) {
 
 /// One pass over our strays: reaps the dead ones and SIGKILLs the live
 /// ones (a later pass reaps them). Returns the live ones killed that hold
-/// a file in `outputs` (`(dev, inode)` of a run's captures and pipes).
+/// a file in `outputs` (`(dev, inode)` of a run's captures and pipes), and
+/// how many strays it met, live or reaped: a stray that died since the
+/// pass listed our children may have left children of its own to us
+/// that the list missed, so only a pass that met none is the last.
 fn strays_pass(outputs: &[(u64, u64)]) -> (Vec<Pid>, usize) {
     if !ADOPTING.load(Ordering::SeqCst) {
         return (Vec::new(), 0);
@@ -288,6 +291,7 @@ fn strays_pass(outputs: &[(u64, u64)]) -> (Vec<Pid>, usize) {
         }
         if !stat.is_live() {
             reap_stray(pid, &stat, &sessions);
+            alive += 1;
             continue;
         }
         // A live run's own process (an orphan still in its session, or
@@ -335,7 +339,7 @@ fn reap_stray(pid: Pid, stat: &Stat, sessions: &BTreeSet<i32>) {
 /// ours we did not spawn (or below one). With no such child, the tree is
 /// gone. The dead strays found on the way are reaped. `false` whenever
 /// it cannot be known this way (not a subreaper, the leader still alive,
-/// a live stray of any run): the caller then sweeps.
+/// a stray of any run, live or just dead): the caller then sweeps.
 pub(super) fn tree_gone(leader: Pid) -> bool {
     if !ADOPTING.load(Ordering::SeqCst) || stat_of(leader).is_some_and(|stat| stat.is_live()) {
         return false;
@@ -350,6 +354,7 @@ pub(super) fn tree_gone(leader: Pid) -> bool {
     let spawned = spawned_set().clone();
     let sessions: BTreeSet<i32> = super::live::all().iter().map(|pid| pid.as_raw()).collect();
     let me = Pid::this().as_raw();
+    let mut gone = true;
     for pid in children {
         if spawned.contains(&pid.as_raw()) {
             continue;
@@ -358,12 +363,15 @@ pub(super) fn tree_gone(leader: Pid) -> bool {
         if stat.ppid != me {
             continue;
         }
+        // A live stray, or a dead one whose own orphans may have come to
+        // us after the list was read: the caller sweeps.
         if stat.is_live() {
             return false;
         }
         reap_stray(pid, &stat, &sessions);
+        gone = false;
     }
-    true
+    gone
 }
 
 /// How many processes that escaped the run tagged `tag` died by themselves

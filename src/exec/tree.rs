@@ -41,28 +41,29 @@ pub(crate) fn session_members(session: Pid, skip: Option<Pid>) -> Vec<Pid> {
 /// This process's children: every thread's `children` list (a child
 /// hangs off the thread that forked it, an adopted orphan off one the
 /// kernel picks). `None` where the kernel does not list children
-/// (`CONFIG_PROC_CHILDREN`), and callers scan all of `/proc` instead.
+/// (`CONFIG_PROC_CHILDREN`), or when a thread came or went while they were
+/// read (an ending thread hands its children to another, which may have
+/// been read already): callers then scan all of `/proc` or sweep.
 pub(super) fn own_children() -> Option<Vec<Pid>> {
-    let tasks = fs::read_dir("/proc/self/task").ok()?;
+    let threads = || -> Option<Vec<std::path::PathBuf>> {
+        let mut threads: Vec<_> = fs::read_dir("/proc/self/task")
+            .ok()?
+            .filter_map(|task| task.ok().map(|task| task.path()))
+            .collect();
+        threads.sort();
+        Some(threads)
+    };
+    let before = threads()?;
     let mut children = Vec::new();
-    for task in tasks.filter_map(|task| task.ok()) {
-        match fs::read_to_string(task.path().join("children")) {
-            Ok(text) => children.extend(
-                text.split_whitespace()
-                    .filter_map(|pid| pid.parse::<i32>().ok())
-                    .map(Pid::from_raw),
-            ),
-            // A thread that ended while we read.
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                if !task.path().exists() {
-                    continue;
-                }
-                return None;
-            }
-            Err(_) => return None,
-        }
+    for thread in &before {
+        let text = fs::read_to_string(thread.join("children")).ok()?;
+        children.extend(
+            text.split_whitespace()
+                .filter_map(|pid| pid.parse::<i32>().ok())
+                .map(Pid::from_raw),
+        );
     }
-    Some(children)
+    (threads()? == before).then_some(children)
 }
 
 /// Every process id in `/proc` (empty when `/proc` cannot be read).
