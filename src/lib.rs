@@ -28,6 +28,7 @@ pub mod mcp;
 pub mod minizinc;
 pub mod planner;
 pub mod progress;
+pub mod roots;
 pub mod runtime;
 pub mod settings;
 #[cfg(test)]

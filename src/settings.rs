@@ -24,6 +24,30 @@ pub const HTTP_TOKEN_VAR: &str = "SOLVERGATE_HTTP_TOKEN";
 /// beneath.
 pub const SANDBOX_WRITABLE_VAR: &str = "SOLVERGATE_SANDBOX_WRITABLE";
 
+/// Environment variable listing directories sandboxed children may read
+/// beneath besides their runtime, system files, scratch dir and what a call
+/// names.
+pub const READ_ROOTS_VAR: &str = "SOLVERGATE_READ_ROOTS";
+/// Environment variable naming more of the server's variables a child may
+/// see (comma-separated names), besides [`PASSED_VARIABLES`].
+pub const PASS_ENV_VAR: &str = "SOLVERGATE_PASS_ENV";
+
+/// The server's variables every child sees (when set): what a runtime needs
+/// to start and to speak the user's language, and MiniZinc's own
+/// configuration. Any `LC_*` passes too. Nothing else of the server's
+/// environment does unless `SOLVERGATE_PASS_ENV` names it.
+pub const PASSED_VARIABLES: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "MZN_SOLVER_PATH",
+    "MZN_STDLIB_DIR",
+];
+
 /// Environment variable choosing how limits are enforced: `auto`,
 /// `rlimit` or `off`.
 pub const LIMITS_VAR: &str = "SOLVERGATE_LIMITS";
@@ -125,6 +149,13 @@ pub struct Settings {
     /// `:`-separated) sandboxed children may write beneath besides their
     /// scratch dir, e.g. where file scripts keep their output.
     pub sandbox_writable: Vec<PathBuf>,
+    /// `SOLVERGATE_READ_ROOTS`: directories (absolute, existing,
+    /// `:`-separated) sandboxed children may read beneath besides their
+    /// runtime, the system's files, their scratch dir and what a call names.
+    pub read_roots: Vec<PathBuf>,
+    /// `SOLVERGATE_PASS_ENV`: more of the server's variables, by name
+    /// (comma-separated), that children see besides [`PASSED_VARIABLES`].
+    pub pass_env: Vec<String>,
     /// `SOLVERGATE_MEMORY_LIMIT_MB`, `SOLVERGATE_MAX_PROCESSES`,
     /// `SOLVERGATE_FILE_SIZE_LIMIT_MB`, `SOLVERGATE_SCRATCH_LIMIT_MB`: what
     /// every run's tree may use (defaults in [`ResourceLimits::defaults`]).
@@ -159,10 +190,26 @@ pub struct SettingsError {
     pub problem: String,
 }
 
-/// The environment this process was started with, which a child's is
-/// built from (the executor takes out and adds what the run needs).
-pub fn inherited_environment() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+/// This process's whole environment, which only the children that never
+/// run user code start from (the installer's pip, Slurm's commands).
+pub fn server_environment() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     std::env::vars_os().collect()
+}
+
+/// What of this process's environment a child starts with: the variables
+/// of [`PASSED_VARIABLES`], any `LC_*`, and those `pass_env` names (the
+/// executor then adds what the run needs). Never the HTTP token, an API
+/// key or anything else the server was given.
+pub fn passed_environment(pass_env: &[String]) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+    std::env::vars_os()
+        .filter(|(name, _)| {
+            name.to_str().is_some_and(|name| {
+                PASSED_VARIABLES.contains(&name)
+                    || name.starts_with("LC_")
+                    || pass_env.iter().any(|passed| passed == name)
+            })
+        })
+        .collect()
 }
 
 impl Settings {
@@ -224,23 +271,52 @@ impl Settings {
             .map(|value| value as u64)
         };
         let default_limits = ResourceLimits::defaults();
-        let mut sandbox_writable = Vec::new();
-        if let Some(value) = lookup(SANDBOX_WRITABLE_VAR).filter(|value| !value.is_empty()) {
-            for dir in std::env::split_paths(&value).filter(|dir| !dir.as_os_str().is_empty()) {
-                if !dir.is_absolute() || !dir.is_dir() {
-                    return Err(SettingsError {
-                        variable: SANDBOX_WRITABLE_VAR,
-                        problem: format!(
-                            "must list existing directories by absolute path, separated by `:`; {} is not one",
-                            dir.display()
-                        ),
-                    });
-                }
-                sandbox_writable.push(dir);
-            }
+        let dirs = |variable: &'static str| -> Result<Vec<PathBuf>, SettingsError> {
+            let Some(value) = lookup(variable).filter(|value| !value.is_empty()) else {
+                return Ok(Vec::new());
+            };
+            std::env::split_paths(&value)
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .map(|dir| {
+                    if dir.is_absolute() && dir.is_dir() {
+                        Ok(dir)
+                    } else {
+                        Err(SettingsError {
+                            variable,
+                            problem: format!(
+                                "must list existing directories by absolute path, separated by `:`; {} is not one",
+                                dir.display()
+                            ),
+                        })
+                    }
+                })
+                .collect()
+        };
+        let pass_env = text(PASS_ENV_VAR)
+            .map(|names| {
+                names
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|name| !name.is_empty())
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        if let Some(bad) = pass_env
+            .iter()
+            .find(|name| name.contains('=') || name.starts_with("SOLVERGATE_"))
+        {
+            return Err(SettingsError {
+                variable: PASS_ENV_VAR,
+                problem: format!(
+                    "must name variables separated by commas, none of solvergate's own (SOLVERGATE_*); {bad:?} is not one"
+                ),
+            });
         }
         Ok(Settings {
-            sandbox_writable,
+            sandbox_writable: dirs(SANDBOX_WRITABLE_VAR)?,
+            read_roots: dirs(READ_ROOTS_VAR)?,
+            pass_env,
             limits: ResourceLimits {
                 memory_mb: limit(LimitKind::Memory, default_limits.memory_mb)?,
                 processes: limit(LimitKind::Processes, default_limits.processes)?,

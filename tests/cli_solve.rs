@@ -14,7 +14,9 @@ use common::{Home, assert_memory_breach, per_runtime, transcript};
 fn marked_home() -> Home {
     let home = Home::new().on_test_runtime();
     let marker = marker(&home);
+    // Children see only the variables that pass: the marker must be named.
     home.with_env("SGCLI_MARKER", marker)
+        .with_env("SOLVERGATE_PASS_ENV", "SGCLI_MARKER")
 }
 
 /// The variable value that tells this home's processes from all others.

@@ -37,6 +37,18 @@ fn shared_sandbox(test: &str) -> bool {
 }
 
 async fn run_python(script: &str, seconds: u64) -> exec::RunOutput {
+    // What the interpreter reads becomes readable to runs, as the server's
+    // CP-SAT probe makes it (the read boundary admits nothing else).
+    static ROOTS: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    ROOTS
+        .get_or_init(|| async {
+            let _ = solvergate::runtime::cpsat::probe_python(
+                std::path::Path::new(&python()),
+                &CancellationToken::new(),
+            )
+            .await;
+        })
+        .await;
     let command = ChildCommand::new(python()).args(["-c", script]);
     exec::run(
         &command,

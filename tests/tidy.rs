@@ -53,6 +53,7 @@ const FOUNDATION: &[&str] = &[
     "src/diagnostics.rs",
     "src/kept.rs",
     "src/progress.rs",
+    "src/roots.rs",
     "src/settings.rs",
     "src/userfiles.rs",
     "src/verdict.rs",

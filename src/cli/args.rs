@@ -31,6 +31,12 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub no_sandbox: bool,
 
+    /// Let sandboxed runs read beneath DIR too (repeatable). By default they
+    /// read only their runtime, the system's files, their scratch dir and
+    /// what the call names. Same as listing DIR in SOLVERGATE_READ_ROOTS.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub allow_read: Vec<PathBuf>,
+
     /// The sandbox is on by default; kept so older configurations that
     /// pass it still start.
     #[arg(long, global = true, hide = true, conflicts_with = "no_sandbox")]
@@ -353,6 +359,11 @@ pub struct ServeArgs {
     /// scheme://host[:port] (repeatable). Loopback origins are always accepted.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     pub allow_origins: Vec<String>,
+    /// Let clients name paths beneath DIR (repeatable): every path a tool
+    /// reads or writes must resolve beneath one. With --allow-remote and
+    /// none given, no path is admitted (clients use the inline tools).
+    #[arg(long = "allow-root", value_name = "DIR")]
+    pub allow_roots: Vec<PathBuf>,
 }
 
 /// `equations --help`'s table of exit codes (the meanings of `solve`'s).

@@ -46,8 +46,35 @@ pub fn run(cli: Cli) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Children see only the variables that pass, sandboxed or not.
+    crate::exec::pass_environment(&settings.pass_env);
     if settings.sandbox && !cli.no_sandbox {
         crate::exec::sandbox::allow_writes(settings.sandbox_writable.clone());
+        for dir in &cli.allow_read {
+            if !dir.is_absolute() || !dir.is_dir() {
+                eprintln!(
+                    "solvergate: --allow-read {}: must be an existing directory, by absolute path",
+                    dir.display()
+                );
+                return ExitCode::from(2);
+            }
+        }
+        crate::exec::reads::allow_operator(
+            settings
+                .read_roots
+                .iter()
+                .chain(&cli.allow_read)
+                .cloned()
+                .collect(),
+        );
+        // Scripts keep the server's PYTHONPATH: what it names is part of
+        // their runtime.
+        if let Some(pythonpath) = &settings.pythonpath {
+            crate::exec::reads::allow(
+                std::env::split_paths(pythonpath)
+                    .filter(|dir| dir.is_absolute() && crate::exec::reads::may_read_whole(dir)),
+            );
+        }
         let support = crate::exec::confine::probe_sandbox();
         if support.landlock != "enforced" || support.network != "enforced" {
             eprintln!(

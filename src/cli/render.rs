@@ -80,6 +80,10 @@ pub fn runtime_status(status: &RuntimeStatus, only: Option<RuntimeKind>) -> Stri
         text.push_str(&limits_lines(limits));
     }
     let _ = writeln!(text, "sandbox: {}", status.sandbox);
+    if let Some(reads) = status.reads_in_words() {
+        let _ = writeln!(text, "reads: {reads}");
+    }
+    let _ = writeln!(text, "environment: {}", status.environment);
     text
 }
 
@@ -447,8 +451,8 @@ fn sandbox_line(text: &mut String, sandbox: Option<&crate::exec::SandboxReport>)
     if let Some(sandbox) = sandbox {
         let _ = writeln!(
             text,
-            "sandbox:   landlock {}, network {}",
-            sandbox.landlock, sandbox.network
+            "sandbox:   landlock {}, network {}, reads {}",
+            sandbox.landlock, sandbox.network, sandbox.reads
         );
     }
 }

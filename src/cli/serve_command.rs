@@ -80,6 +80,13 @@ pub async fn serve_http(
     if let Some(origin) = args.allow_origins.iter().find(|o| !is_origin(o)) {
         return refuse_error(&ServeRefusal::NotAnOrigin(origin.clone()));
     }
+    // Remote clients name paths only beneath the operator's roots (none:
+    // no path at all); a loopback server is confined only when asked.
+    if (args.allow_remote || !args.allow_roots.is_empty())
+        && let Err(error) = crate::roots::confine_to(&args.allow_roots)
+    {
+        return refuse_error(&ServeRefusal::NotARoot(error));
+    }
     let job_backend = match backend_choice(settings.job_backend, settings, &runtime, &cpsat) {
         Ok(backend) => backend,
         Err(error) => return refuse_error(&error),
@@ -217,6 +224,8 @@ enum ServeRefusal {
         "--allow-origin {0:?} is not an origin: give scheme://host or scheme://host:port, e.g. https://app.example.com"
     )]
     NotAnOrigin(String),
+    #[error(transparent)]
+    NotARoot(#[from] crate::roots::NotARoot),
     #[error("could not listen on {address}")]
     Listen {
         address: SocketAddr,
@@ -268,6 +277,20 @@ fn banner(
         }
     );
     print_runtimes(runtime, cpsat);
+    if let Some(roots) = crate::roots::confined() {
+        eprintln!(
+            "paths: clients may name only paths beneath {}",
+            match roots {
+                [] => "no directory (--allow-remote without --allow-root: the inline tools only)"
+                    .to_owned(),
+                roots => roots
+                    .iter()
+                    .map(|root| root.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }
+        );
+    }
 }
 
 /// What every session's server is built from.
@@ -472,6 +495,7 @@ mod tests {
             toolset: Toolset::Core,
             allow_remote,
             allow_origins: Vec::new(),
+            allow_roots: Vec::new(),
         }
     }
 

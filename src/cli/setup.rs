@@ -89,4 +89,24 @@ pub(crate) fn print_runtimes(runtime: &Runtime, cpsat: &CpsatRuntime) {
         eprint!("{}", super::render::limits_lines(&limits));
     }
     eprintln!("sandbox: {}", crate::exec::sandbox::state_in_words());
+    let roots = crate::exec::reads::operator_roots();
+    if crate::exec::sandbox::support().is_some_and(|found| found.reads == "enforced")
+        && crate::exec::sandbox::enabled()
+    {
+        eprintln!(
+            "reads: runtime, system, scratch and named files{}",
+            match roots {
+                [] => " (widen with --allow-read DIR)".to_owned(),
+                roots => format!(
+                    ", and beneath {}",
+                    roots
+                        .iter()
+                        .map(|root| root.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
+        );
+    }
+    eprintln!("environment: {}", crate::exec::environment_in_words());
 }

@@ -124,7 +124,14 @@ pub async fn run_checker(
         .arg(&checker.script)
         .arg(&payload)
         .cwd(&checker.cwd)
-        .env("PYTHONDONTWRITEBYTECODE", "1");
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .reads_beside(&checker.script)
+        .reads_dir(&checker.cwd)
+        .readable(payload_dir.path())
+        .scratch_home();
+    if let Some(base) = super::script::user_base() {
+        command = command.env("PYTHONUSERBASE", base);
+    }
     // An inline checker's directory is its own temp dir: writable, as the
     // run's scratch dir is.
     if checker.cwd == checker._scratch.path() {

@@ -124,6 +124,14 @@ impl ScriptRequest {
     }
 }
 
+/// The user's `~/.local`, where a Python outside a venv finds its user
+/// site: a sandboxed script's `HOME` is its scratch dir, so the base is
+/// named for it (and the probe found the site readable).
+pub(crate) fn user_base() -> Option<std::path::PathBuf> {
+    let base = directories::BaseDirs::new()?.home_dir().join(".local");
+    base.is_dir().then_some(base)
+}
+
 impl PreparedScript {
     /// `python -u script args…`, in the script's directory, with the replay
     /// protocol set or cleared.
@@ -145,13 +153,23 @@ impl PreparedScript {
             pythonpath.push(":");
             pythonpath.push(inherited);
         }
+        // A sandboxed script reads its runtime, the script and its
+        // directory, the helper and its config; its caches go in its
+        // scratch dir, its HOME.
         let mut command = ChildCommand::new(python)
             .arg("-u")
             .arg(&self.script)
             .args(args)
             .cwd(&self.cwd)
             .env("PYTHONDONTWRITEBYTECODE", "1")
-            .env("PYTHONPATH", pythonpath);
+            .env("PYTHONPATH", pythonpath)
+            .reads_beside(&self.script)
+            .reads_dir(&self.cwd)
+            .readable(self._scratch.path())
+            .scratch_home();
+        if let Some(base) = user_base() {
+            command = command.env("PYTHONUSERBASE", base);
+        }
         // An inline script's directory is its own temp dir: it may write
         // there as a file script may beside itself where allowed.
         if self.cwd == self._scratch.path() {

@@ -203,9 +203,10 @@ fn read_run(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
             )
             .with_detail("line", line),
             None => {
+                let hint = crate::exec::sandbox::refusal_hint(&result.stderr).unwrap_or("");
                 let diagnostic = Diagnostic::new(
                     Category::ChildProcessError,
-                    format!("the script failed ({ended}): {last}"),
+                    format!("the script failed ({ended}): {last}{hint}"),
                 );
                 match python_exception(&result.stderr) {
                     Some((exception, traceback)) => diagnostic

@@ -94,6 +94,8 @@ pub(super) struct Confinement {
     pub drop_caps: bool,
     /// The run's Landlock ruleset.
     pub landlock: Option<OwnedFd>,
+    /// The ruleset confines reads: the child adds its own `/proc/<pid>`.
+    own_proc: bool,
     /// `uid uid 1` and `gid gid 1`, for the id maps of a new user namespace.
     maps: IdMaps,
 }
@@ -103,8 +105,9 @@ type Step = &'static str;
 
 impl Confinement {
     /// A confinement with the sandbox as the start-up probe found it
-    /// (writes only beneath `write`) and nothing else yet.
-    pub fn sandboxed(write: &[PathBuf]) -> io::Result<Confinement> {
+    /// (writes only beneath `write`; reads beneath the read roots and
+    /// `read`) and nothing else yet.
+    pub fn sandboxed(write: &[PathBuf], read: &[PathBuf]) -> io::Result<Confinement> {
         let mut confinement = Confinement {
             maps: IdMaps::own(),
             ..Confinement::default()
@@ -113,7 +116,8 @@ impl Confinement {
             confinement.network = mode.network;
             confinement.drop_caps = mode.network != Network::Open && is_root();
             if mode.landlock {
-                confinement.landlock = Some(sandbox::ruleset(write)?);
+                confinement.landlock = Some(sandbox::ruleset(write, read)?);
+                confinement.own_proc = super::reads::bounded();
             }
         }
         Ok(confinement)
@@ -248,6 +252,9 @@ impl Confinement {
             }
         }
         if let Some(ruleset) = &self.landlock {
+            if self.own_proc {
+                read_own_proc_dir(ruleset.as_raw_fd())?;
+            }
             check("set no_new_privs", unsafe {
                 libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
             })?;
@@ -297,6 +304,7 @@ impl Confinement {
             "network": network,
             "drop_caps": self.drop_caps.then_some(DROPPED_CAPABILITIES),
             "landlock": landlock,
+            "own_proc": self.own_proc,
         });
         (json, fds)
     }
@@ -304,6 +312,49 @@ impl Confinement {
 
 /// `CAP_NET_ADMIN`, `CAP_NET_RAW`, `CAP_SYS_ADMIN` (`linux/capability.h`).
 const DROPPED_CAPABILITIES: [libc::c_ulong; 3] = [12, 13, 21];
+
+/// Lets the child read its own `/proc/<pid>` (what programs ask of
+/// themselves: `maps`, `status`, `fd`), and no other process's: `/proc`
+/// as a whole would hand over every environment of its user's processes
+/// (the server's HTTP token, the client's API keys), which Landlock's
+/// ptrace rule does not cover here. Added to the run's own ruleset from
+/// the child, where `/proc/self` names it; it holds for what the child
+/// execs (the pid stays), not for the children it starts.
+fn read_own_proc_dir(ruleset: RawFd) -> Result<(), (Step, io::Error)> {
+    /// `struct landlock_path_beneath_attr`.
+    #[repr(C, packed)]
+    struct PathBeneath {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
+    const STEP: Step = "let the run read its own /proc entry";
+    // SAFETY: open(2) of a constant path; the descriptor is closed below.
+    let dir = unsafe {
+        libc::open(
+            c"/proc/self".as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    check(STEP, dir)?;
+    let rule = PathBeneath {
+        // LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR
+        allowed_access: (1 << 2) | (1 << 3),
+        parent_fd: dir,
+    };
+    // SAFETY: landlock_add_rule(2) reads `rule` during the call only.
+    let added = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset,
+            1, // LANDLOCK_RULE_PATH_BENEATH
+            &rule as *const PathBeneath,
+            0,
+        )
+    };
+    // SAFETY: our own descriptor, opened above.
+    unsafe { libc::close(dir) };
+    check(STEP, added).map(drop)
+}
 
 /// A system call's result, or the step's name and errno.
 fn check(step: Step, result: impl TryInto<i64>) -> Result<(), (Step, io::Error)> {
@@ -381,11 +432,18 @@ pub(super) fn why_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok((read, write))
 }
 
-/// The step a failed spawn names on `why`, once the child is gone.
-pub(super) fn failed_step(why: &OwnedFd) -> Option<String> {
+/// A failed spawn's error, named after the confinement step that failed
+/// when the child wrote one on `why` ("could not apply the Landlock
+/// ruleset: …"), once the child is gone.
+pub(super) fn spawn_error(why: &OwnedFd, error: io::Error) -> io::Error {
     let mut buffer = [0u8; 128];
-    let read = nix::unistd::read(why, &mut buffer).ok()?;
-    (read > 0).then(|| String::from_utf8_lossy(&buffer[..read]).into_owned())
+    match nix::unistd::read(why, &mut buffer) {
+        Ok(read) if read > 0 => {
+            let step = String::from_utf8_lossy(&buffer[..read]);
+            io::Error::new(error.kind(), format!("could not {step}: {error}"))
+        }
+        _ => error,
+    }
 }
 
 /// Runs `/bin/true` under `confinement` and says whether it ran.
@@ -442,7 +500,7 @@ pub fn probe_sandbox() -> SandboxReport {
                 network,
                 drop_caps: network != Network::Open && is_root(),
                 landlock: match (landlock, &write) {
-                    (true, Some(dir)) => sandbox::ruleset(&[dir.path().to_path_buf()]).ok(),
+                    (true, Some(dir)) => sandbox::ruleset(&[dir.path().to_path_buf()], &[]).ok(),
                     _ => None,
                 },
                 maps: IdMaps::own(),
@@ -465,7 +523,7 @@ pub fn probe_sandbox() -> SandboxReport {
 /// unprivileged user namespaces (Ubuntu's AppArmor restriction,
 /// `user.max_user_namespaces` at 0).
 pub fn probe_user_namespace(processes: u64) -> bool {
-    let Ok(mut confinement) = Confinement::sandboxed(&[]) else {
+    let Ok(mut confinement) = Confinement::sandboxed(&[], &[]) else {
         return false;
     };
     // The namespace alone: Landlock has nothing to add to the question.

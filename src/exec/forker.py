@@ -5,16 +5,18 @@
 #   forker -> server  {"ready": true}                      once the preload is imported
 #   server -> forker  one JSON line + fds (SCM_RIGHTS): the child's stdout and stderr,
 #                     then the descriptors its confinement names by index
-#       {"script": path, "argv": [...], "cwd": dir, "set": {k: v}, "remove": [k],
+#       {"script": path, "argv": [...], "cwd": dir, "env": {k: v} (the whole environment),
 #        "confine": {"cgroups": [join file], "rlimits": {"fsize"|"data"|"nproc": n},
 #                    "userns": bool, "network": null | "own" | {"userns": i, "netns": i},
-#                    "drop_caps": [capability] | null, "landlock": i | null}}
+#                    "drop_caps": [capability] | null, "landlock": i | null,
+#                    "own_proc": bool}}
 #   forker -> server  {"pid": N}                           the child leads its own session
 #   forker -> server  {"pid": N, "wait_status": S}         the raw waitpid status
 import ctypes
 import json
 import os
 import socket
+import struct
 import sys
 
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -104,10 +106,8 @@ def child(request, fds, ready_w, base_path):
             write_through=True,
         )
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
-        for key in request["remove"]:
-            os.environ.pop(key, None)
-        for key, value in request["set"].items():
-            os.environ[key] = value
+        os.environ.clear()
+        os.environ.update(request["env"])
         sys.dont_write_bytecode = "PYTHONDONTWRITEBYTECODE" in os.environ
         extra = [p for p in os.environ.get("PYTHONPATH", "").split(":") if p]
         extra = [p for p in extra if p not in base_path]
@@ -165,6 +165,18 @@ def confine(spec, fds):
         check("drop a capability", LIBC.prctl(24, capability, 0, 0, 0))  # PR_CAPBSET_DROP
     ruleset = spec.get("landlock")
     if ruleset is not None:
+        if spec.get("own_proc"):
+            # The child's own /proc entry and no other process's
+            # (confine.rs, read_own_proc_dir).
+            own = os.open("/proc/self", os.O_PATH | os.O_DIRECTORY)
+            try:
+                rule = ctypes.create_string_buffer(struct.pack("=Qi", (1 << 2) | (1 << 3), own))
+                check(
+                    "let the run read its own /proc entry",
+                    LIBC.syscall(445, fds[ruleset], 1, rule, ctypes.c_uint32(0)),
+                )
+            finally:
+                os.close(own)
         check("set no_new_privs", LIBC.prctl(38, 1, 0, 0, 0))  # PR_SET_NO_NEW_PRIVS
         check(
             "apply the Landlock ruleset",

@@ -114,6 +114,10 @@ impl Forker {
                 .stdin(Stdio::from(OwnedFd::from(theirs)))
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
+            // Built, not inherited: what a child of the forker starts with
+            // (its `/proc/self/environ`) holds nothing the server was given.
+            cmd.env_clear()
+                .envs(super::spawn::passed_environment().iter().cloned());
             for key in env_remove {
                 cmd.env_remove(key);
             }
@@ -212,7 +216,9 @@ impl Forker {
         let mut command = command.clone().env(escape::RUN_TAG, tag.value());
         let (mut confinement, mut extra_fds, mut held) = (Value::Null, Vec::new(), None);
         if let Some(jail) = &jail {
-            command = command.env("TMPDIR", &jail.write_dir);
+            for (key, value) in command.jail_environment(&jail.write_dir) {
+                command = command.env(key, value);
+            }
             let prepared = jail.confinement(&command).map_err(unprepared)?;
             (confinement, extra_fds) = prepared.to_json(2);
             held = Some(prepared);
@@ -421,18 +427,13 @@ fn request_line(command: &ChildCommand, confine: Value) -> Result<String, NotFor
             .to_owned(),
         None => "/".to_owned(),
     };
-    let mut set = serde_json::Map::new();
-    for (key, value) in &command.env_set {
-        set.insert(text(key)?, Value::String(text(value)?));
+    // The child's whole environment, as a cold child's is built.
+    let mut env = serde_json::Map::new();
+    for (key, value) in super::spawn::environment(command, &[]) {
+        env.insert(text(&key)?, Value::String(text(&value)?));
     }
-    let remove = command
-        .env_remove
-        .iter()
-        .map(text)
-        .collect::<Result<Vec<_>, _>>()?;
     let line = json!({
-        "script": script, "argv": argv, "cwd": cwd, "set": set, "remove": remove,
-        "confine": confine,
+        "script": script, "argv": argv, "cwd": cwd, "env": env, "confine": confine,
     });
     Ok(format!("{line}\n"))
 }
@@ -488,8 +489,17 @@ mod tests {
         let value: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(value["script"], "/tmp/s.py");
         assert_eq!(value["argv"], json!(["--n"]));
-        assert_eq!(value["set"], json!({"A": "1"}));
-        assert_eq!(value["remove"], json!(["B"]));
+        assert_eq!(value["env"]["A"], "1");
+        assert!(value["env"].get("B").is_none());
+        // Only what passes: no variable the server was given beyond them.
+        for key in value["env"].as_object().unwrap().keys() {
+            assert!(
+                key == "A"
+                    || key.starts_with("LC_")
+                    || crate::settings::PASSED_VARIABLES.contains(&key.as_str()),
+                "{key} passed"
+            );
+        }
         assert!(request_line(&ChildCommand::new("/bin/sh").arg("-c"), Value::Null).is_err());
     }
 

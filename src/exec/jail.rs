@@ -47,7 +47,8 @@ impl Jail {
     /// What the child (cold or forked) applies for `command`: its sandbox
     /// and its limits, prepared now.
     pub fn confinement(&self, command: &ChildCommand) -> io::Result<Confinement> {
-        let mut confinement = Confinement::sandboxed(&command.write_dirs(&self.write_dir))?;
+        let mut confinement =
+            Confinement::sandboxed(&command.write_dirs(&self.write_dir), &command.readable)?;
         if let Some(limits) = &self.limits {
             limits.confine(&mut confinement)?;
         }

@@ -34,6 +34,7 @@ mod last_words;
 pub mod limits;
 mod memory_watch;
 mod pipes;
+pub mod reads;
 pub mod sandbox;
 mod spawn;
 mod tree;
@@ -76,11 +77,18 @@ pub struct ChildCommand {
     env_remove: Vec<OsString>,
     unconfined: bool,
     writable: Vec<PathBuf>,
+    /// What the call named, which a sandboxed child may read (see
+    /// [`reads`]).
+    readable: Vec<PathBuf>,
+    /// `HOME` is the run's scratch dir, where a sandboxed child may write
+    /// its caches, rather than the user's.
+    scratch_home: bool,
 }
 
 impl ChildCommand {
     /// A command that runs `program` with no arguments, in the server's working
-    /// directory, with the server's environment.
+    /// directory, with the variables the server passes (see
+    /// [`pass_environment`]).
     pub fn new(program: impl Into<PathBuf>) -> Self {
         ChildCommand {
             program: program.into(),
@@ -90,7 +98,51 @@ impl ChildCommand {
             env_remove: Vec::new(),
             unconfined: false,
             writable: Vec::new(),
+            readable: Vec::new(),
+            scratch_home: false,
         }
+    }
+
+    /// Lets the child read beneath `path` when sandboxed (a directory the
+    /// call named, a runtime's module path): see [`reads`].
+    pub fn readable(mut self, path: impl Into<PathBuf>) -> Self {
+        self.readable.push(path.into());
+        self
+    }
+
+    /// Lets the child read `file`, a file the call named, and its whole
+    /// directory unless that is too broad to hand over (the file system's
+    /// root, the home dir or above, the temp dir or above: see
+    /// [`reads::may_read_whole`]). A symlink is read where it resolves
+    /// to, so its target's directory (or the target alone) is granted too.
+    pub fn reads_beside(mut self, file: impl AsRef<std::path::Path>) -> Self {
+        let file = file.as_ref();
+        let resolved = file.canonicalize().ok().filter(|real| real != file);
+        for file in std::iter::once(file).chain(resolved.as_deref()) {
+            match file.parent() {
+                Some(dir) if reads::may_read_whole(dir) => self.readable.push(dir.to_path_buf()),
+                _ => self.readable.push(file.to_path_buf()),
+            }
+        }
+        self
+    }
+
+    /// Lets the child read all of `dir` (its working directory, an include
+    /// directory) unless that is too broad ([`reads::may_read_whole`]).
+    pub fn reads_dir(mut self, dir: impl AsRef<std::path::Path>) -> Self {
+        let dir = dir.as_ref();
+        if reads::may_read_whole(dir) {
+            self.readable.push(dir.to_path_buf());
+        }
+        self
+    }
+
+    /// Gives a sandboxed child its scratch dir as `HOME` (a script's
+    /// caches land there), where MiniZinc keeps the user's, whose
+    /// configuration it reads.
+    pub fn scratch_home(mut self) -> Self {
+        self.scratch_home = true;
+        self
     }
 
     /// Lets the child write beneath `dir` too when sandboxed (its own temp
@@ -105,6 +157,16 @@ impl ChildCommand {
         let mut dirs = sandbox::writable(scratch);
         dirs.extend(self.writable.iter().cloned());
         dirs
+    }
+
+    /// What the executor adds to the child's environment when it runs in
+    /// a jail: its scratch dir as `TMPDIR` (and `HOME`, when asked).
+    fn jail_environment(&self, scratch: &std::path::Path) -> Vec<(OsString, OsString)> {
+        let mut env = vec![(OsString::from("TMPDIR"), scratch.as_os_str().to_owned())];
+        if self.scratch_home {
+            env.push((OsString::from("HOME"), scratch.as_os_str().to_owned()));
+        }
+        env
     }
 
     /// What the scratch watchdog measures: the scratch dir and the
@@ -302,6 +364,38 @@ impl RunOutput {
     }
 }
 
+/// Fixes, once at start-up, which of the server's variables every child
+/// sees: [`crate::settings::PASSED_VARIABLES`], any `LC_*`, and `names`
+/// (`SOLVERGATE_PASS_ENV`). Nothing else of the server's environment
+/// (its HTTP token, the user's API keys) reaches a child.
+pub fn pass_environment(names: &[String]) {
+    let _ = PASS_ENV.set(names.to_vec());
+    spawn::pass_environment(names);
+}
+
+/// What `SOLVERGATE_PASS_ENV` named.
+static PASS_ENV: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
+/// Which of the server's variables pass to runs, as a rule a person reads.
+pub fn environment_in_words() -> String {
+    let named = PASS_ENV.get().filter(|names| !names.is_empty());
+    format!(
+        "runs see only {}, LC_* and what SOLVERGATE_PASS_ENV names ({}) of the server's variables",
+        crate::settings::PASSED_VARIABLES.join(", "),
+        named.map_or("none".to_owned(), |names| names.join(", "))
+    )
+}
+
+/// The names of the server's variables children see (for `check_runtime`).
+pub fn passed_variable_names() -> Vec<String> {
+    let mut names: Vec<String> = spawn::passed_environment()
+        .iter()
+        .map(|(key, _)| key.to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// What a tree left behind, in words ("2 processes that left its session
 /// were killed; 40 bytes they wrote after it exited were ignored"), or
 /// `None` when it left nothing.
@@ -412,7 +506,7 @@ pub async fn run_stoppable(
     let tag = escape::RunTag::new();
     let mut env = vec![(OsString::from(escape::RUN_TAG), OsString::from(tag.value()))];
     if let Some(jail) = &jail {
-        env.push(("TMPDIR".into(), jail.write_dir.clone().into()));
+        env.extend(command.jail_environment(&jail.write_dir));
     }
     let child_stdout = stdout_file
         .try_clone()

@@ -1,8 +1,8 @@
 //! Confinement of the children we start, on by default (`--no-sandbox` or
 //! `SOLVERGATE_SANDBOX=0` turns it off; Linux): a CP-SAT script, a checker,
 //! MiniZinc and its solvers may write only inside their run's own scratch
-//! dir and reach no network. Reads stay allowed: models, data and
-//! libraries live anywhere.
+//! dir, reach no network, and read only their runtime, the system's files,
+//! their scratch dir and what the call named ([`super::reads`]).
 //!
 //! What the kernel can enforce is probed once at start-up
 //! (`confine::probe_sandbox`, which confines `/bin/true` each way it
@@ -38,6 +38,15 @@ pub struct SandboxReport {
     /// `enforced` (a network namespace of its own: no interface but a
     /// down loopback) or `unsupported`.
     pub network: String,
+    /// `enforced`: the run read only its runtime, the system's files, its
+    /// scratch dir and what the call named (`--allow-read DIR` or
+    /// `SOLVERGATE_READ_ROOTS` widen it); or `unsupported`.
+    #[serde(default = "unsupported")]
+    pub reads: String,
+}
+
+fn unsupported() -> String {
+    "unsupported".to_owned()
 }
 
 static ENABLED: OnceLock<()> = OnceLock::new();
@@ -122,6 +131,12 @@ pub(super) fn record_support(mode: Mode, abi: i64) -> SandboxReport {
             Network::Shared | Network::Own => "enforced",
         }
         .to_owned(),
+        reads: if mode.landlock {
+            "enforced"
+        } else {
+            "unsupported"
+        }
+        .to_owned(),
     };
     if mode != Mode::NOTHING {
         enable();
@@ -136,7 +151,7 @@ pub(super) fn mode() -> Option<Mode> {
 }
 
 /// What the sandbox is on this server, in words: `landlock enforced,
-/// network enforced`, or why it is off.
+/// network enforced, reads enforced`, or why it is off.
 pub fn state_in_words() -> String {
     match (SUPPORT.get(), enabled()) {
         (None, _) => "off (SOLVERGATE_SANDBOX=0 or --no-sandbox)".to_owned(),
@@ -144,7 +159,10 @@ pub fn state_in_words() -> String {
             "unsupported by this kernel (no Landlock, no network namespaces): children run unsandboxed".to_owned()
         }
         (Some((_, found)), true) => {
-            format!("landlock {}, network {}", found.landlock, found.network)
+            format!(
+                "landlock {}, network {}, reads {}",
+                found.landlock, found.network, found.reads
+            )
         }
     }
 }
@@ -153,6 +171,21 @@ pub fn state_in_words() -> String {
 /// enforces.
 pub fn support() -> Option<&'static SandboxReport> {
     SUPPORT.get().map(|(_, report)| report)
+}
+
+/// What to add to a failed run's message when its output shows a read the
+/// sandbox refused (MiniZinc's "Cannot open file", Python's
+/// `PermissionError`): how to let it read the file. `None` when reads are
+/// not confined or the output shows no refusal.
+pub fn refusal_hint(output: &str) -> Option<&'static str> {
+    let confined = enabled() && support().is_some_and(|found| found.reads == "enforced");
+    (confined
+        && ["Cannot open file", "Permission denied", "PermissionError"]
+            .iter()
+            .any(|sign| output.contains(sign)))
+    .then_some(
+        " (the sandbox lets a run read only its runtime, the system's files, its scratch dir and the files the call names, with their directories: keep what it reads beside the model or script, or widen it with --allow-read DIR or SOLVERGATE_READ_ROOTS)",
+    )
 }
 
 /// Whether runs share the network namespace made at start-up (where
@@ -181,29 +214,40 @@ pub(super) fn landlock_abi() -> i64 {
 pub(super) const SCOPED_ABI: i64 = 6;
 
 /// A run's Landlock ruleset, built in the server: write only beneath
-/// `dirs` (and to `/dev/null`), no TCP bind or connect, and (ABI 6) no
-/// abstract UNIX socket or signal reaching outside the run. Reads are not
-/// handled at all, which is "read and execute everywhere" without a rule
-/// walk on every open (a MiniZinc solve opens some 700 files). Each part
-/// the kernel lacks is left out (best effort); what is written is what the
-/// probe reports.
-pub(super) fn ruleset(dirs: &[PathBuf]) -> std::io::Result<std::os::fd::OwnedFd> {
+/// `writes` (and to `/dev/null`), read only there, beneath the read roots
+/// ([`super::reads`]) and `reads` (what the call named); no TCP bind or
+/// connect, and (ABI 6) no abstract UNIX socket or signal reaching outside
+/// the run. Each part the kernel lacks is left out (best effort); what is
+/// written is what the probe reports.
+pub(super) fn ruleset(
+    writes: &[PathBuf],
+    reads: &[PathBuf],
+) -> std::io::Result<std::os::fd::OwnedFd> {
     use landlock::{
         ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
         path_beneath_rules,
     };
-    let writes = AccessFs::from_write(ABI::V3);
+    let bounded = super::reads::bounded();
+    let handled = if bounded {
+        AccessFs::from_all(ABI::V3)
+    } else {
+        AccessFs::from_write(ABI::V3)
+    };
     let created = Ruleset::default()
-        .handle_access(writes)
+        .handle_access(handled)
         .and_then(|ruleset| ruleset.handle_access(AccessNet::from_all(ABI::V4)))
         .and_then(|ruleset| ruleset.scope(Scope::from_all(ABI::V6)))
         .and_then(|ruleset| ruleset.create())
-        .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(dirs, writes)))
+        .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(writes, handled)))
         .and_then(|ruleset| {
             ruleset.add_rules(path_beneath_rules(
                 ["/dev/null"],
-                AccessFs::from_file(ABI::V3) & writes,
+                AccessFs::from_file(ABI::V3) & handled,
             ))
+        })
+        .and_then(|ruleset| match bounded {
+            true => super::reads::add_rules(ruleset, reads),
+            false => Ok(ruleset),
         })
         .map_err(std::io::Error::other)?;
     Option::<std::os::fd::OwnedFd>::from(created)
@@ -217,12 +261,12 @@ mod tests {
     #[test]
     fn a_ruleset_is_built_where_the_kernel_has_landlock() {
         let dir = tempfile::tempdir().unwrap();
-        let built = ruleset(&[dir.path().to_path_buf()]);
+        let built = ruleset(&[dir.path().to_path_buf()], &[]);
         assert_eq!(built.is_ok(), landlock_abi() > 0, "{built:?}");
         // A write dir that cannot be opened grants nothing (the crate
         // leaves its rule out): the ruleset only grows stricter.
         if landlock_abi() > 0 {
-            assert!(ruleset(&[dir.path().join("missing")]).is_ok());
+            assert!(ruleset(&[dir.path().join("missing")], &[dir.path().join("gone")]).is_ok());
         }
     }
 }

@@ -159,13 +159,35 @@ fn has_pidfds() -> bool {
     })
 }
 
-/// The child's environment: the server's (from `settings`), the command's
-/// removals and settings, then the executor's own variables.
-fn environment(
+/// The server's variables children see, fixed at start-up.
+static PASSED: std::sync::OnceLock<Vec<(OsString, OsString)>> = std::sync::OnceLock::new();
+
+/// Fixes, once at start-up, which of the server's variables every child
+/// sees: those of [`crate::settings::PASSED_VARIABLES`], any `LC_*`, and
+/// `names` (`SOLVERGATE_PASS_ENV`). Unset, they are the first two.
+pub(super) fn pass_environment(names: &[String]) {
+    let _ = PASSED.set(crate::settings::passed_environment(names));
+}
+
+/// The server's variables a child starts from.
+pub(super) fn passed_environment() -> &'static [(OsString, OsString)] {
+    PASSED.get_or_init(|| crate::settings::passed_environment(&[]))
+}
+
+/// The child's whole environment, built rather than inherited: the
+/// server's passed variables (all of them for a child that never runs
+/// user code: the installer's pip needs its proxy settings, `sbatch` the
+/// settings its job carries to the node), the command's removals and
+/// settings, then the executor's own variables (`extra`).
+pub(super) fn environment(
     command: &ChildCommand,
     extra: &[(OsString, OsString)],
 ) -> Vec<(OsString, OsString)> {
-    let mut env: Vec<(OsString, OsString)> = crate::settings::inherited_environment()
+    let base = match command.unconfined {
+        true => crate::settings::server_environment(),
+        false => passed_environment().to_vec(),
+    };
+    let mut env: Vec<(OsString, OsString)> = base
         .into_iter()
         .filter(|(key, _)| !command.env_remove.contains(key))
         .collect();
@@ -308,10 +330,7 @@ fn vfork(
         // SAFETY: waitpid(2) on the child that just failed.
         unsafe { libc::waitpid(pid, &mut status, 0) };
         let error = io::Error::from_raw_os_error(i32::from_ne_bytes(errno));
-        return Err(match confine::failed_step(&why_read) {
-            Some(step) => io::Error::new(error.kind(), format!("could not {step}: {error}")),
-            None => error,
-        });
+        return Err(confine::spawn_error(&why_read, error));
     }
     // SAFETY: pidfd_open(2) of our unreaped child.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
@@ -430,12 +449,7 @@ fn wrapped(
         if let Some(dir) = &command.cwd {
             cmd.current_dir(dir);
         }
-        for key in &command.env_remove {
-            cmd.env_remove(key);
-        }
-        for (key, value) in command.env_set.iter().chain(extra) {
-            cmd.env(key, value);
-        }
+        cmd.env_clear().envs(environment(command, extra));
     });
     wrap.wrap(ProcessSession);
     let child = wrap.spawn_with(|cmd| {
@@ -454,10 +468,7 @@ fn wrapped(
         cmd.spawn()
     });
     // A step of the confinement that failed named itself.
-    let child = child.map_err(|error| match confine::failed_step(&why_read) {
-        Some(step) => io::Error::new(error.kind(), format!("could not {step}: {error}")),
-        None => error,
-    })?;
+    let child = child.map_err(|error| confine::spawn_error(&why_read, error))?;
     // The command's copies of the capture files and pipe ends close when
     // the wrapper goes.
     drop(wrap);

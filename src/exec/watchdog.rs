@@ -159,6 +159,12 @@ fn announce(sign: char, session: Pid) {
     }
 }
 
+/// This process's scratch root, where every run's scratch dir is made,
+/// once the watchdog guards it.
+pub fn scratch_root() -> Option<PathBuf> {
+    guard().and_then(|guard| guard.root.clone())
+}
+
 /// A private temp dir for one run: under this process's scratch root when
 /// the watchdog guards it, else in the system temp dir. Removed on drop.
 pub fn scratch_dir(prefix: &str) -> Result<TempDir, ToolError> {

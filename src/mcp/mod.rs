@@ -816,6 +816,11 @@ impl ServerHandler for SolvergateServer {
                 None,
             ));
         }
+        // A path outside the roots a confined server allows is refused
+        // before anything runs (see `roots`).
+        if let Err(error) = crate::roots::admit_arguments(request.arguments.as_ref()) {
+            return refuse(&error).map(Into::into);
+        }
         if tasks::wanted(&request.name, &context) {
             return tasks::start(self, &self.jobs(&context).tasks, request, &context);
         }

@@ -19,8 +19,8 @@ pub fn sandbox_line(text: &mut String, sandbox: Option<&crate::exec::SandboxRepo
     if let Some(sandbox) = sandbox {
         let _ = writeln!(
             text,
-            "Sandbox: landlock {}, network {}",
-            sandbox.landlock, sandbox.network
+            "Sandbox: landlock {}, network {}, reads {}",
+            sandbox.landlock, sandbox.network, sandbox.reads
         );
     }
 }

@@ -359,9 +359,18 @@ impl MiniZinc {
 
     fn base_command(&self, prepared: &inputs::Prepared) -> Result<ChildCommand, ToolError> {
         let binary = self.runtime.require_binary()?;
-        let mut command = ChildCommand::new(binary).cwd(&prepared.cwd);
+        // What the call named is all a sandboxed MiniZinc reads besides its
+        // runtime: the model, data and checker (and their directories, for
+        // their includes), its working and include directories.
+        let mut command = ChildCommand::new(binary)
+            .cwd(&prepared.cwd)
+            .reads_dir(&prepared.cwd)
+            .reads_beside(&prepared.model);
+        for file in prepared.data.iter().chain(&prepared.checker) {
+            command = command.reads_beside(file);
+        }
         if let Some(dir) = &prepared.include_dir {
-            command = command.arg("-I").arg(dir);
+            command = command.arg("-I").arg(dir).reads_dir(dir);
         }
         Ok(command)
     }

@@ -189,6 +189,18 @@ pub fn runtime_defect(errors: &[StreamError]) -> Option<&'static str> {
 }
 
 pub fn classify_error(errors: &[StreamError], stderr: &str) -> (Category, String) {
+    let (category, mut message) = classify(errors, stderr);
+    let said = errors.iter().map(|error| error.message.as_str());
+    if let Some(hint) = std::iter::once(stderr)
+        .chain(said)
+        .find_map(crate::exec::sandbox::refusal_hint)
+    {
+        message.push_str(hint);
+    }
+    (category, message)
+}
+
+fn classify(errors: &[StreamError], stderr: &str) -> (Category, String) {
     let unusable = |text: &str| {
         let text = text.to_ascii_lowercase();
         SOLVER_UNUSABLE.iter().any(|phrase| text.contains(phrase))

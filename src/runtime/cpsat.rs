@@ -26,8 +26,10 @@ use crate::settings::Settings;
 /// Probe answers per interpreter path, for the process.
 static PROBES: Mutex<BTreeMap<PathBuf, Arc<Cached<String>>>> = Mutex::new(BTreeMap::new());
 
-/// Python run by the probe: imports the CP-SAT API and prints the version.
-const PROBE: &str = "import ortools, ortools.sat.python.cp_model; print(ortools.__version__)";
+/// Python run by the probe: prints where the interpreter reads its modules
+/// from (its prefixes and `sys.path`, as JSON), then imports the CP-SAT API
+/// and prints the version.
+const PROBE: &str = "import json, sys; print(json.dumps([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix] + sys.path)); import ortools, ortools.sat.python.cp_model; print(ortools.__version__)";
 
 /// Where the managed venv lives inside the data dir.
 pub fn default_venv(dirs: &UserDirs) -> PathBuf {
@@ -236,14 +238,29 @@ pub enum ProbeError {
 }
 
 /// Runs `python -c PROBE`; the version on success, the reason otherwise.
+/// What the interpreter reads its modules from becomes readable to every
+/// sandboxed run ([`exec::reads::allow`]). The probe itself runs outside the
+/// sandbox: it is our code on the interpreter the operator chose, and it
+/// is what finds those directories.
 pub async fn probe_python(python: &Path, cancel: &CancellationToken) -> Result<String, ProbeError> {
     if !is_executable(python) {
         return Err(ProbeError::NoPython(python.to_path_buf()));
     }
-    let command = ChildCommand::new(python).args(["-c", PROBE]);
+    let command = ChildCommand::new(python).args(["-c", PROBE]).unconfined();
     let output = exec::run(&command, Limits::new(Duration::from_secs(60)), cancel).await?;
+    let mut lines = output.stdout.lines();
+    if let Some(paths) = lines
+        .next()
+        .and_then(|line| serde_json::from_str::<Vec<PathBuf>>(line).ok())
+    {
+        exec::reads::allow(
+            paths
+                .into_iter()
+                .filter(|path| path.is_absolute() && exec::reads::may_read_whole(path)),
+        );
+    }
     match (output.ending, output.return_code) {
-        (Ending::Exited, Some(0)) => Ok(output.stdout.trim().to_owned()),
+        (Ending::Exited, Some(0)) => Ok(lines.next().unwrap_or_default().trim().to_owned()),
         (Ending::Cancelled, _) => Err(ProbeError::Cancelled),
         _ => Err(ProbeError::NoOrtools {
             python: python.to_path_buf(),

@@ -188,6 +188,30 @@ pub struct RuntimeStatus {
     /// The sandbox: what the start-up probe found it can enforce here, or
     /// why it is off.
     pub sandbox: String,
+    /// Directories the operator lets sandboxed runs read besides their
+    /// runtime, the system's files, their scratch dir and what a call
+    /// names (`--allow-read`, `SOLVERGATE_READ_ROOTS`).
+    pub read_roots: Vec<String>,
+    /// The server's variables every run sees, by name; nothing else of its
+    /// environment reaches a run.
+    pub passed_variables: Vec<String>,
+    /// Which of the server's variables pass to runs, as a rule.
+    pub environment: String,
+}
+
+impl RuntimeStatus {
+    /// What sandboxed runs may read, in words, when the boundary is on.
+    pub fn reads_in_words(&self) -> Option<String> {
+        self.sandbox.contains("reads enforced").then(|| {
+            format!(
+                "runs read only their runtime, the system's files, their scratch dir, what a call names{}",
+                match self.read_roots.as_slice() {
+                    [] => " (--allow-read DIR or SOLVERGATE_READ_ROOTS widen it)".to_owned(),
+                    roots => format!(" and beneath {}", roots.join(", ")),
+                }
+            )
+        })
+    }
 }
 
 /// Both runtimes' status, probed concurrently.
@@ -224,6 +248,12 @@ pub async fn status(
         cpsat,
         limits: exec::limits::enforcement(),
         sandbox: exec::sandbox::state_in_words(),
+        read_roots: exec::reads::operator_roots()
+            .iter()
+            .map(|root| root.display().to_string())
+            .collect(),
+        passed_variables: exec::passed_variable_names(),
+        environment: exec::environment_in_words(),
     }
 }
 
@@ -245,7 +275,15 @@ pub struct Runtime {
     unavailable: OnceCell<std::collections::BTreeMap<String, String>>,
     /// The known defects ([`defects`]) this runtime shows, probed once.
     defects: OnceCell<Vec<String>>,
+    /// Its tree (and what it declares it reads) was handed to the sandbox's
+    /// read boundary.
+    readable: std::sync::OnceLock<()>,
 }
+
+/// The file in a runtime dir that names, one absolute path a line, what
+/// else its `bin/minizinc` reads (a wrapper's root, say); `#` starts a
+/// comment.
+pub const READ_ROOTS_FILE: &str = "solvergate-read-roots";
 
 impl Runtime {
     /// A runtime at `location`; nothing is run until a catalog or version is
@@ -253,6 +291,7 @@ impl Runtime {
     pub fn new(location: RuntimeLocation) -> Self {
         Runtime {
             location,
+            readable: std::sync::OnceLock::new(),
             catalog: cache::Cached::default(),
             version: cache::Cached::default(),
             checker_flag: OnceCell::new(),
@@ -271,6 +310,37 @@ impl Runtime {
         minizinc_binary(&self.location.dir)
     }
 
+    /// What MiniZinc and its solvers read, besides the system's files: the
+    /// runtime dir (as named and resolved), the tree its binary resolves
+    /// into, what the runtime declares in [`READ_ROOTS_FILE`], and the
+    /// user's MiniZinc configuration (`~/.minizinc`).
+    fn read_roots(&self, binary: &Path) -> Vec<PathBuf> {
+        let dir = &self.location.dir;
+        let mut roots = vec![dir.clone()];
+        roots.extend(dir.canonicalize());
+        roots.extend(
+            binary
+                .canonicalize()
+                .ok()
+                .and_then(|real| Some(real.parent()?.parent()?.to_path_buf())),
+        );
+        if let Ok(text) = std::fs::read_to_string(dir.join(READ_ROOTS_FILE)) {
+            roots.extend(
+                text.lines()
+                    .map(str::trim)
+                    .filter(|line| !line.is_empty() && !line.starts_with('#'))
+                    .map(PathBuf::from),
+            );
+        }
+        if let Some(home) = directories::BaseDirs::new() {
+            roots.push(home.home_dir().join(".minizinc"));
+        }
+        // Never the file system's root, the home dir or the temp dir whole,
+        // whatever a runtime says.
+        roots.retain(|root| exec::reads::may_read_whole(root));
+        roots
+    }
+
     /// Whether `bin/minizinc` is an executable file.
     pub fn is_installed(&self) -> bool {
         is_executable(&self.binary())
@@ -280,6 +350,8 @@ impl Runtime {
     pub fn require_binary(&self) -> Result<PathBuf, ToolError> {
         let binary = self.binary();
         if is_executable(&binary) {
+            self.readable
+                .get_or_init(|| exec::reads::allow(self.read_roots(&binary)));
             Ok(binary)
         } else {
             Err(ToolError::new(
@@ -370,7 +442,8 @@ impl Runtime {
             let command = ChildCommand::new(&binary)
                 .args(["--solver", &solver.id])
                 .arg(&model)
-                .cwd(dir.path());
+                .cwd(dir.path())
+                .reads_dir(dir.path());
             async move {
                 let output = exec::run(&command, Limits::new(PROBE_TIMEOUT), cancel).await;
                 let reason = match output {
@@ -430,7 +503,8 @@ impl Runtime {
                 let command = ChildCommand::new(&binary)
                     .args(["-c", "--fzn", "/dev/null", "--no-output-ozn"])
                     .arg(&model)
-                    .cwd(dir.path());
+                    .cwd(dir.path())
+                    .reads_dir(dir.path());
                 match exec::run(&command, Limits::new(PROBE_TIMEOUT), cancel).await {
                     Ok(run) if defects::stderr_shows_broken_globals(&run.stderr) => {
                         vec![defects::BROKEN_GLOBALS_ADVICE.to_owned()]

@@ -199,6 +199,9 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Harness:
         "XDG_DATA_HOME": str(data),
         "LANG": "C.UTF-8",
         "SOLVERGATE_SANDBOX_WRITABLE": str(work),
+        # Children see only the variables that pass: the suite's process
+        # markers are named so its scans still find every process.
+        "SOLVERGATE_PASS_ENV": f"{marker_name},SGTEST_SERVER_TAG",
         marker_name: marker_value,
     }
     adopted = subprocess.run(

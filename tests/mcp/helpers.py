@@ -641,3 +641,14 @@ def sha256_hex(text: str) -> str:
     import hashlib
 
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def declare_wrapped(root, runtime_dir: str) -> None:
+    """A runtime at `root` whose bin/minizinc execs the one at `runtime_dir`
+    names, for the sandbox's read boundary, what else it reads: that
+    runtime, and what that one names in turn (solvergate-read-roots)."""
+    from pathlib import Path
+
+    declared = Path(runtime_dir) / "solvergate-read-roots"
+    extra = declared.read_text() if declared.exists() else ""
+    (Path(root) / "solvergate-read-roots").write_text(f"{runtime_dir}\n{extra}")

@@ -344,8 +344,10 @@ def bounded_model(include: str) -> str:
     return f'include "{include}";\nvar 1..10: x;\nconstraint x <= k;\nsolve maximize x;\n'
 
 
-async def test_an_included_file_is_copied_hashed_and_replayed_from_the_copy(server, tmp_path):
-    lib = tmp_path / "lib"
+async def test_an_included_file_is_copied_hashed_and_replayed_from_the_copy(server, tmp_path, workdir):
+    # An inline model reads only what the sandbox lets it: the include lives
+    # in the suite's work dir, which its runs may read and write.
+    lib = workdir / "lib"
     lib.mkdir()
     helper = lib / "helper.mzn"
     helper.write_text("int: k = 7;\n")
@@ -379,8 +381,9 @@ async def test_an_included_file_is_copied_hashed_and_replayed_from_the_copy(serv
     assert error.category == "not_verified" and "helper.mzn is missing" in error.message, error.text
 
 
-async def test_nested_includes_of_the_model_and_the_checker_are_copied(server, tmp_path):
-    lib = tmp_path / "lib"
+async def test_nested_includes_of_the_model_and_the_checker_are_copied(server, tmp_path, workdir):
+    # Inline text includes only what its runs may read: the suite's work dir.
+    lib = workdir / "lib"
     (lib / "deep").mkdir(parents=True)
     (lib / "helper.mzn").write_text('include "nested.mzn";\ninclude "deep/bound.mzn";\n')
     (lib / "nested.mzn").write_text("int: j = 2;\n")
@@ -458,8 +461,8 @@ def include_refusals(root: Path) -> list[tuple[str, str, str]]:
     ]
 
 
-async def test_an_include_that_cannot_be_copied_faithfully_is_refused(server, tmp_path):
-    sources = tmp_path / "sources"
+async def test_an_include_that_cannot_be_copied_faithfully_is_refused(server, tmp_path, workdir):
+    sources = workdir / "sources"
     sources.mkdir()
     saves = tmp_path / "saves"
     saves.mkdir()

@@ -26,7 +26,7 @@ from cpsat_helpers import (
     wait_marked_async,
     warm_server_ready,
 )
-from helpers import _stat, call_ok, warm_forkers
+from helpers import _stat, call_ok, declare_wrapped, warm_forkers
 
 pytestmark = pytest.mark.anyio
 
@@ -244,6 +244,7 @@ async def test_check_runtime_is_cached_until_a_binary_changes(harness):
     runtime = work / "runtime"
     (runtime / "bin").mkdir(parents=True)
     minizinc = logging_wrapper(runtime / "bin" / "minizinc", f"{harness.runtime_dir}/bin/minizinc", log)
+    declare_wrapped(runtime, harness.runtime_dir)
     env, _marker = harness.tagged_env(SOLVERGATE_CPSAT_PYTHON=str(python), SOLVERGATE_RUNTIME_DIR=str(runtime))
 
     def starts() -> list[str]:

@@ -33,7 +33,7 @@ try:
 except OSError as error:
     tried["udp"] = error.errno
 try:
-    with open(os.path.join(os.environ["HOME"], "escaped.txt"), "w") as out:
+    with open(os.path.join(HOME_DIR, "escaped.txt"), "w") as out:
         out.write("x")
     tried["home"] = "written"
 except OSError as error:
@@ -43,6 +43,12 @@ with tempfile.NamedTemporaryFile() as scratch:
     tried["tmp"] = "written"
 print(json.dumps({"status": "feasible", "objective": None, "solution": tried}))
 """
+
+
+def attempts(home: Path) -> str:
+    """ATTEMPTS aimed at `home`, the server's home (a run's own HOME is its
+    scratch dir)."""
+    return ATTEMPTS.replace("HOME_DIR", repr(str(home)))
 
 
 def landlock_abi() -> int:
@@ -61,6 +67,7 @@ def expected() -> dict[str, str]:
     return {
         "landlock": "enforced" if landlock_abi() >= 3 else "unsupported",
         "network": "enforced" if network_namespaces() else "unsupported",
+        "reads": "enforced" if landlock_abi() >= 1 else "unsupported",
     }
 
 
@@ -76,7 +83,7 @@ async def test_a_script_is_denied_the_network_and_home_and_says_so(harness, expe
         # the later ones are forked from a warm forker, which must confine
         # its child just the same.
         for _ in range(3):
-            result = structured(await launched.session.call_tool("run_cpsat_python", {"source": ATTEMPTS}))
+            result = structured(await launched.session.call_tool("run_cpsat_python", {"source": attempts(home)}))
             assert result["sandbox"] == expected, result
             tried = result["solution"]
             assert tried["tmp"] == "written", "the run's own temp dir stays writable"
@@ -116,7 +123,9 @@ def runtime_needs_mounts() -> bool:
 async def test_without_the_sandbox_results_carry_no_report(harness):
     env, _marker = cpsat_env(harness, SOLVERGATE_SANDBOX="0")
     async with harness.open("full", env=env) as launched:
-        result = structured(await launched.session.call_tool("run_cpsat_python", {"source": ATTEMPTS}))
+        result = structured(
+            await launched.session.call_tool("run_cpsat_python", {"source": attempts(Path(env["HOME"]))})
+        )
         assert "sandbox" not in result
         assert result["solution"]["home"] == "written"
         os.remove(Path(env["HOME"]) / "escaped.txt")
@@ -126,7 +135,7 @@ async def test_without_the_sandbox_results_carry_no_report(harness):
 
 def test_no_sandbox_on_the_command_line_turns_it_off(tmp_path):
     script = tmp_path / "attempts.py"
-    script.write_text(ATTEMPTS)
+    script.write_text(attempts(tmp_path))
     env = dict(os.environ, HOME=str(tmp_path), SOLVERGATE_CPSAT_PYTHON=os.environ["SOLVERGATE_TEST_PYTHON"])
     env.pop("SOLVERGATE_SANDBOX", None)
     binary = os.environ["SOLVERGATE_BIN"]

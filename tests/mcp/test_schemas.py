@@ -151,21 +151,22 @@ async def test_annotations_tell_reads_from_writes(full):
         assert (notes["readOnlyHint"], notes["idempotentHint"]) == (False, False), name
 
 
-async def test_full_tools_list_stays_lean(full):
-    result = await full.session.list_tools()
+def assert_lean(result, budget: int, which: str) -> None:
+    """The listing fits `budget` bytes, and no description is too thin to
+    choose a tool by."""
     size = len(listing_bytes(result))
-    assert size <= MAX_TOOLS_LIST_BYTES, f"tools/list is {size} bytes"
+    assert size <= budget, f"{which} tools/list is {size} bytes, over {budget}"
     for tool in result.tools:
         assert len(tool.description) >= 80, f"{tool.name}: description too thin to choose by"
+
+
+async def test_full_tools_list_stays_lean(full):
+    assert_lean(await full.session.list_tools(), MAX_TOOLS_LIST_BYTES, "the full")
 
 
 async def test_core_tools_list_stays_lean(harness):
     async with harness.open("core") as core:
-        result = await core.session.list_tools()
-    size = len(listing_bytes(result))
-    assert size <= MAX_CORE_TOOLS_LIST_BYTES, f"core tools/list is {size} bytes"
-    for tool in result.tools:
-        assert len(tool.description) >= 80, f"{tool.name}: description too thin to choose by"
+        assert_lean(await core.session.list_tools(), MAX_CORE_TOOLS_LIST_BYTES, "the core")
 
 
 async def test_a_shared_argument_is_described_once_and_pointed_to(full):

@@ -11,7 +11,7 @@ import stat
 
 import pytest
 
-from helpers import OPT_MODEL, OPT_OBJECTIVE, SAT_MODEL, structured
+from helpers import OPT_MODEL, OPT_OBJECTIVE, SAT_MODEL, declare_wrapped, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -41,6 +41,7 @@ def wrapped_runtime(harness):
     wrapper = root / "bin" / "minizinc"
     wrapper.write_text(script)
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    declare_wrapped(root, harness.runtime_dir)
     return root
 
 

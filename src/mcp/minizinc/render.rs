@@ -74,6 +74,10 @@ pub fn runtime_status(status: &RuntimeStatus) -> String {
     }
     limits_lines(&mut text, status.limits.as_ref());
     let _ = writeln!(text, "Sandbox: {}", status.sandbox);
+    if let Some(reads) = status.reads_in_words() {
+        let _ = writeln!(text, "Reads: {reads}");
+    }
+    let _ = writeln!(text, "Environment: {}", status.environment);
     text
 }
 

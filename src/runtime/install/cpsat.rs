@@ -216,10 +216,14 @@ async fn find_base_python(
 
 /// `major.minor` of an interpreter that has the venv module.
 async fn python_version(python: &Path, cancel: &CancellationToken) -> Option<String> {
-    let command = ChildCommand::new(python).args([
-        "-c",
-        "import sys, venv; print('%d.%d' % sys.version_info[:2])",
-    ]);
+    // An installer's probe of a base interpreter, wherever it lives: not
+    // sandboxed, as the installer's other steps are not.
+    let command = ChildCommand::new(python)
+        .args([
+            "-c",
+            "import sys, venv; print('%d.%d' % sys.version_info[:2])",
+        ])
+        .unconfined();
     let output = exec::run(&command, Limits::new(Duration::from_secs(30)), cancel)
         .await
         .ok()?;

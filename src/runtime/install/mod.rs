@@ -457,7 +457,8 @@ async fn smoke_check(
     let run = |flag: &'static str| {
         let binary = binary.clone();
         async move {
-            let command = ChildCommand::new(&binary).arg(flag);
+            // The staged tree is not yet a runtime the sandbox knows.
+            let command = ChildCommand::new(&binary).arg(flag).readable(root);
             let output = exec::run(&command, Limits::new(Duration::from_secs(60)), cancel)
                 .await
                 .map_err(InstallError::SmokeRun)?;
