@@ -75,7 +75,8 @@ fn main() {
     let python = PathBuf::from(
         std::env::var("SOLVERGATE_TEST_PYTHON").unwrap_or_else(|_| ".venv/bin/python".to_owned()),
     );
-    exec::watchdog::enable();
+    // No `watchdog::enable()` here: it starts this executable again as
+    // the watchdog, which a bench binary is not.
     let support = exec::confine::probe_sandbox();
     if support.reads != "enforced" {
         println!(
