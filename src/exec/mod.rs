@@ -116,14 +116,7 @@ impl ChildCommand {
     /// [`reads::may_read_whole`]). A symlink is read where it resolves
     /// to, so its target's directory (or the target alone) is granted too.
     pub fn reads_beside(mut self, file: impl AsRef<std::path::Path>) -> Self {
-        let file = file.as_ref();
-        let resolved = file.canonicalize().ok().filter(|real| real != file);
-        for file in std::iter::once(file).chain(resolved.as_deref()) {
-            match file.parent() {
-                Some(dir) if reads::may_read_whole(dir) => self.readable.push(dir.to_path_buf()),
-                _ => self.readable.push(file.to_path_buf()),
-            }
-        }
+        self.readable.extend(reads::beside(file.as_ref()));
         self
     }
 

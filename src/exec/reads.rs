@@ -160,6 +160,20 @@ where
     }
 }
 
+/// What reading `file` takes: its dir, or the file alone where the dir is
+/// too broad to grant whole ([`may_read_whole`]); a symlink's target the
+/// same way.
+pub fn beside(file: &Path) -> Vec<PathBuf> {
+    let resolved = file.canonicalize().ok().filter(|real| real != file);
+    std::iter::once(file)
+        .chain(resolved.as_deref())
+        .map(|file| match file.parent() {
+            Some(dir) if may_read_whole(dir) => dir.to_path_buf(),
+            _ => file.to_path_buf(),
+        })
+        .collect()
+}
+
 /// The operator's roots (`SOLVERGATE_READ_ROOTS`, `--allow-read`), set once
 /// at start-up.
 static OPERATOR: OnceLock<Vec<PathBuf>> = OnceLock::new();

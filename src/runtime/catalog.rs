@@ -7,6 +7,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::path::PathBuf;
 
 /// What one solver can be asked to do, from its declared standard flags.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -172,6 +173,39 @@ impl SolverList {
     }
 }
 
+/// What the solvers of a `--solvers-json` listing read besides the
+/// runtime's own tree: each one's executable (its dir, when that is narrow
+/// enough to grant whole), its `mznlib` and the dir of its `.msc` file. A
+/// solver configured in `~/.minizinc/solvers` or on `MZN_SOLVER_PATH` may
+/// live anywhere; the sandbox's read boundary is told of these once the
+/// catalog is read. Relative and unparsable entries are skipped.
+pub fn solver_read_roots(json: &str) -> Vec<PathBuf> {
+    let Ok(entries) = serde_json::from_str::<Vec<Value>>(json) else {
+        return Vec::new();
+    };
+    let path = |entry: &Value, key: &str| {
+        entry
+            .pointer(&format!("/extraInfo/{key}"))
+            .and_then(Value::as_str)
+            .filter(|text| !text.is_empty())
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    let mut roots = Vec::new();
+    for entry in &entries {
+        if let Some(executable) = path(entry, "executable") {
+            roots.extend(crate::exec::reads::beside(&executable));
+        }
+        roots.extend(path(entry, "mznlib"));
+        if let Some(config) = path(entry, "configFile") {
+            roots.extend(crate::exec::reads::beside(&config));
+        }
+    }
+    roots.sort();
+    roots.dedup();
+    roots
+}
+
 fn solver_from_json(entry: &Value) -> Option<SolverInfo> {
     let text = |key: &str| entry.get(key).and_then(Value::as_str).map(str::to_owned);
     let strings = |key: &str| -> Vec<String> {
@@ -319,6 +353,28 @@ mod tests {
             without_cp_sat.default_choice().unwrap().id,
             "org.gecode.gecode"
         );
+    }
+
+    #[test]
+    fn a_solver_configured_elsewhere_names_what_it_reads() {
+        let opt = tempfile::tempdir().unwrap();
+        let root = opt.path();
+        for dir in ["bin", "share/mine", "solvers"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        let json = serde_json::json!([
+            {"id": "a", "extraInfo": {
+                "executable": root.join("bin/fzn-mine"),
+                "mznlib": root.join("share/mine"),
+                "configFile": root.join("solvers/mine.msc")}},
+            {"id": "b", "extraInfo": {"executable": "../bin/fzn-b", "mznlib": "", "configFile": ""}},
+            {"id": "c"}
+        ]);
+        assert_eq!(
+            solver_read_roots(&json.to_string()),
+            ["bin", "share/mine", "solvers"].map(|dir| root.join(dir))
+        );
+        assert!(solver_read_roots("not json").is_empty());
     }
 
     #[test]

@@ -335,6 +335,12 @@ impl Runtime {
         if let Some(home) = directories::BaseDirs::new() {
             roots.push(home.home_dir().join(".minizinc"));
         }
+        // Where the server's environment tells MiniZinc to look for solver
+        // configurations and its library (both variables pass to runs).
+        if let Some(value) = std::env::var_os("MZN_SOLVER_PATH") {
+            roots.extend(std::env::split_paths(&value));
+        }
+        roots.extend(std::env::var_os("MZN_STDLIB_DIR").map(PathBuf::from));
         // Never the file system's root, the home dir or the temp dir whole,
         // whatever a runtime says.
         roots.retain(|root| exec::reads::may_read_whole(root));
@@ -393,6 +399,7 @@ impl Runtime {
         self.catalog
             .get_or_try_init(&self.binary(), async || {
                 let json = self.introspect("--solvers-json", cancel).await?;
+                exec::reads::allow(catalog::solver_read_roots(&json));
                 SolverCatalog::parse(&json).map_err(|problem| {
                     ToolError::new(
                         Category::SolverUnavailable,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
 from pathlib import Path
 
@@ -217,3 +218,51 @@ async def test_the_operator_widens_the_boundary(harness, secrets, tmp_path, how)
             await launched.session.call_tool("solve_minizinc_model", {"model": f'include "{secrets["home"]}";\nsolve satisfy;\n'})
         )
         assert refused["status"] == "error", refused
+
+
+@pytest.mark.parametrize("configured", ["user_config", "solver_path"])
+async def test_a_solver_configured_outside_the_runtime_still_runs(harness, tmp_path, configured):
+    """A solver a user configured in ~/.minizinc/solvers or on
+    MZN_SOLVER_PATH, living outside the runtime's tree, is read and run:
+    its executable's dir, its mznlib and its .msc dir are granted once the
+    catalog lists them."""
+    runtime = Path(harness.runtime_dir)
+    gecode = runtime / "bin" / "fzn-gecode"
+    library = runtime / "share" / "minizinc" / "gecode"
+    if (runtime / "solvergate-read-roots").exists() or not gecode.is_file() or not library.is_dir():
+        pytest.skip("needs a plain runtime with Gecode's binary and library beneath it (a wrapper runtime sees its own tree)")
+    if landlock_abi() < 1:
+        pytest.skip("Landlock is not enforced on this kernel")
+    opt = tmp_path / "opt"
+    (opt / "bin").mkdir(parents=True)
+    shutil.copy2(gecode, opt / "bin" / "fzn-mine")
+    shutil.copytree(library, opt / "share" / "mine")
+    msc = {
+        "id": "org.example.mine",
+        "name": "Mine",
+        "version": "1.0",
+        "executable": str(opt / "bin" / "fzn-mine"),
+        "mznlib": str(opt / "share" / "mine"),
+        "tags": ["cp", "int"],
+        "stdFlags": ["-a", "-n", "-s", "-t"],
+        "supportsFzn": True,
+    }
+    env, _marker = cpsat_env(harness)
+    if configured == "user_config":
+        home = tmp_path / "home"
+        solvers = home / ".minizinc" / "solvers"
+        env["HOME"] = str(home)
+    else:
+        solvers = tmp_path / "solver-path"
+        env["MZN_SOLVER_PATH"] = str(solvers)
+    solvers.mkdir(parents=True)
+    (solvers / "mine.msc").write_text(json.dumps(msc))
+    async with harness.open("full", env=env) as launched:
+        solved = structured(
+            await launched.session.call_tool(
+                "solve_minizinc_model",
+                {"model": "var 1..9: y;\nconstraint y * y <= 50;\nsolve maximize y;\n", "solver": "org.example.mine"},
+            )
+        )
+    assert (solved["status"], solved["objective"], solved["solver"]) == ("optimal", 7, "org.example.mine"), solved
+    assert solved["sandbox"]["reads"] == "enforced", solved["sandbox"]
