@@ -42,6 +42,7 @@ pub async fn solve(runtime: Arc<Runtime>, args: SolveArgs) -> ExitCode {
             all_solutions: args.all_solutions,
             num_solutions: args.num_solutions,
             solver_flags: Vec::new(),
+            final_only: false,
         },
     };
     // The first Ctrl-C, SIGTERM or SIGHUP stops the solver the way Ctrl-C

@@ -445,8 +445,47 @@ fn search(excesses: &[String], vars: &[String]) -> String {
     }
 }
 
+/// The correction's search starts from the observations: each deviation
+/// from an observation is tried smallest first (0: the value is kept),
+/// the most constrained first; then each equation's excess, 0 first;
+/// then the values themselves, by halving. Its first answer keeps every
+/// value the equations allow and moves what they force, and that answer's
+/// penalty bounds every deviation from then on. Measured on invoices with
+/// Gecode: proved in tenths of a second, where halving the values alone
+/// ran out of time.
+fn correction_search(deviations: &[String], excesses: &[String], vars: &[String]) -> String {
+    let phases: Vec<String> = [
+        (deviations, "first_fail", "indomain_min"),
+        (excesses, "input_order", "indomain_min"),
+        (vars, "input_order", "indomain_split"),
+    ]
+    .into_iter()
+    .filter(|(group, _, _)| !group.is_empty())
+    .map(|(group, variables, values)| {
+        format!(
+            "int_search([{}], {variables}, {values}, complete)",
+            group.join(", ")
+        )
+    })
+    .collect();
+    if phases.is_empty() {
+        String::new()
+    } else {
+        format!(":: seq_search([{}]) ", phases.join(", "))
+    }
+}
+
 /// The value-correction model.
 pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
+    correction_within(request, &BTreeMap::new())
+}
+
+/// Scaled domains that replace (narrow) the request's, by variable name.
+pub type Narrowed = BTreeMap<String, (i64, i64)>;
+
+/// The value-correction model, each variable of `narrowed` kept within its
+/// scaled interval there (intersected with its own domain).
+pub fn correction_within(request: &CorrectRequest, narrowed: &Narrowed) -> Result<Built, Invalid> {
     let mut invalid = Invalid::new();
     let parsed = parse_all("equations", &request.equations, &mut invalid);
     if !invalid.is_empty() {
@@ -459,6 +498,7 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
     let mut pulls = Vec::new();
     let mut largest_total: i128 = 0;
     let mut free = Vec::new();
+    let mut deviations = Vec::new();
     let mut pinned = BTreeMap::new();
     for (name, variable) in &request.variables {
         let domain = scaled_domain(name, variable.mult_factor, variable.min, variable.max);
@@ -478,7 +518,10 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
                 invalid.push(format!("variables.{name}: fixed without obs"));
                 continue;
             }
-            (false, _) => (low, high),
+            (false, _) => match narrowed.get(name) {
+                Some(&(from, to)) => (low.max(from), high.min(to).max(low.max(from))),
+                None => (low, high),
+            },
         };
         let var = ModelVar {
             ident: ident(name),
@@ -502,14 +545,20 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
                     ));
                     let weight = pull(variable.confidence);
                     if weight > 0 {
-                        pulls.push(format!(
-                            "{weight} * abs({} - {})",
-                            var.ident,
-                            Term::Lit(obs)
-                        ));
                         let distance = (i128::from(obs) - i128::from(low))
                             .abs()
                             .max((i128::from(high) - i128::from(obs)).abs());
+                        // A deviation beyond the range costs more than the
+                        // total's own bound: only worse answers are cut.
+                        let kept = distance.min(i128::from(INT_LIMIT));
+                        let deviation = format!("d_{}", var.ident);
+                        text.objective_line(format!(
+                            "var 0..{kept}: {deviation} = abs({} - {});  % how far {name} moves",
+                            var.ident,
+                            Term::Lit(obs)
+                        ));
+                        pulls.push(format!("{weight} * {deviation}"));
+                        deviations.push(deviation);
                         largest_total += i128::from(weight) * distance;
                     }
                 }
@@ -553,7 +602,7 @@ pub fn correction(request: &CorrectRequest) -> Result<Built, Invalid> {
     ));
     text.objective_line(format!(
         "solve {}minimize total_penalty;",
-        search(&excesses, &free)
+        correction_search(&deviations, &excesses, &free)
     ));
     let (cuts, worse_cuts) = (text.cuts.clone(), text.worse_cuts.clone());
     Ok(Built {

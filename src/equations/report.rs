@@ -58,19 +58,20 @@ pub fn correction(result: &CorrectionResult) -> String {
         EquationStatus::Optimal | EquationStatus::Feasible => {
             let _ = writeln!(
                 text,
-                "{}: {} of {} free value(s) corrected{}",
+                "{}: {} of {} free value(s) corrected ({}{})",
                 result.status.as_str(),
                 result.changed.len(),
                 result.corrected.len(),
                 result
                     .penalty
-                    .map(|p| format!(" (penalty {p})"))
-                    .unwrap_or_default()
+                    .map(|p| format!("penalty {p}, "))
+                    .unwrap_or_default(),
+                result.solver.as_deref().unwrap_or("no solver")
             );
             let pad = width(result.corrected.keys());
             for (name, value) in &result.corrected {
                 let note = match result.changed.get(name) {
-                    Some(obs) => format!("  (observed {obs})"),
+                    Some(change) => format!("  (observed {})", change.observed),
                     None => String::new(),
                 };
                 let _ = writeln!(text, "  {name:<pad$}  {value}{note}");

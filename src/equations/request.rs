@@ -193,8 +193,8 @@ pub struct SolverSettings<'a> {
     /// The request's `-p` thread count, unchecked; `None` leaves the solver's
     /// default.
     pub num_workers: Option<i64>,
-    /// The MiniZinc solver asked for; `None` picks cp-sat when the runtime has
-    /// it, else its default.
+    /// The MiniZinc solver asked for; `None` picks Gecode when the runtime
+    /// has it, else its default.
     pub solver: Option<&'a str>,
 }
 
@@ -212,8 +212,8 @@ pub struct CorrectRequest {
     /// `-p` threads, 1 to 256, for a solver that declares it.
     #[serde(default)]
     pub num_workers: Option<i64>,
-    /// MiniZinc solver id, short name or tag; omitted: cp-sat when the
-    /// runtime has it, else its default solver.
+    /// MiniZinc solver id, short name or tag; omitted: Gecode when the
+    /// runtime has it (it proves these models fastest), else its default.
     #[serde(default)]
     pub solver: Option<String>,
 }
@@ -258,8 +258,8 @@ pub struct OptimizeRequest {
     /// `-p` threads, 1 to 256, for a solver that declares it.
     #[serde(default)]
     pub num_workers: Option<i64>,
-    /// MiniZinc solver id, short name or tag; omitted: cp-sat when the
-    /// runtime has it, else its default solver.
+    /// MiniZinc solver id, short name or tag; omitted: Gecode when the
+    /// runtime has it (it proves these models fastest), else its default.
     #[serde(default)]
     pub solver: Option<String>,
 }

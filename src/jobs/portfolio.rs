@@ -278,6 +278,7 @@ impl BackgroundJobs for Portfolios {
                         all_solutions: request.all_solutions,
                         num_solutions: request.num_solutions,
                         solver_flags: Vec::new(),
+                        final_only: false,
                     },
                 };
                 let meta = SolveJobMeta::new(request.per_attempt_timeout_ms);
@@ -447,6 +448,7 @@ impl Portfolios {
                 all_solutions: request.all_solutions,
                 num_solutions: request.num_solutions,
                 solver_flags: Vec::new(),
+                final_only: false,
             };
             gated.validate()?;
             gated.gate(&solver)?;

@@ -38,6 +38,12 @@ pub struct SolveControls {
     #[serde(skip)]
     #[schemars(skip)]
     pub solver_flags: Vec<String>,
+    /// Only the final answer is read (the equation tools): the solve does
+    /// not watch each improving solution. A search that improves in many
+    /// small steps would print every one of them. Never read from a client.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub final_only: bool,
 }
 
 impl SolveControls {

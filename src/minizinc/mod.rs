@@ -469,6 +469,7 @@ impl<'a> SolutionWatch<'a> {
 fn watches_incumbents(controls: &SolveControls, solver: &SolverInfo, checker: bool) -> bool {
     let declares = |flag: &str| solver.capabilities.std_flags.iter().any(|f| f == flag);
     !checker
+        && !controls.final_only
         && !controls.all_solutions
         && controls.num_solutions.is_none()
         && (declares("-a") || declares("-i"))

@@ -150,15 +150,48 @@ pub fn solve_diagnostic(
             }
             let optimising = matches!(report.method(), Some("minimize" | "maximize"));
             if result.status == SolveStatus::Satisfied && optimising && !all_solutions {
-                return Some(base(
-                    Category::TimeoutWithIncumbent,
-                    "the search stopped before proving optimality (time limit); the objective is the best found".to_owned(),
-                ));
+                return Some(unproven(result, timeout_ms, base));
             }
             return None;
         }
     };
     Some(diagnostic)
+}
+
+/// An optimisation that ended with solutions but no proof: say what
+/// stopped it. MiniZinc's own `--time-limit` (the run's time reached the
+/// budget) is a time limit; an earlier end is the solver's own, and its
+/// output says why.
+fn unproven(
+    result: &SolveResult,
+    timeout_ms: u64,
+    base: impl Fn(Category, String) -> Diagnostic,
+) -> Diagnostic {
+    let found = result.solutions.len();
+    let elapsed = result.elapsed_ms;
+    if result.timed_out || elapsed >= timeout_ms {
+        return base(
+            Category::TimeoutWithIncumbent,
+            format!(
+                "the {timeout_ms} ms time limit stopped the search before it proved optimality; the best of {found} solution(s) is returned, unproven"
+            ),
+        )
+        .with_detail("time_limit_reached", true);
+    }
+    let said = result
+        .stderr
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .map(|line| format!(": {line}"))
+        .unwrap_or_default();
+    base(
+        Category::Unknown,
+        format!(
+            "the solver ended after {elapsed} ms, before the {timeout_ms} ms time limit, without proving optimality{said}; the best of {found} solution(s) is returned, unproven"
+        ),
+    )
+    .with_detail("time_limit_reached", false)
 }
 
 /// Phrases MiniZinc uses when a listed solver cannot run (missing plugin,

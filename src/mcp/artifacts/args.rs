@@ -88,6 +88,7 @@ impl IntoRequest for SaveModelArgs {
                 all_solutions: self.all_solutions,
                 num_solutions: self.num_solutions,
                 solver_flags: Vec::new(),
+                final_only: false,
             },
             target_dir: self.target_dir,
             overwrite: self.overwrite,

@@ -156,6 +156,7 @@ impl IntoRequest for SolveModelArgs {
                 all_solutions: self.all_solutions,
                 num_solutions: self.num_solutions,
                 solver_flags: Vec::new(),
+                final_only: false,
             },
         })
     }
@@ -227,6 +228,7 @@ impl IntoRequest for SolveFilesArgs {
                 all_solutions: self.all_solutions,
                 num_solutions: self.num_solutions,
                 solver_flags: Vec::new(),
+                final_only: false,
             },
         })
     }
