@@ -796,6 +796,7 @@ mod properties {
                         all_solutions,
                         num_solutions,
                         solver_flags: Vec::new(),
+                        final_only: false,
                     },
                 }
             })

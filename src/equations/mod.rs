@@ -303,9 +303,84 @@ impl Equations {
     /// (from the observations) and proves the answer in tenths of a
     /// second; Chuffed refuses their ±2·10⁹ domains (its integers end at
     /// ±5·10⁸), and COIN-BC and HiGHS ran out of time on their products.
-    async fn default_solver(&self, cancel: &CancellationToken) -> Result<Option<String>, ToolError> {
+    async fn default_solver(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<Option<String>, ToolError> {
         let catalog = self.minizinc.runtime().catalog(cancel).await?;
-        Ok(catalog.resolve(PREFERRED_SOLVER).map(|solver| solver.id.clone()))
+        Ok(catalog
+            .resolve(PREFERRED_SOLVER)
+            .map(|solver| solver.id.clone()))
+    }
+
+    /// Solves `request` and the same model with the `alternative` search
+    /// side by side: the first to prove its answer wins and the other is
+    /// stopped; when neither proves, the better answer is kept.
+    async fn race(
+        &self,
+        request: &SolveRequest,
+        alternative: &str,
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<SolveResult, ToolError> {
+        let other = SolveRequest {
+            sources: Sources::Inline {
+                model: alternative.to_owned(),
+                data: None,
+                checker: None,
+            },
+            ..request.clone()
+        };
+        let (stop_first, stop_second) = (cancel.child_token(), cancel.child_token());
+        let quiet = Progress::none();
+        let first = self.minizinc.solve(request, progress, &stop_first);
+        let second = self.minizinc.solve(&other, &quiet, &stop_second);
+        tokio::pin!(first, second);
+        let proved = |result: &Result<SolveResult, ToolError>| {
+            result.as_ref().is_ok_and(|result| {
+                matches!(
+                    result.status,
+                    SolveStatus::Optimal | SolveStatus::Unsatisfiable
+                )
+            })
+        };
+        let (done, first_left) = tokio::select! {
+            result = &mut first => (result, false),
+            result = &mut second => (result, true),
+        };
+        let rest = if proved(&done) {
+            // The loser is stopped and awaited, so its process is gone.
+            if first_left {
+                stop_first.cancel();
+                let _ = first.await;
+            } else {
+                stop_second.cancel();
+                let _ = second.await;
+            }
+            return done;
+        } else if first_left {
+            first.await
+        } else {
+            second.await
+        };
+        if proved(&rest) {
+            return rest;
+        }
+        let objective = |result: &Result<SolveResult, ToolError>| {
+            result
+                .as_ref()
+                .ok()
+                .filter(|result| result.solution.is_some())
+                .and_then(|result| result.objective.as_ref()?.as_i64())
+        };
+        Ok(match (objective(&done), objective(&rest)) {
+            (Some(a), Some(b)) if b < a => rest?,
+            (None, Some(_)) => rest?,
+            _ => match done {
+                Ok(done) => done,
+                Err(_) => rest?,
+            },
+        })
     }
 
     async fn run(
@@ -335,7 +410,10 @@ impl Equations {
                 ..SolveControls::default()
             },
         };
-        let result = self.minizinc.solve(&request, progress, cancel).await?;
+        let result = match &built.alternative {
+            None => self.minizinc.solve(&request, progress, cancel).await?,
+            Some(alternative) => self.race(&request, alternative, progress, cancel).await?,
+        };
         let mut outcome = read_outcome(&result, &built.outputs, &built.checks);
         let mut proven_infeasible = false;
         if outcome.status == EquationStatus::Infeasible
@@ -467,6 +545,15 @@ fn read_outcome(
     let mut values = BTreeMap::new();
     let mut residuals = Vec::new();
     let mut diagnostic = result.diagnostic.clone();
+    if let Some(said) = diagnostic.as_mut()
+        && said.message.contains("max <= max_limit")
+    {
+        // Chuffed's own assertion on a domain beyond its integers.
+        said.message.push_str(&format!(
+            " (the solver's integers end before this model's ±{} scaled units; omit solver to use Gecode, or give every value min and max so that value × mult_factor stays within ±500000000)",
+            request::INT_LIMIT
+        ));
+    }
     if matches!(status, EquationStatus::Optimal | EquationStatus::Feasible) {
         let solution = result.solution.clone().unwrap_or_default();
         let mut missing = Vec::new();

@@ -70,8 +70,8 @@ pub fn by_penalty(request: &CorrectRequest, penalty: i64) -> Narrowed {
                 .unwrap_or(1);
             // Real units the two sides may differ by in a better answer,
             // with a unit to spare.
-            let slack = (equation.tolerance as f64 + (penalty / equation.weight) as f64 + 1.0)
-                / m as f64;
+            let slack =
+                (equation.tolerance as f64 + (penalty / equation.weight) as f64 + 1.0) / m as f64;
             Some(
                 [(lhs.clone(), rhs.clone()), (rhs, lhs)]
                     .into_iter()
@@ -181,9 +181,89 @@ fn times(a: Real, b: Real) -> Real {
 /// A scaled bound from a real product, kept inside what an `i64` domain
 /// can say (anything beyond the range narrows nothing).
 fn scaled_floor(value: f64) -> i64 {
-    value.floor().clamp(-4.0 * INT_LIMIT as f64, 4.0 * INT_LIMIT as f64) as i64
+    value
+        .floor()
+        .clamp(-4.0 * INT_LIMIT as f64, 4.0 * INT_LIMIT as f64) as i64
 }
 
 fn scaled_ceil(value: f64) -> i64 {
-    value.ceil().clamp(-4.0 * INT_LIMIT as f64, 4.0 * INT_LIMIT as f64) as i64
+    value
+        .ceil()
+        .clamp(-4.0 * INT_LIMIT as f64, 4.0 * INT_LIMIT as f64) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(value: serde_json::Value) -> CorrectRequest {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_penalty_keeps_each_observation_within_its_reach() {
+        let request = request(serde_json::json!({
+            "variables": {
+                "net": {"obs": 100, "confidence": 0.8, "mult_factor": 100},
+                "total": {"obs": 191, "confidence": 0.5, "mult_factor": 100},
+                "fixed": {"obs": 3, "fixed": true},
+                "loose": {"obs": 7, "confidence": 0}
+            },
+            "equations": []
+        }));
+        let narrowed = by_penalty(&request, 4000);
+        // 4000 / 80 = 50 cents either side; 4000 / 50 = 80.
+        assert_eq!(narrowed["net"], (9950, 10050));
+        assert_eq!(narrowed["total"], (19020, 19180));
+        // A value without a pull, and a pinned one, are not narrowed here.
+        assert_eq!(narrowed["loose"], (0, INT_LIMIT));
+        assert!(!narrowed.contains_key("fixed"));
+    }
+
+    #[test]
+    fn an_equation_bounds_the_value_it_defines() {
+        let request = request(serde_json::json!({
+            "variables": {
+                "net": {"obs": 100, "confidence": 1, "mult_factor": 100},
+                "vat": {"mult_factor": 100},
+                "free": {"mult_factor": 100}
+            },
+            "equations": [
+                {"lhs": "vat", "rhs": "net * 19 / 100"},
+                {"lhs": "free", "rhs": "net", "weight": 0}
+            ]
+        }));
+        let narrowed = by_penalty(&request, 1000);
+        // net within 10 cents of 100.00; vat = 19% of that, give or take
+        // the equation's 1000 / 1000 = 1 cent and a cent to spare.
+        assert_eq!(narrowed["net"], (9990, 10010));
+        let (low, high) = narrowed["vat"];
+        assert!(
+            (1893..=1897).contains(&low) && (1903..=1907).contains(&high),
+            "{low}..{high}"
+        );
+        // Weight 0 proves nothing.
+        assert_eq!(narrowed["free"], (0, INT_LIMIT));
+    }
+
+    #[test]
+    fn what_cannot_be_bounded_is_left_alone() {
+        let request = request(serde_json::json!({
+            "variables": {
+                "a": {"obs": 5, "confidence": 1},
+                "b": {"mult_factor": 1},
+                "c": {"mult_factor": 1},
+                "d": {"mult_factor": 1}
+            },
+            "equations": [
+                {"lhs": "b", "rhs": "10 / a"},
+                {"lhs": "c", "rhs": "a % 3"},
+                {"lhs": "d", "rhs": "d + a"}
+            ]
+        }));
+        let narrowed = by_penalty(&request, 100);
+        for name in ["b", "c", "d"] {
+            assert_eq!(narrowed[name], (0, INT_LIMIT), "{name}");
+        }
+    }
 }

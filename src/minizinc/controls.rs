@@ -173,6 +173,7 @@ mod tests {
             all_solutions: true,
             num_solutions: Some(3),
             solver_flags: Vec::new(),
+            final_only: false,
         };
         assert_eq!(
             controls.args(),

@@ -275,11 +275,7 @@ fn classify(errors: &[StreamError], stderr: &str) -> (Category, String) {
         };
         return (category, message);
     }
-    let first_line = stderr
-        .lines()
-        .map(str::trim)
-        .find(|line| line.contains("rror") || line.contains("xception"))
-        .or_else(|| stderr.lines().map(str::trim).find(|line| !line.is_empty()))
+    let first_line = failure_line(stderr)
         .unwrap_or("minizinc failed without a message")
         .to_owned();
     let lower = stderr.to_ascii_lowercase();
@@ -293,6 +289,37 @@ fn classify(errors: &[StreamError], stderr: &str) -> (Category, String) {
         Category::Unknown
     };
     (category, first_line)
+}
+
+/// The line of `stderr` that says why a run failed: the first naming an
+/// error, exception, failed assertion, abort or crash; else the first that
+/// is not a warning (a solver's harmless warning is not its failure); else
+/// the first.
+fn failure_line(stderr: &str) -> Option<&str> {
+    const FAILURE: &[&str] = &[
+        "error",
+        "exception",
+        "assertion",
+        "abort",
+        "segmentation fault",
+        "terminate called",
+        "fatal",
+        "killed",
+    ];
+    let lines = || {
+        stderr
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+    };
+    let warning = |line: &str| line.to_ascii_lowercase().starts_with("warning");
+    lines()
+        .find(|line| {
+            let lower = line.to_ascii_lowercase();
+            !warning(line) && FAILURE.iter().any(|word| lower.contains(word))
+        })
+        .or_else(|| lines().find(|line| !warning(line)))
+        .or_else(|| lines().next())
 }
 
 /// The solutions as text, MiniZinc-style: each block then `----------`,
@@ -569,6 +596,26 @@ fn interface_type(entry: &Value) -> InterfaceType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_is_named_by_its_own_line_not_a_warning() {
+        let stderr = "WARNING: the --time-out flag has recently been changed.\nfzn-chuffed: int-var.cpp:42: IntVar::IntVar(int, int): Assertion `min <= max' failed.\n";
+        assert_eq!(
+            failure_line(stderr),
+            Some(
+                "fzn-chuffed: int-var.cpp:42: IntVar::IntVar(int, int): Assertion `min <= max' failed."
+            )
+        );
+        assert_eq!(
+            failure_line("Warning: slow\nsomething went wrong\n"),
+            Some("something went wrong")
+        );
+        assert_eq!(
+            failure_line("warning: only this\n"),
+            Some("warning: only this")
+        );
+        assert_eq!(failure_line("\n  \n"), None);
+    }
 
     fn run(ending: Ending, return_code: Option<i32>) -> RunOutput {
         RunOutput {
