@@ -34,7 +34,7 @@ fn main() {
     .expect("the corpus is JSON");
     let load = || std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("runtime {}; load {}", runtime.display(), load().trim());
-    let mut client = Client::start(&runtime, &[], &[]);
+    let mut client = Client::start(&runtime, &["--toolset", "full"], &[]);
     client.initialize();
     // The catalog and the first solve, not counted.
     client.call("list_available_solvers", json!({}));
