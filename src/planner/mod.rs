@@ -17,7 +17,6 @@
 //! risk arithmetic produced, nothing copied from the problem's rates,
 //! weights or deadlines, and the explain path never computes.
 
-pub(crate) mod containers;
 pub mod explain;
 pub mod model;
 pub mod packer;
@@ -168,19 +167,6 @@ impl std::fmt::Display for ContainerCount {
     }
 }
 
-/// What a card's full-container pallets take in one container type alone,
-/// as the packer places them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct SingleTypeCost {
-    /// The container type's name, as given in `rates.fcl.containers`.
-    #[serde(rename = "type")]
-    pub container_type: String,
-    /// Containers of this type alone; `null` when some pallet fits none.
-    pub containers: Option<u32>,
-    /// What they cost; `null` likewise.
-    pub cost: Option<f64>,
-}
-
 /// One shipment of a card: every order on one mode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Shipment {
@@ -232,12 +218,8 @@ pub struct Card {
     pub modes: BTreeMap<String, Mode>,
     /// What the plan costs; `None` when the solve found no solution.
     pub cost: Option<CardCost>,
-    /// The containers the plan books, per type: the cheapest mix found
-    /// that the packer fills with the FCL pallets; empty without them.
+    /// The containers the plan books, per type; empty without FCL orders.
     pub containers: Vec<ContainerCount>,
-    /// Beside that mix (`cost.fcl`): each container type alone.
-    #[serde(default)]
-    pub single_type_costs: Vec<SingleTypeCost>,
     /// FCL volume over the booked containers' inner volume.
     pub fill_rate: Option<f64>,
     /// One per mode the plan uses, in mode order.
@@ -286,7 +268,7 @@ pub struct PlanResult {
 }
 
 /// The `planner` field of every result: bumped when the result format changes.
-pub const PLANNER_FORMAT: &str = "solvergate load planner, result format 4";
+pub const PLANNER_FORMAT: &str = "solvergate load planner, result format 3";
 
 impl LoadPlan {
     /// The canonical bytes: compact JSON with keys in order.

@@ -16,19 +16,17 @@
 //! files with plain `minizinc`.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::containers::{self, Fit, Placed, TypeSpec};
-use super::packer::{self, ContainerSpec, Packing, PalletUnit};
+use super::packer::{self, ContainerSpec, PalletUnit};
 use super::problem::{ContainerType, LoadProblem};
 use super::risk::{self, Distribution};
 use super::{
     Card, CardCost, ContainerCount, LoadPlan, Mode, ModeRead, NAMED, Objective, PLANNER_FORMAT,
-    PackingRead, Shipment, SingleTypeCost, listed,
+    PackingRead, Shipment, listed,
 };
 use crate::budget::Budget;
 use crate::diagnostics::{Category, ToolError};
@@ -99,7 +97,6 @@ const CARDS: [(&str, Option<Mode>); 4] = [
 ];
 
 /// What one solve of the model is asked.
-#[derive(Clone)]
 struct Solve {
     /// The data file's stem in the scratch dir.
     file: &'static str,
@@ -111,53 +108,7 @@ struct Solve {
     miss_budget: Option<i64>,
     /// What the solve minimises.
     objective: Objective,
-    /// The containers it may book, when not the cohort's own estimate.
-    containers: Option<ContainerData>,
 }
-
-/// The containers a solve may book: what one container of each type holds
-/// and how many of each, in the order of the types.
-#[derive(Clone)]
-struct ContainerData {
-    capacity_l: Vec<i64>,
-    max_count: Vec<u32>,
-}
-
-impl ContainerData {
-    /// Exactly a mix the packer fills: at most its containers of each type,
-    /// each holding its share of what the packer put in that type's
-    /// containers (rounded up), so the mix holds the pallets in the model
-    /// and no smaller mix does.
-    fn of(placed: &Placed) -> ContainerData {
-        ContainerData {
-            capacity_l: placed
-                .mix
-                .iter()
-                .zip(&placed.litres)
-                .map(|(count, litres)| match i64::from(*count) {
-                    0 => 0,
-                    count => (litres + count - 1) / count,
-                })
-                .collect(),
-            max_count: placed.mix.clone(),
-        }
-    }
-}
-
-/// A card as its solves settled it.
-struct Settled {
-    card: Card,
-    result: SolveResult,
-    /// The card was solved again with the cheapest mix the packer fills.
-    resolved: bool,
-    /// The packer fills neither the booked containers nor any mix it found.
-    refused: bool,
-}
-
-/// How often a card is solved again with the cheapest mix the packer
-/// fills, when its solve booked another (the free card's orders on full
-/// containers may change with the containers).
-const RESOLVES: u32 = 3;
 
 /// One order, reduced to what the model needs.
 struct OrderFacts {
@@ -268,8 +219,6 @@ pub async fn plan(
     let mut cohort =
         crate::userfiles::off_thread(move || Cohort::new(&owned, &packer_progress)).await?;
     let mut notes = std::mem::take(&mut cohort.notes);
-    // Shared with the threads that check each card's containers.
-    let cohort = Arc::new(cohort);
     let budget = risk::miss_budget(problem.policy.max_miss_probability);
     let chosen = planner_solver(minizinc, cancel).await?;
     let flags = search_flags(&chosen, cohort.model.classes.len());
@@ -301,13 +250,6 @@ pub async fn plan(
             "objective".to_owned(),
             json!(i64::from(solve.objective == Objective::LeastRisky)),
         );
-        if let Some(containers) = &solve.containers {
-            card_data.insert(
-                "type_capacity_l".to_owned(),
-                json!(containers.capacity_l),
-            );
-            card_data.insert("type_max_count".to_owned(), json!(containers.max_count));
-        }
         let data_path = dir.path().join(format!("{}.json", solve.file));
         let model_path = model_path.clone();
         let checker_path = checker_path.clone();
@@ -334,61 +276,6 @@ pub async fn plan(
     let read = |name: &str, objective: Objective, result: &SolveResult| {
         card(name, objective, result, problem, &cohort)
     };
-    // A card's solve, then the packer's word on the containers it booked:
-    // when they are not the cheapest mix found that the packer fills with
-    // the card's FCL pallets, the card is solved again with that mix.
-    let settle = |name: &'static str, mut solve: Solve, label: Objective| {
-        let (solve_card, read, cohort) = (&solve_card, &read, &cohort);
-        async move {
-            let mut resolved = false;
-            for round in 0..=RESOLVES {
-                let result = solve_card(solve.clone()).await?;
-                let mut card = read(name, label, &result)?;
-                let Some(confirmation) = confirm_card(cohort, &card).await? else {
-                    return Ok(Settled {
-                        card,
-                        result,
-                        resolved,
-                        refused: false,
-                    });
-                };
-                card.single_type_costs = confirmation.alone;
-                let next = confirmation.cheapest.filter(|_| round < RESOLVES);
-                match (confirmation.settled, next) {
-                    (true, _) => {
-                        return Ok(Settled {
-                            card,
-                            result,
-                            resolved,
-                            refused: false,
-                        });
-                    }
-                    (false, Some(cheapest)) => {
-                        resolved = true;
-                        solve.containers = Some(ContainerData::of(&cheapest));
-                    }
-                    (false, None) => {
-                        card.feasible = false;
-                        card.within_policy = false;
-                        card.infeasible_reason = Some(
-                            "the packer does not fit the full-container pallets into the containers the solve booked, nor into a mix it found"
-                                .to_owned(),
-                        );
-                        return Ok(Settled {
-                            card,
-                            result,
-                            resolved,
-                            refused: true,
-                        });
-                    }
-                }
-            }
-            Err(ToolError::new(
-                Category::Unknown,
-                "the load planner settled no card's containers",
-            ))
-        }
-    };
     // The single-mode plans first, side by side, without the policy (each
     // is reported with its own miss probability); each within the policy
     // is also a plan the free solve may choose, so the best of them bounds
@@ -399,35 +286,20 @@ pub async fn plan(
         STEPS,
         format!("solving the single-mode plans with {solver}"),
     );
-    // All full containers: when every order may go so, its pallets are the
-    // ones the cohort packed, and the solve books the cheapest mix found.
-    let all_fcl_containers = cohort
-        .orders
-        .iter()
-        .all(|order| order.allowed[2])
-        .then(|| cohort.fcl.cheapest.as_ref().map(ContainerData::of))
-        .flatten();
     // Each one, as it ends, is news on the status line.
     let ended = AtomicUsize::new(0);
     let singles = futures_util::future::join_all(CARDS.iter().filter_map(|(name, fixed)| {
         fixed.map(|mode| {
-            let settling = settle(
-                name,
-                Solve {
-                    file: name,
-                    fixed: Some(mode),
-                    bound: NO_BOUND,
-                    miss_budget: None,
-                    objective: Objective::Cheapest,
-                    containers: (mode == Mode::Fcl)
-                        .then(|| all_fcl_containers.clone())
-                        .flatten(),
-                },
-                Objective::Cheapest,
-            );
+            let solving = solve_card(Solve {
+                file: name,
+                fixed: Some(mode),
+                bound: NO_BOUND,
+                miss_budget: None,
+                objective: Objective::Cheapest,
+            });
             let (ended, solver) = (&ended, &solver);
             async move {
-                let result = settling.await;
+                let result = solving.await;
                 let count = ended.fetch_add(1, AtomicOrdering::Relaxed) + 1;
                 progress.report_step(
                     Stage::Running,
@@ -444,18 +316,17 @@ pub async fn plan(
     .await;
     let mut cards = Vec::new();
     let mut single_units = Vec::new();
-    for settled in singles {
-        let settled: Settled = settled?;
-        note_settled(&mut notes, &settled);
+    for ((name, _), result) in CARDS.iter().zip(singles) {
+        let result = result?;
+        let read = read(name, Objective::Cheapest, &result)?;
         single_units.push(
-            settled
-                .result
+            result
                 .solution
                 .as_ref()
-                .filter(|_| settled.card.feasible)
+                .filter(|_| read.feasible)
                 .and_then(|solution| int_at(solution, "total_units").ok()),
         );
-        cards.push(settled.card);
+        cards.push(read);
     }
     // The bound is in the solve's money units, as the single plan's own
     // solve counted it, so the free solve may always choose that plan.
@@ -479,21 +350,15 @@ pub async fn plan(
             SOLVE_TIMEOUT.duration().as_secs()
         ),
     );
-    let free = settle(
-        "optimised",
-        Solve {
-            file: "optimised",
-            fixed: None,
-            bound,
-            miss_budget: budget,
-            objective,
-            containers: None,
-        },
+    let free = solve_card(Solve {
+        file: "optimised",
+        fixed: None,
+        bound,
+        miss_budget: budget,
         objective,
-    )
+    })
     .await?;
-    note_settled(&mut notes, &free);
-    let (mut optimised, free_refused, free) = (free.card, free.refused, free.result);
+    let mut optimised = read("optimised", objective, &free)?;
     if optimised.feasible && free.status == SolveStatus::Satisfied {
         notes.push(if solver == GECODE {
             format!(
@@ -517,11 +382,7 @@ pub async fn plan(
             // or, at the policy's very bound, the model's rounding (always
             // toward refusing) may refuse what the exact figure admits: that
             // plan is then the optimised one too — never a worse incumbent.
-            notes.push(if free_refused {
-                format!(
-                    "the packer does not fit the free solve's full-container pallets into any mix of containers it found; the optimised plan is {best}'s"
-                )
-            } else if free.status == SolveStatus::Unsatisfiable {
+            notes.push(if free.status == SolveStatus::Unsatisfiable {
                 format!(
                     "the model, whose rounding refuses plans within a few millionths of the policy's bound, admits no plan within the policy; the exact figure puts {best} within it, so the optimised plan is {best}'s"
                 )
@@ -545,7 +406,7 @@ pub async fn plan(
                 recommended: false,
                 ..fallback.clone()
             };
-        } else if budget.is_some() && free.status == SolveStatus::Unsatisfiable && !free_refused {
+        } else if budget.is_some() && free.status == SolveStatus::Unsatisfiable {
             // No plan meets the policy: the least risky plan, then the
             // cheapest of those (two solves, so the sum of the terms and the
             // cost never share one objective's integer).
@@ -555,40 +416,28 @@ pub async fn plan(
                 STEPS,
                 "no plan meets the policy: solving for the least risky plan",
             );
-            let least_risky = settle(
-                "optimised",
-                Solve {
-                    file: "least_risky",
-                    fixed: None,
-                    bound: NO_BOUND,
-                    miss_budget: None,
-                    objective: Objective::LeastRisky,
-                    containers: None,
-                },
-                Objective::LeastRisky,
-            )
+            let least_risky = solve_card(Solve {
+                file: "least_risky",
+                fixed: None,
+                bound: NO_BOUND,
+                miss_budget: None,
+                objective: Objective::LeastRisky,
+            })
             .await?;
-            note_settled(&mut notes, &least_risky);
-            let least = least_risky.card;
+            let least = read("optimised", Objective::LeastRisky, &least_risky)?;
             if least.feasible
-                && let Some(solution) = &least_risky.result.solution
+                && let Some(solution) = &least_risky.solution
             {
                 let units = int_at(solution, "plan_miss_units")?;
-                let cheapest = settle(
-                    "optimised",
-                    Solve {
-                        file: "least_risky_cheapest",
-                        fixed: None,
-                        bound: NO_BOUND,
-                        miss_budget: Some(units),
-                        objective: Objective::Cheapest,
-                        containers: None,
-                    },
-                    Objective::LeastRisky,
-                )
+                let cheapest = solve_card(Solve {
+                    file: "least_risky_cheapest",
+                    fixed: None,
+                    bound: NO_BOUND,
+                    miss_budget: Some(units),
+                    objective: Objective::Cheapest,
+                })
                 .await?;
-                note_settled(&mut notes, &cheapest);
-                let cheapest = cheapest.card;
+                let cheapest = read("optimised", Objective::LeastRisky, &cheapest)?;
                 optimised = if cheapest.feasible { cheapest } else { least };
                 notes.push(if optimised.within_policy {
                     // Only at the policy's very bound, where the model's
@@ -610,60 +459,13 @@ pub async fn plan(
         cards,
         modes: cohort
             .reads
-            .iter()
-            .map(|(mode, read)| (mode.as_str().to_owned(), read.clone()))
+            .into_iter()
+            .map(|(mode, read)| (mode.as_str().to_owned(), read))
             .collect(),
-        packing: cohort.packing.clone(),
+        packing: cohort.packing,
         recommended,
         notes,
     })
-}
-
-/// The note a settled card leaves: solved again with the cheapest mix, or
-/// refused by the packer.
-fn note_settled(notes: &mut Vec<String>, settled: &Settled) {
-    let name = &settled.card.name;
-    if settled.refused {
-        notes.push(format!(
-            "{name}: the packer does not fit the card's full-container pallets into the containers its solve booked, nor into any mix it found"
-        ));
-    } else if settled.resolved {
-        notes.push(format!(
-            "{name}: the containers its first solve booked, by the model's estimate of what a container holds, were not the cheapest mix the packer fills with the card's full-container pallets, so it was solved again with that mix"
-        ));
-    }
-}
-
-/// The packer's word on a feasible card's containers, off the async
-/// threads; `None` when no order of it goes by full container.
-async fn confirm_card(
-    cohort: &Arc<Cohort>,
-    card: &Card,
-) -> Result<Option<Confirmation>, ToolError> {
-    if !card.feasible {
-        return Ok(None);
-    }
-    let on_fcl: Vec<bool> = cohort
-        .orders
-        .iter()
-        .map(|order| card.modes.get(&order.id) == Some(&Mode::Fcl))
-        .collect();
-    if !on_fcl.contains(&true) {
-        return Ok(None);
-    }
-    let booked: Vec<u32> = cohort
-        .fcl
-        .types
-        .iter()
-        .map(|container| {
-            card.containers
-                .iter()
-                .find(|booked| booked.container_type == container.name)
-                .map_or(0, |booked| booked.count)
-        })
-        .collect();
-    let cohort = Arc::clone(cohort);
-    crate::userfiles::off_thread(move || Ok(Some(confirm(&cohort, &on_fcl, &booked)))).await
 }
 
 fn transit_days(problem: &LoadProblem, mode: Mode) -> u32 {
@@ -795,23 +597,12 @@ fn note_each(notes: &mut Vec<String>, orders: Vec<(String, String)>, what: &str)
     }
 }
 
-/// Container types as the model sees them, and the packer's placements of
-/// every FCL-eligible pallet in each.
+/// Container types as the model sees them.
 struct FclFacts {
     types: Vec<ContainerType>,
-    /// The types as the packer and the search for the cheapest mix see them.
-    specs: Vec<TypeSpec>,
-    /// Litres one container of each type holds, by the packer's placements.
     capacity_l: Vec<i64>,
-    /// Containers of each type alone for every eligible pallet.
     max_count: Vec<u32>,
     volume_l: Vec<f64>,
-    /// Every pallet of the FCL-eligible orders, in input order.
-    units: Vec<PalletUnit>,
-    /// Each type's packing of `units`.
-    packings: Vec<Packing>,
-    /// The cheapest mix found that holds all of `units`.
-    cheapest: Option<Placed>,
 }
 
 fn spec(container: &ContainerType) -> ContainerSpec {
@@ -862,41 +653,25 @@ fn pack(
         too_big,
         "cannot go by full container, each with a pallet that fits no container type",
     );
-    let units: Vec<PalletUnit> = orders
-        .iter()
-        .filter(|order| order.allowed[2])
-        .flat_map(|order| order.units.iter().cloned())
-        .collect();
-    let specs: Vec<TypeSpec> = types
-        .iter()
-        .zip(specs)
-        .map(|(container, spec)| TypeSpec {
-            spec,
-            price_cents: cents(container.price),
-        })
-        .collect();
     let mut packing = Vec::new();
     let mut fcl = FclFacts {
         types: types.clone(),
-        specs: Vec::new(),
         capacity_l: Vec::new(),
         max_count: Vec::new(),
         volume_l: Vec::new(),
-        units: Vec::new(),
-        packings: Vec::new(),
-        cheapest: None,
     };
-    for (container, kind) in types.iter().zip(&specs) {
-        let spec = &kind.spec;
+    for (container, spec) in types.iter().zip(&specs) {
+        let units: Vec<PalletUnit> = orders
+            .iter()
+            .filter(|order| order.allowed[2])
+            .flat_map(|order| order.units.iter().cloned())
+            .collect();
         let packed = packer::pack(&units, spec);
         let inner_l =
             f64::from(spec.length_cm) * f64::from(spec.width_cm) * f64::from(spec.height_cm)
                 / 1000.0;
-        // What a container holds is read off the packer's placements (the
-        // litres of the pallets it put in each), not off the mean fill of
-        // all of them, which the last container's remainder drags down.
         fcl.capacity_l
-            .push(containers::capacity_l(&containers::loads_l(&packed, &units)));
+            .push((inner_l * packed.fill_rate).floor() as i64);
         fcl.max_count.push(packed.containers);
         fcl.volume_l.push(inner_l);
         packing.push(PackingRead {
@@ -906,76 +681,8 @@ fn pack(
             unplaceable: packed.unplaceable.iter().take(NAMED).cloned().collect(),
             unplaceable_pallets: packed.unplaceable.len(),
         });
-        fcl.packings.push(packed);
     }
-    fcl.cheapest = Fit::packed(&units, &specs, &fcl.packings).cheapest();
-    fcl.specs = specs;
-    fcl.units = units;
     (packing, fcl)
-}
-
-/// What the packer says of a card's containers.
-struct Confirmation {
-    /// The booked mix holds the card's FCL pallets and costs no more than
-    /// the cheapest mix found for them.
-    settled: bool,
-    /// Each type alone, for the card.
-    alone: Vec<SingleTypeCost>,
-    /// The cheapest mix found, to solve the card again with.
-    cheapest: Option<Placed>,
-}
-
-/// Whether `booked` (containers per type) holds the pallets of the orders
-/// `on_fcl` marks, as the packer places them, and is the cheapest mix
-/// found for them.
-fn confirm(cohort: &Cohort, on_fcl: &[bool], booked: &[u32]) -> Confirmation {
-    let fcl = &cohort.fcl;
-    let eligible = cohort
-        .orders
-        .iter()
-        .zip(on_fcl)
-        .all(|(order, fcl)| *fcl == order.allowed[2]);
-    let units: Vec<PalletUnit>;
-    let (fit, cheapest) = if eligible {
-        // Every eligible order: the cohort's own packings serve.
-        (
-            Fit::packed(&fcl.units, &fcl.specs, &fcl.packings),
-            fcl.cheapest.clone(),
-        )
-    } else {
-        units = cohort
-            .orders
-            .iter()
-            .zip(on_fcl)
-            .filter(|(_, fcl)| **fcl)
-            .flat_map(|(order, _)| order.units.iter().cloned())
-            .collect();
-        let fit = Fit::new(&units, &fcl.specs);
-        let cheapest = fit.cheapest();
-        (fit, cheapest)
-    };
-    let alone = fit
-        .alone()
-        .into_iter()
-        .zip(&fcl.types)
-        .zip(&fcl.specs)
-        .map(|((containers, container), kind)| SingleTypeCost {
-            container_type: container.name.clone(),
-            containers,
-            // As a card's costs are read: cents over 100.
-            cost: containers.map(|count| (i64::from(count) * kind.price_cents) as f64 / 100.0),
-        })
-        .collect();
-    let cost = containers::mix_cost(booked, &fcl.specs);
-    let settled = fit.place(booked).is_some()
-        && cheapest
-            .as_ref()
-            .is_none_or(|best| cost <= best.cost_cents(&fcl.specs));
-    Confirmation {
-        settled,
-        alone,
-        cheapest,
-    }
 }
 
 fn cents(amount: f64) -> i64 {
@@ -1295,7 +1002,6 @@ fn card(
         modes: BTreeMap::new(),
         cost: None,
         containers: Vec::new(),
-        single_type_costs: Vec::new(),
         fill_rate: None,
         shipments: Vec::new(),
         miss_probability: None,
