@@ -196,6 +196,17 @@ pub fn server_environment() -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
     std::env::vars_os().collect()
 }
 
+/// Where MiniZinc is told to look beyond its own tree: the dirs of
+/// `MZN_SOLVER_PATH` (solver configurations) and `MZN_STDLIB_DIR` (its
+/// library), both of which pass to runs, so their runs must read them.
+pub fn minizinc_search_dirs() -> Vec<std::path::PathBuf> {
+    let mut dirs: Vec<std::path::PathBuf> = std::env::var_os("MZN_SOLVER_PATH")
+        .map(|value| std::env::split_paths(&value).collect())
+        .unwrap_or_default();
+    dirs.extend(std::env::var_os("MZN_STDLIB_DIR").map(std::path::PathBuf::from));
+    dirs
+}
+
 /// What of this process's environment a child starts with: the variables
 /// of [`PASSED_VARIABLES`], any `LC_*`, and those `pass_env` names (the
 /// executor then adds what the run needs). Never the HTTP token, an API

@@ -337,10 +337,7 @@ impl Runtime {
         }
         // Where the server's environment tells MiniZinc to look for solver
         // configurations and its library (both variables pass to runs).
-        if let Some(value) = std::env::var_os("MZN_SOLVER_PATH") {
-            roots.extend(std::env::split_paths(&value));
-        }
-        roots.extend(std::env::var_os("MZN_STDLIB_DIR").map(PathBuf::from));
+        roots.extend(crate::settings::minizinc_search_dirs());
         // Never the file system's root, the home dir or the temp dir whole,
         // whatever a runtime says.
         roots.retain(|root| exec::reads::may_read_whole(root));
