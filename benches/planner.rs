@@ -9,11 +9,13 @@
 //!   pallet of the cohort and over the pallets the planner packs (those of
 //!   the orders whose deadline full containers meet at the 90th
 //!   percentile — the FCL read's ETA taken from the plan);
-//! - the planner's steps, timed from each step's progress report to the next
-//!   (or to the end): packing and the model's data (in a first round also
-//!   the runtime's solver catalog, read once), the single-mode solves side
-//!   by side, the free (optimised) solve, and the least-risky solve
-//!   when no plan meets the policy;
+//! - the planner's steps, each the sum of the intervals from its progress
+//!   reports to the next report (or to the end): packing and the model's
+//!   data (in a first round also the runtime's solver catalog, read once),
+//!   the four solves side by side (the single-mode ones and the free one),
+//!   the container repairs (a card's plan solved again with the cheapest
+//!   mix the packer fills, when the model's estimate booked another), and
+//!   the least-risky solves when no plan meets the policy;
 //!
 //! and the solver used, the recommended card, the optimised card's status
 //! and total, and whether every round gave the same `result_id`. One
@@ -45,15 +47,15 @@ const DEFAULT_SIZES: [u32; 4] = [100, 1_000, 10_000, 100_000];
 /// The planner's steps as its progress reports number them.
 const STEP_NAMES: [&str; 4] = [
     "packing + data",
-    "single-mode solves",
-    "free solve",
-    "least-risky solve",
+    "the four solves",
+    "container repairs",
+    "least-risky solves",
 ];
 
 /// One `Planner::plan` round.
 struct Round {
     total: Duration,
-    /// Step number (1..=4) → its time, from its report to the next one (or
+    /// Step number (1..=4) → its time, from its reports to the next ones (or
     /// to the end).
     steps: [Option<Duration>; 4],
     solver: String,
@@ -278,14 +280,17 @@ async fn plan_round(planner: &Planner, problem: &LoadProblem) -> Round {
             error.0.category, error.0.message
         )
     });
-    let mut steps = [None; 4];
+    // Each interval between reports (the last one: to the end) counts for
+    // the step of the report that opens it; a step reported several times
+    // (each solve as it ends) sums its intervals.
+    let mut steps: [Option<Duration>; 4] = [None; 4];
     for (index, (done, at)) in reports.iter().enumerate() {
         let next = reports.get(index + 1).map_or(ended, |(_, next)| *next);
         if let Some(slot) = (*done as usize)
             .checked_sub(1)
             .and_then(|slot| steps.get_mut(slot))
         {
-            *slot = Some(next.saturating_duration_since(*at));
+            *slot = Some(slot.unwrap_or_default() + next.saturating_duration_since(*at));
         }
     }
     let plan = &result.result;

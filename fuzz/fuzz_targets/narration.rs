@@ -1,7 +1,8 @@
 //! The planner's narration guard (`planner::explain`). The input is a
 //! narration, then a NUL byte, then a stored result as JSON. It must never
 //! panic; every ASCII digit of the narration belongs to exactly one numeric
-//! token, in order; the guard's verdict is consistent with its findings;
+//! token, in order (commas in a token only as thousands separators); the
+//! guard's verdict is consistent with its findings;
 //! and whatever the stored result holds, the fixed template's own words
 //! pass the guard.
 #![no_main]
@@ -27,7 +28,20 @@ fuzz_target!(|data: &[u8]| {
     for token in &found {
         assert!(token.starts_with(|c: char| c.is_ascii_digit()), "{token}");
         assert!(token.ends_with(|c: char| c.is_ascii_digit()), "{token}");
-        assert!(token.chars().all(|c| c.is_ascii_digit() || c == '.'), "{token}");
+        // Commas only as thousands separators, before any fraction.
+        assert!(
+            token.chars().all(|c| c.is_ascii_digit() || c == '.' || c == ','),
+            "{token}"
+        );
+        let whole = token.split('.').next().unwrap_or_default();
+        let groups: Vec<&str> = whole.split(',').collect();
+        assert!(
+            groups.len() == 1
+                || ((1..=3).contains(&groups[0].len())
+                    && groups[1..].iter().all(|group| group.len() == 3)),
+            "{token}"
+        );
+        assert!(!token.split('.').nth(1).is_some_and(|f| f.contains(',')), "{token}");
         assert!(token.matches('.').count() <= 1, "{token}");
         let at = rest.find(token.as_str()).expect("tokens appear in order");
         rest = &rest[at + token.len()..];

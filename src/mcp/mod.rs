@@ -437,12 +437,15 @@ impl SolvergateServer {
             + Self::unsat_router()
             + Self::tabular_router()
             + Self::equation_router();
-        let mut prompt_router = Self::prompt_router();
+        let mut prompt_router = Self::prompt_router() + Self::planner_prompt_router();
         if toolset == Toolset::Core {
             for name in FULL_ONLY {
                 tool_router.remove_route(name);
             }
-            for name in prompts::FULL_ONLY_PROMPTS {
+            for name in prompts::FULL_ONLY_PROMPTS
+                .iter()
+                .chain(planner::prompt::PROMPTS)
+            {
                 prompt_router.remove_route(name);
             }
         }

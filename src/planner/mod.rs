@@ -4,7 +4,9 @@
 //!
 //! The pieces, in the order a plan runs: [`problem`] validates the input;
 //! [`packer`] places the FCL pallets in 3D and yields a fill rate per
-//! container type; [`risk`] turns delay distributions into ETA percentiles,
+//! container type, and `containers` what a container holds, whether a mix
+//! of types holds a card's pallets and the cheapest mix it finds;
+//! [`risk`] turns delay distributions into ETA percentiles,
 //! miss probabilities and CVaR; [`model`] solves the bundled MiniZinc model
 //! four times (all air, all LCL, all FCL, and the free mix with the policy
 //! as a constraint — the least risky mix when no plan meets it) with the
@@ -17,6 +19,7 @@
 //! risk arithmetic produced, nothing copied from the problem's rates,
 //! weights or deadlines, and the explain path never computes.
 
+pub(crate) mod containers;
 pub mod explain;
 pub mod model;
 pub mod packer;
@@ -167,6 +170,19 @@ impl std::fmt::Display for ContainerCount {
     }
 }
 
+/// What a card's full-container pallets take in one container type alone,
+/// as the packer places them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SingleTypeCost {
+    /// The container type's name, as given in `rates.fcl.containers`.
+    #[serde(rename = "type")]
+    pub container_type: String,
+    /// Containers of this type alone; `null` when some pallet fits none.
+    pub containers: Option<u32>,
+    /// What they cost; `null` likewise.
+    pub cost: Option<f64>,
+}
+
 /// One shipment of a card: every order on one mode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Shipment {
@@ -182,6 +198,36 @@ pub struct Shipment {
     pub cvar90_delay_days: f64,
     /// Chance this shipment arrives after the tightest deadline on it.
     pub miss_probability: f64,
+    /// Why its orders go by this mode, in groups; ten of them named in all.
+    #[serde(default)]
+    pub why: Vec<Reason>,
+}
+
+/// Why some of a shipment's orders go by its mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Why {
+    /// No other mode meets their deadlines at the 90th percentile.
+    Deadline,
+    /// Every other mode that does would take the plan's chance of a miss
+    /// over the policy (a plan outside it: raise it).
+    Risk,
+    /// Another mode would do within the policy; the plan with them here is
+    /// the cheapest found.
+    Cost,
+    /// A single-mode card (not recommended) sends every order by its mode.
+    SingleMode,
+}
+
+/// Some of a shipment's orders and why they go by its mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Reason {
+    pub(crate) why: Why,
+    pub(crate) orders: usize,
+    /// Their ids, in input order, within the shipment's ten.
+    pub named: Vec<String>,
+    /// How many of them `named` leaves out.
+    pub more: usize,
 }
 
 /// What a card's plan was solved for.
@@ -218,8 +264,12 @@ pub struct Card {
     pub modes: BTreeMap<String, Mode>,
     /// What the plan costs; `None` when the solve found no solution.
     pub cost: Option<CardCost>,
-    /// The containers the plan books, per type; empty without FCL orders.
+    /// The containers the plan books, per type: the cheapest mix found
+    /// that the packer fills with the FCL pallets; empty without them.
     pub containers: Vec<ContainerCount>,
+    /// Beside that mix (`cost.fcl`): each container type alone.
+    #[serde(default)]
+    pub single_type_costs: Vec<SingleTypeCost>,
     /// FCL volume over the booked containers' inner volume.
     pub fill_rate: Option<f64>,
     /// One per mode the plan uses, in mode order.
@@ -268,7 +318,7 @@ pub struct PlanResult {
 }
 
 /// The `planner` field of every result: bumped when the result format changes.
-pub const PLANNER_FORMAT: &str = "solvergate load planner, result format 3";
+pub const PLANNER_FORMAT: &str = "solvergate load planner, result format 4";
 
 impl LoadPlan {
     /// The canonical bytes: compact JSON with keys in order.

@@ -154,12 +154,20 @@ pub const MAX_ORDERS: usize = 10_000;
 pub const MAX_PALLETS: u64 = 200_000;
 
 impl LoadProblem {
-    /// Parses JSON text into a validated problem.
+    /// Parses JSON text into a validated problem; a missing field's error
+    /// shows the field's shape.
     pub fn parse(text: &str) -> Result<LoadProblem, ToolError> {
-        let problem: LoadProblem = serde_json::from_str(text)
-            .map_err(|error| ToolError::invalid(format!("problem: {error}")))?;
+        let mut reader = serde_json::Deserializer::from_str(text);
+        let problem: LoadProblem = serde_path_to_error::deserialize(&mut reader)
+            .map_err(|error| ToolError::invalid(format!("problem: {}", explained(&error))))?;
         problem.validate()?;
         Ok(problem)
+    }
+
+    /// Reads a problem from a JSON value (not yet validated); the error, in
+    /// words, names where it is and shows a missing field's shape.
+    pub fn from_value(value: serde_json::Value) -> Result<LoadProblem, String> {
+        serde_path_to_error::deserialize(value).map_err(|error| explained(&error))
     }
 
     /// Every rule downstream code relies on.
@@ -266,6 +274,43 @@ impl LoadProblem {
         }
         Ok(())
     }
+}
+
+/// A reading error with where it is, and for a missing field the shape it
+/// takes, as the example writes it: `rates: missing field `air` — it looks
+/// like "air": {"per_kg": 4.2, ...}`.
+fn explained<E: std::fmt::Display>(error: &serde_path_to_error::Error<E>) -> String {
+    let path = error.path().to_string();
+    let problem = error.inner().to_string();
+    let mut text = if path == "." || problem.starts_with(&path) {
+        problem.clone()
+    } else {
+        format!("{path}: {problem}")
+    };
+    if let Some(shape) = missing_shape(error.path(), &problem) {
+        text.push_str(&shape);
+    }
+    text
+}
+
+/// For "missing field `name`" at `path`: ` — it looks like "name": <the
+/// example's value there>`; `None` for any other error, or a field the
+/// example lacks.
+fn missing_shape(path: &serde_path_to_error::Path, problem: &str) -> Option<String> {
+    use serde_path_to_error::Segment;
+    let field = problem.strip_prefix("missing field `")?.split('`').next()?;
+    let example: serde_json::Value = serde_json::from_str(EXAMPLE).ok()?;
+    let mut at = &example;
+    for segment in path.iter() {
+        at = match segment {
+            Segment::Map { key } => at.get(key)?,
+            // The example's first item stands for any.
+            Segment::Seq { .. } => at.get(0)?,
+            Segment::Enum { .. } | Segment::Unknown => return None,
+        };
+    }
+    let shape = at.get(field)?;
+    Some(format!(" — it looks like \"{field}\": {shape}"))
 }
 
 fn positive(name: &str, value: f64, max: f64) -> Result<(), ToolError> {
@@ -431,5 +476,83 @@ mod tests {
         problem["rates"]["ship"] = json!({});
         let error = LoadProblem::parse(&problem.to_string()).unwrap_err();
         assert!(error.0.message.contains("unknown field"), "{error}");
+    }
+
+    /// A missing field's error names where it is missing and shows the
+    /// field's shape as the example writes it; other errors show none.
+    #[test]
+    fn a_missing_field_shows_its_shape() {
+        use serde_json::json;
+        let example: serde_json::Value = serde_json::from_str(EXAMPLE).unwrap();
+        let rates = example["rates"].to_string();
+        let container = example["rates"]["fcl"]["containers"][0]["price"].to_string();
+        let cases = [
+            (
+                "/rates",
+                "missing field `rates`".to_owned(),
+                format!(" — it looks like \"rates\": {rates}"),
+            ),
+            (
+                "/rates/air/per_kg",
+                "rates.air: missing field `per_kg`".to_owned(),
+                " — it looks like \"per_kg\": 4.2".to_owned(),
+            ),
+            (
+                "/rates/fcl/containers/1/price",
+                "rates.fcl.containers[1]: missing field `price`".to_owned(),
+                format!(" — it looks like \"price\": {container}"),
+            ),
+            (
+                "/orders/2/pallets/0/weight_kg",
+                "orders[2].pallets[0]: missing field `weight_kg`".to_owned(),
+                " — it looks like \"weight_kg\": 180".to_owned(),
+            ),
+            (
+                "/orders/3/id",
+                "orders[3]: missing field `id`".to_owned(),
+                " — it looks like \"id\": \"PO-1001\"".to_owned(),
+            ),
+        ];
+        for (pointer, fragment, shape) in cases {
+            let mut problem = example.clone();
+            let (parent, field) = pointer.rsplit_once('/').unwrap();
+            let removed = problem
+                .pointer_mut(if parent.is_empty() { "" } else { parent })
+                .and_then(|parent| parent.as_object_mut())
+                .and_then(|parent| parent.remove(field));
+            assert!(removed.is_some(), "{pointer}");
+            let from_value = LoadProblem::from_value(problem.clone()).unwrap_err();
+            assert_eq!(from_value, format!("{fragment}{shape}"), "{pointer}");
+            let parsed = LoadProblem::parse(&problem.to_string()).unwrap_err();
+            assert!(
+                parsed
+                    .0
+                    .message
+                    .starts_with(&format!("problem: {fragment}"))
+                    && parsed.0.message.ends_with(&shape),
+                "{pointer}: {}",
+                parsed.0.message
+            );
+        }
+        // The shape shown is one the planner reads: the example's rates
+        // put back in place parse.
+        let mut problem = example.clone();
+        problem.as_object_mut().unwrap().remove("rates");
+        let error = LoadProblem::from_value(problem.clone()).unwrap_err();
+        let (_, shape) = error.split_once("\"rates\": ").unwrap();
+        problem["rates"] = serde_json::from_str(shape).unwrap();
+        LoadProblem::from_value(problem)
+            .unwrap()
+            .validate()
+            .unwrap();
+        // Not a missing field: no shape.
+        let mut problem = example;
+        problem["rates"]["air"]["per_kg"] = json!("cheap");
+        let error = LoadProblem::from_value(problem).unwrap_err();
+        assert!(
+            error.starts_with("rates.air.per_kg: invalid type"),
+            "{error}"
+        );
+        assert!(!error.contains("looks like"), "{error}");
     }
 }

@@ -106,14 +106,14 @@ impl Distribution {
         self.atoms.last().map_or(0, |(day, _)| *day)
     }
 
-    /// P(delay > `days`).
+    /// P(delay > `days`); an empty tail is `0.0`, never `-0.0` (the sum of
+    /// no floats is `-0.0`, and a clamp keeps its sign).
     pub fn exceeds(&self, days: i64) -> f64 {
-        let tail: f64 = self
+        let tail = self
             .atoms
             .iter()
             .filter(|(day, _)| i64::from(*day) > days)
-            .map(|(_, p)| p)
-            .sum();
+            .fold(0.0, |sum, (_, p)| sum + p);
         tail.clamp(0.0, 1.0)
     }
 
@@ -251,6 +251,14 @@ mod tests {
         let d = table(&[("0", 0.6), ("3", 0.3), ("7", 0.1)]);
         assert!((miss_probability(30, &d, 32) - 0.4).abs() < 1e-12);
         assert!((miss_probability(30, &d, 37) - 0.0).abs() < 1e-12);
+        // No tail at all: a plain zero, not the empty sum's -0.0.
+        for deadline in [37, 40, 1_000] {
+            let none = miss_probability(30, &d, deadline);
+            assert!(
+                none == 0.0 && none.is_sign_positive(),
+                "{deadline}: {none:?}"
+            );
+        }
         assert!((miss_probability(30, &d, 20) - 1.0).abs() < 1e-12);
         assert!((any_miss(&[0.1, 0.2]) - 0.28).abs() < 1e-12);
         assert_eq!(any_miss(&[]), 0.0);

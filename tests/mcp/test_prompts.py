@@ -1,5 +1,5 @@
 """The MCP prompts: `solve_constraint_problem` in every toolset, three
-detailed workflows in the full one. Each is listed with its `problem`
+detailed workflows and the load planner's in the full one. Each is listed with its `problem`
 argument, and each rendered workflow carries the user's problem and names
 only tools the toolset has."""
 
@@ -21,6 +21,8 @@ FULL_PROMPTS = {
     "minizinc_solution_workflow",
     "cpsat_python_solution_workflow",
     "auto_tune_constraint_problem",
+    # The load planner's; test_planner.py plans the input it offers.
+    "plan_shipping_loads",
 }
 
 #: Tools each detailed workflow must lead to.

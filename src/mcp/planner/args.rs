@@ -2,7 +2,7 @@
 //! narration, save.
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 use crate::artifacts::SavePlanRequest;
 use crate::diagnostics::ToolError;
@@ -13,9 +13,17 @@ use crate::planner::LoadProblem;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanLoadArgs {
-    /// The cohort of orders, with rates per mode, delays and policy;
-    /// `solvergate plan --example` prints a complete one.
+    /// The cohort of orders, with rates per mode, delays and policy; the
+    /// plan_shipping_loads prompt holds a complete one.
+    #[serde(deserialize_with = "problem")]
     pub problem: LoadProblem,
+}
+
+/// A problem whose reading error names where it is and, for a missing
+/// field, shows the field's shape.
+fn problem<'de, D: Deserializer<'de>>(deserializer: D) -> Result<LoadProblem, D::Error> {
+    let value = serde_json::Value::deserialize(deserializer)?;
+    LoadProblem::from_value(value).map_err(serde::de::Error::custom)
 }
 
 impl IntoRequest for PlanLoadArgs {
@@ -65,6 +73,7 @@ impl IntoRequest for VerifyNarrationArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SavePlanArgs {
+    #[serde(deserialize_with = "problem")]
     pub problem: LoadProblem,
     /// Absolute path of the directory to create (its parent must exist), or
     /// of a previous save to replace with `overwrite`.

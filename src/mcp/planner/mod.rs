@@ -2,6 +2,7 @@
 //! from its id alone, and check any narration against a stored result.
 
 mod args;
+pub(super) mod prompt;
 mod render;
 
 use rmcp::handler::server::common::schema_for_output;
@@ -39,7 +40,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Narrate a stored load plan from its result_id alone: a fixed template filled by key lookup (no arithmetic, no rounding), checked by the narration guard before it is returned. Quote it as given.",
+        description = "Narrate a stored load plan from its result_id alone (which orders go by which mode, and why): a fixed template filled by key lookup (no arithmetic, no rounding), checked by the narration guard before it is returned. Quote it as given.",
         input_schema = schema::<ExplainArgs>(),
         output_schema = schema_for_output::<Explanation>()
     )]
@@ -67,7 +68,7 @@ impl SolvergateServer {
     }
 
     #[tool(
-        description = "Check a narration against a stored load plan: every number in the text (digit runs such as 11480.0 or 0.1246) must appear in the stored result; rounded, converted (percentages), summed or invented figures are returned as offending tokens. A lexical check: a right number under a wrong label still passes.",
+        description = "Check a narration against a stored load plan: every number in the text (11480.0, 0.1246, or 13,754.25 with thousands separators) must appear in the stored result; rounded, converted (percentages), summed or invented figures are returned as offending tokens. A lexical check: a right number under a wrong label still passes.",
         input_schema = schema::<VerifyNarrationArgs>(),
         output_schema = schema_for_output::<NarrationCheck>()
     )]

@@ -33,7 +33,10 @@ pub fn load_plan(result: &PlanResult) -> String {
             let _ = write!(
                 text,
                 "; cost {} (air {}, lcl {}, fcl {})",
-                cost.total, cost.air, cost.lcl, cost.fcl
+                number(cost.total),
+                number(cost.air),
+                number(cost.lcl),
+                number(cost.fcl)
             );
         }
         if !card.modes.is_empty() {
@@ -49,12 +52,25 @@ pub fn load_plan(result: &PlanResult) -> String {
         if !card.containers.is_empty() {
             let containers: Vec<String> = card.containers.iter().map(ToString::to_string).collect();
             let _ = write!(text, "; containers: {}", containers.join(", "));
+            let alone: Vec<String> = card
+                .single_type_costs
+                .iter()
+                .map(|each| match (each.containers, each.cost) {
+                    (Some(count), Some(cost)) => {
+                        format!("{count} × {} {}", each.container_type, number(cost))
+                    }
+                    _ => format!("{} cannot hold them all", each.container_type),
+                })
+                .collect();
+            if !alone.is_empty() {
+                let _ = write!(text, " (one type alone: {})", alone.join(", "));
+            }
         }
         if let Some(fill) = card.fill_rate {
-            let _ = write!(text, "; fill rate {fill}");
+            let _ = write!(text, "; fill rate {}", number(fill));
         }
         if let Some(miss) = card.miss_probability {
-            let _ = write!(text, "; miss probability {miss}");
+            let _ = write!(text, "; miss probability {}", number(miss));
         }
         if !card.within_policy {
             text.push_str("; outside policy");
@@ -75,14 +91,19 @@ pub fn load_plan(result: &PlanResult) -> String {
         let _ = writeln!(
             text,
             "Mode {mode}: ETA p50 {} d, p90 {} d, CVaR90 delay {} d ({} delays)",
-            read.eta_p50_days, read.eta_p90_days, read.cvar90_delay_days, read.delay_source
+            read.eta_p50_days,
+            read.eta_p90_days,
+            number(read.cvar90_delay_days),
+            read.delay_source
         );
     }
     for packing in &plan.packing {
         let _ = write!(
             text,
             "Packing {}: {} container(s), fill rate {}",
-            packing.container_type, packing.containers, packing.fill_rate
+            packing.container_type,
+            packing.containers,
+            number(packing.fill_rate)
         );
         if !packing.unplaceable.is_empty() {
             let more = packing
@@ -110,6 +131,11 @@ pub fn load_plan(result: &PlanResult) -> String {
          explain_load_plan puts the figures into words.\n",
     );
     text
+}
+
+/// A figure as Rust writes it (`5700`, `0.03`), never a signed zero.
+fn number(value: f64) -> f64 {
+    value + 0.0
 }
 
 pub fn explanation(explanation: &Explanation) -> String {
