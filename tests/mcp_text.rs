@@ -114,6 +114,7 @@ fn assert_text(name: &str, text: &str) {
     let mut settings = snapshot_settings();
     per_runtime(&mut settings);
     settings.add_filter(r"Elapsed: \d+ ms", "Elapsed: [N] ms");
+    settings.add_filter(r"Duration: \d+ ms", "Duration: [N] ms");
     settings.add_filter(r"\((solver [^,]+), \d+ ms\)", "($1, [N] ms)");
     settings.add_filter(r"(?m)^(  \w*([Tt]ime|Mem)\w*): \S+$", "$1: [filtered]");
     settings.add_filter(r"solve time \S+ s", "solve time [filtered] s");
@@ -219,6 +220,67 @@ fn text_part_of_a_capped_result() {
     );
     assert_text("solve_capped", &text);
 }
+
+/// Large answers: the scalars first and whole, whatever their names, each
+/// large value summarised (length or shape, range, first and last items),
+/// nothing cut inside a value — for a MiniZinc solution of 20,000 values
+/// and a CP-SAT script's 2,000-task assignment (whose scalars sort after
+/// its lists).
+#[test]
+fn text_parts_of_large_answers() {
+    let python = test_python();
+    let mut session = Session::start_with(&[("SOLVERGATE_CPSAT_PYTHON", python.as_os_str())]);
+    let text = session.text(
+        "solve_minizinc_model",
+        serde_json::json!({"model": LARGE_SOLUTION, "solver": "gecode"}),
+    );
+    assert_text("solve_large_solution", &text);
+    let text = session.text(
+        "run_cpsat_python",
+        serde_json::json!({"source": MACHINES, "script_timeout_ms": 60000}),
+    );
+    assert_text("cpsat_large_solution", &text);
+}
+
+/// The solver list: a table with what each solver takes, and no words on
+/// how to answer.
+#[test]
+fn text_part_of_the_solver_list() {
+    let mut session = Session::start();
+    let text = session.text("list_available_solvers", serde_json::json!({}));
+    let mut settings = snapshot_settings();
+    per_runtime(&mut settings);
+    // Why a solver does not run is the probe's own error, which depends on
+    // the machine's libraries and display.
+    settings.add_filter(r"\| no: [^|]*\|", "| no: [WHY] |");
+    settings.bind(|| insta::assert_snapshot!("solver_list", text));
+}
+
+/// A small sheet's cells are in the text, as a table.
+#[test]
+fn text_part_of_a_small_sheet() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("orders.csv");
+    std::fs::write(
+        &path,
+        "order,pallets,note\nA-1,3,fragile | top\nA-2,12.5,\nA-3,0,\"two\nlines\"\n",
+    )
+    .unwrap();
+    let mut session = Session::start();
+    let text = session.text(
+        "load_tabular_data",
+        serde_json::json!({"path": path.to_string_lossy()}),
+    );
+    assert!(text.len() <= TEXT_LIMIT);
+    // No runtime is involved: one snapshot for both.
+    insta::assert_snapshot!("tabular_small_sheet", text);
+}
+
+const LARGE_SOLUTION: &str = "array[1..20000] of var 0..9: x;\nconstraint forall(i in 1..20000)(x[i] = i mod 10);\nvar 0..200000: total;\nconstraint total = sum(x);\nvar 1..20000: nines;\nconstraint nines = count(i in 1..20000)(x[i] = 9);\nsolve satisfy;\n";
+
+/// The 2,000-task assignment of issue 45, reported without a solve: the
+/// scalars the user asked for sort after the lists.
+const MACHINES: &str = "import json\nmachine_of_task = [(7 * t) % 40 for t in range(2000)]\nloads = [2400 + m for m in range(40)]\nprint(json.dumps({'status': 'optimal', 'objective': 2450, 'solution': {'loads': loads, 'lower_bound': 2450, 'machine_of_task': machine_of_task, 'makespan': 2450, 'task_1234_machine': machine_of_task[1234]}}))\n";
 
 /// The whole `tools/list` of the full toolset, schemas included, pinned: a
 /// change to any tool's name, description or input or output schema is a

@@ -132,6 +132,55 @@ pub fn mutations(solution: &Map<String, Value>, objective: Option<&Value>) -> Ve
     ]
 }
 
+/// What a mutant changed, in a few words: `objective: 41 -> 42`,
+/// `loads: 40 -> 39 items`, `loads[0]: 7 -> 8`, `flags[0].on: true ->
+/// false`; `None` when nothing differs.
+pub fn changed(
+    solution: &Map<String, Value>,
+    objective: Option<&Value>,
+    mutated: &Map<String, Value>,
+    mutated_objective: Option<&Value>,
+) -> Option<String> {
+    if objective != mutated_objective {
+        let show = |value: Option<&Value>| value.map_or("none".to_owned(), Value::to_string);
+        return Some(format!(
+            "objective: {} -> {}",
+            show(objective),
+            show(mutated_objective)
+        ));
+    }
+    solution
+        .iter()
+        .find_map(|(key, value)| match mutated.get(key) {
+            Some(after) if after == value => None,
+            after => Some(difference(key.clone(), value, after?)),
+        })
+}
+
+/// Where `before` and `after` first differ below `path`.
+fn difference(path: String, before: &Value, after: &Value) -> String {
+    match (before, after) {
+        (Value::Array(a), Value::Array(b)) if a.len() != b.len() => {
+            format!("{path}: {} -> {} items", a.len(), b.len())
+        }
+        (Value::Array(a), Value::Array(b)) => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find(|(_, (x, y))| x != y)
+            .map_or_else(
+                || format!("{path}: changed"),
+                |(i, (x, y))| difference(format!("{path}[{i}]"), x, y),
+            ),
+        (Value::Object(a), Value::Object(b)) => a
+            .iter()
+            .find(|(key, value)| b.get(*key) != Some(*value))
+            .and_then(|(key, value)| Some(difference(format!("{path}.{key}"), value, b.get(key)?)))
+            .unwrap_or_else(|| format!("{path}: changed")),
+        _ => format!("{path}: {before} -> {after}"),
+    }
+}
+
 /// The key of the longest non-empty top-level list; the first in key order
 /// among equals.
 fn longest_list(solution: &Map<String, Value>) -> Option<&str> {
@@ -322,6 +371,41 @@ mod tests {
 
     fn solution_of(mutant: &Mutant) -> Value {
         Value::Object(payload(mutant).solution.clone())
+    }
+
+    #[test]
+    fn each_mutant_says_what_it_changed() {
+        let solution = map(json!({"loads": [7, 9], "rows": [{"on": true, "w": 1}], "z": 3}));
+        let objective = Some(json!(41));
+        let said: Vec<Option<String>> = mutations(&solution, objective.as_ref())
+            .iter()
+            .map(|mutant| {
+                let payload = payload(mutant);
+                changed(
+                    &solution,
+                    objective.as_ref(),
+                    &payload.solution,
+                    payload.objective.as_ref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            said,
+            [
+                Some("objective: 41 -> 42".to_owned()),
+                Some("loads: 2 -> 1 items".to_owned()),
+                Some("loads: 2 -> 3 items".to_owned()),
+                Some("loads[0]: 7 -> 8".to_owned()),
+            ]
+        );
+        let nested = map(json!({"rows": [{"on": true}, {"on": false}]}));
+        let mut flipped = nested.clone();
+        flipped["rows"][1]["on"] = json!(true);
+        assert_eq!(
+            changed(&nested, None, &flipped, None).as_deref(),
+            Some("rows[1].on: false -> true")
+        );
+        assert_eq!(changed(&nested, None, &nested, None), None);
     }
 
     #[test]

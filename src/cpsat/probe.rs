@@ -92,6 +92,12 @@ pub async fn probe(
                 continue;
             }
         };
+        let changed = mutations::changed(
+            solution,
+            objective_value.as_ref(),
+            &payload.solution,
+            payload.objective.as_ref(),
+        );
         let mutated_objective = match &payload.objective {
             Some(Value::Number(number)) => Some(number.clone()),
             _ => None,
@@ -115,6 +121,7 @@ pub async fn probe(
         rows.push(MutationRow {
             name,
             skipped_reason: None,
+            changed,
             errors: Some(bounded_errors(&report.errors)),
             duration_ms: Some(report.duration_ms),
             status: Some(report.status),
@@ -133,6 +140,7 @@ fn skipped(name: String, reason: String) -> MutationRow {
     MutationRow {
         name,
         skipped_reason: Some(reason),
+        changed: None,
         status: None,
         errors: None,
         duration_ms: None,

@@ -221,6 +221,9 @@ pub struct MutationRow {
     /// probe faulted); otherwise `status` is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped_reason: Option<String>,
+    /// What the mutant changed, e.g. `loads[0]: 2450 -> 2451`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<String>,
     /// The checker's status on the mutant.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<CheckerStatus>,

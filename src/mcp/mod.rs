@@ -23,6 +23,7 @@ mod tabular;
 mod unsat;
 
 // What the areas share.
+mod answer;
 mod args;
 mod plot;
 mod progress;

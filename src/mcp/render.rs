@@ -101,6 +101,49 @@ pub fn block(text: &mut String, title: &str, body: &str, field: &str) {
     let _ = writeln!(text, "{title}:\n{}", excerpt(body, field));
 }
 
+/// A titled `body` shown whole when it fits in an excerpt; otherwise only
+/// its size and where it is, so that no value is cut in the middle (the
+/// values themselves are shown above it by `answer::solution`).
+pub fn whole_block(text: &mut String, title: &str, body: &str, field: &str) {
+    let body = body.trim_end();
+    if body.trim().is_empty() {
+        return;
+    }
+    if body.len() <= EXCERPT_LIMIT {
+        let _ = writeln!(text, "{title}:\n{body}");
+    } else {
+        let _ = writeln!(
+            text,
+            "{title}: {} bytes, too long to show here (whole in the structured result's `{field}`)",
+            body.len()
+        );
+    }
+}
+
+/// Runtime messages that are known to be harmless, and what each means.
+const KNOWN_NOISE: &[(&str, &str)] = &[
+    (
+        "--time-out flag has recently been changed",
+        "Chuffed prints its --time-out warning on every run; solvergate already passes it the time limit in milliseconds, as the warning asks.",
+    ),
+    (
+        "included file \"count.mzn\" overrides a global constraint file",
+        "the count.mzn warning comes from the runtime's own library (Debian 12's MiniZinc package), not from the model; it changes nothing.",
+    ),
+];
+
+/// `Stderr:` as [`block`] does, then a note for each known harmless
+/// message in it, so that the runtime's own noise is not mistaken for a
+/// problem of the call.
+pub fn stderr_block(text: &mut String, stderr: &str) {
+    block(text, "Stderr", stderr, "stderr");
+    for (pattern, meaning) in KNOWN_NOISE {
+        if stderr.contains(pattern) {
+            let _ = writeln!(text, "Note: {meaning}");
+        }
+    }
+}
+
 /// A job run under one budget: `<Kind> job <id>: <state> (<elapsed> ms of
 /// a <budget> ms budget)`, its message, then its result's text or,
 /// without a result, its diagnostic.

@@ -39,11 +39,20 @@ async def test_optimal_solve(full, solver):
     # One line of the figures a person reads; the text does not tell the
     # client's model what to write, and every figure is in the structure.
     stats = res["statistics"]
+    # The solver's count agrees with what the result keeps, or says why not.
+    found, kept = int(stats["nSolutions"]), len(res["solutions"])
+    count = (
+        f"{found} solutions found by the solver, {kept} kept in `solutions` (the last is the one shown)"
+        if found > kept
+        else f"{found} solution(s)"
+    )
     lines = [line for line in text.splitlines() if line.startswith("Statistics")]
     assert lines == [
-        f"Statistics: solve time {stats['solveTime']} s, {stats['nSolutions']} solution(s), "
+        f"Statistics: solve time {stats['solveTime']} s, {count}, "
         f"{stats['nodes']} nodes ({len(stats)} figure(s) in the structured `statistics`)"
     ], text
+    # The answer first: the values whole, before any raw output.
+    assert text.index("Solution:\n  x = 10\n  y = 2\n") < text.index("Statistics"), text
     assert "When you answer" not in text and "do not omit" not in text
 
 

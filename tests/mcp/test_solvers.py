@@ -134,3 +134,13 @@ async def test_listed_solvers_that_cannot_run_are_marked(server, catalog):
     text = tools.content[0].text
     row = next(line for line in text.splitlines() if line.startswith("| org.minizinc.mip.cplex |"))
     assert "| no: " in row, row
+
+
+async def test_chuffeds_time_out_warning_is_explained_where_it_appears(server, catalog):
+    require(catalog, CHUFFED)
+    result = await server.session.call_tool("solve_minizinc_model", {"model": OPT_MODEL, "solver": CHUFFED})
+    lines = result.content[0].text.splitlines()
+    warned = [i for i, line in enumerate(lines) if "--time-out flag has recently been changed" in line]
+    assert warned, lines
+    note = "Note: Chuffed prints its --time-out warning on every run; solvergate already passes it the time limit in milliseconds, as the warning asks."
+    assert note in lines and lines.index(note) > warned[0], lines

@@ -607,14 +607,26 @@ async def test_ods_is_read(server, out):
     ]
 
 
-async def test_the_text_part_is_a_summary(server, out):
+async def test_the_text_part_shows_the_pages_cells_while_they_fit(server, out):
+    # A client's model may see only the text part: a small page's cells are
+    # there, as a table of whole rows.
     target = out / "summary.csv"
-    await write(server.session, ["name"], [[f"secret-{i}"] for i in range(50)], target)
+    await write(server.session, ["name"], [[f"cell-{i}"] for i in range(50)], target)
     reply = await server.session.call_tool("load_tabular_data", {"path": str(target), "max_rows": 20})
     text = result_text(reply)
     assert "data rows 0–19 of 50" in text
     assert "row_offset 20" in text
-    assert "secret-" not in text, "the text part dumps rows"
+    assert [line for line in text.splitlines() if line.startswith("| cell-")] == [f"| cell-{i} |" for i in range(20)]
+    # A page too big for the text shows whole rows up to its budget, then
+    # names the rows left out; no row is cut.
+    wide = out / "wide.csv"
+    await write(server.session, ["id", "text"], [[i, "x" * 300] for i in range(100)], wide)
+    text = result_text(await server.session.call_tool("load_tabular_data", {"path": str(wide)}))
+    rows = [line for line in text.splitlines() if line.startswith("| ") and line.endswith(" |") and "x" * 300 in line]
+    assert 10 < len(rows) < 100, text
+    assert rows == [f"| {i} | {'x' * 300} |" for i in range(len(rows))]
+    assert f"Rows {len(rows)}–99 of this page are not shown here (whole in the structured result's `rows`)." in text
+    assert len(text.encode()) <= 16 * 1024
     written = await server.session.call_tool(
         "write_tabular_result", {"headers": ["a"], "rows": [[1]], "target_path": str(out / "s.xlsx")}
     )

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use crate::artifacts::{ReplayResult, SaveVerifiedModelResult, SaveVerifiedPythonResult};
 use crate::mcp::minizinc::render::solve;
-use crate::mcp::render::{block, diagnostic_line, saved_files};
+use crate::mcp::render::{block, diagnostic_line, saved_files, stderr_block};
 
 pub fn saved_model(result: &SaveVerifiedModelResult) -> String {
     let mut text = format!("Save: {} — {}\n", result.status, result.message);
@@ -60,7 +60,7 @@ pub fn saved_python(result: &SaveVerifiedPythonResult) -> String {
             checker.errors.len()
         );
     }
-    block(&mut text, "Stderr", &result.stderr, "stderr");
+    stderr_block(&mut text, &result.stderr);
     text
 }
 

@@ -7,7 +7,8 @@ use crate::cpsat::{
     CheckerStatus, CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult,
 };
 use crate::jobs::{CpsatPythonJobStatus, JobList};
-use crate::mcp::render::{block, budgeted_job, diagnostic_line, excerpt, job_list, sandbox_line};
+use crate::mcp::answer;
+use crate::mcp::render::{budgeted_job, diagnostic_line, job_list, sandbox_line, stderr_block};
 
 pub fn cpsat_jobs(list: &JobList) -> String {
     job_list("CP-SAT", list)
@@ -27,10 +28,9 @@ pub fn cpsat_run(result: &CpsatPythonResult) -> String {
     sandbox_line(&mut text, result.sandbox.as_ref());
     diagnostic_line(&mut text, result.diagnostic.as_ref());
     if let Some(solution) = &result.solution {
-        let solution = serde_json::Value::Object(solution.clone()).to_string();
-        let _ = writeln!(text, "Solution: {}", excerpt(&solution, "solution"));
+        answer::solution(&mut text, solution, "the structured result's `solution`");
     }
-    block(&mut text, "Stderr", &result.stderr, "stderr");
+    stderr_block(&mut text, &result.stderr);
     text
 }
 
@@ -75,7 +75,14 @@ pub fn cpsat_checked(result: &CpsatPythonCheckedResult) -> String {
                         .map(|reason| format!("skipped: {reason}"))
                 })
                 .unwrap_or_default();
-            let _ = writeln!(text, "  - {}: {verdict}", row.name);
+            match &row.changed {
+                Some(changed) => {
+                    let _ = writeln!(text, "  - {} ({changed}): {verdict}", row.name);
+                }
+                None => {
+                    let _ = writeln!(text, "  - {}: {verdict}", row.name);
+                }
+            }
         }
     }
     text

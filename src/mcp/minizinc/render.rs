@@ -5,7 +5,10 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use crate::mcp::render::{block, diagnostic_line, limits_lines, sandbox_line};
+use crate::mcp::answer;
+use crate::mcp::render::{
+    block, diagnostic_line, limits_lines, sandbox_line, stderr_block, whole_block,
+};
 use crate::minizinc::{CheckResult, ModelInspectionResult, PreflightStatus, SolveResult};
 use crate::runtime::{RuntimeStatus, SolverList};
 
@@ -82,7 +85,9 @@ pub fn runtime_status(status: &RuntimeStatus) -> String {
 }
 
 pub fn solver_list(list: &SolverList) -> String {
-    let mut text = String::from("| id | name | version | runs here |\n| --- | --- | --- | --- |\n");
+    let mut text = String::from(
+        "| id | name | version | runs here | options it takes |\n| --- | --- | --- | --- | --- |\n",
+    );
     for solver in &list.solvers {
         let runs = if solver.available {
             "yes".to_owned()
@@ -95,23 +100,41 @@ pub fn solver_list(list: &SolverList) -> String {
                     .unwrap_or("the probe failed")
             )
         };
+        let capabilities = &solver.capabilities;
+        let options: Vec<&str> = [
+            (capabilities.supports_all_solutions, "all_solutions"),
+            (capabilities.supports_num_solutions, "num_solutions"),
+            (capabilities.supports_free_search, "free_search"),
+            (capabilities.supports_parallel, "parallel"),
+            (capabilities.supports_random_seed, "random_seed"),
+        ]
+        .into_iter()
+        .filter_map(|(takes, name)| takes.then_some(name))
+        .collect();
         let _ = writeln!(
             text,
-            "| {} | {} | {} | {runs} |",
-            solver.id, solver.name, solver.version
+            "| {} | {} | {} | {runs} | {} |",
+            solver.id,
+            solver.name,
+            solver.version,
+            if options.is_empty() {
+                "-".to_owned()
+            } else {
+                options.join(", ")
+            }
         );
     }
+    let running = list.solvers.iter().filter(|s| s.available).count();
     let _ = writeln!(
         text,
-        "\nWhen you answer, copy this table with every row ({} solvers); do not drop rows, turn it into prose or group entries.",
+        "\n{} solver(s) listed, {running} run here.",
         list.solvers.len()
     );
     if let Some(default) = &list.default_solver {
         let _ = writeln!(text, "Solver used when none is named: {default}.");
     }
-    text.push_str("Per-solver capabilities (all_solutions, free_search, parallel, random_seed, num_solutions, std_flags) are in the structured result; ask for them if you need them.\n");
-    text.push_str("num_solutions works only on solvers that declare -n; for several optimal solutions, solve to optimality first, then re-solve with the objective fixed.\n");
-    text.push_str("A solver marked no failed a one-variable probe solve here (a MIP solver without its library, a GUI solver without a display): do not offer it.\n");
+    text.push_str("num_solutions works only on solvers that take it; for several optimal solutions, solve to optimality first, then re-solve with the objective fixed.\n");
+    text.push_str("A solver marked no failed a one-variable probe solve here (a MIP solver without its library, a GUI solver without a display), so a solve naming it fails.\n");
     text
 }
 
@@ -128,7 +151,7 @@ pub fn check(result: &CheckResult) -> String {
     );
     diagnostic_line(&mut text, result.diagnostic.as_ref());
     block(&mut text, "Stdout", &result.stdout, "stdout");
-    block(&mut text, "Stderr", &result.stderr, "stderr");
+    stderr_block(&mut text, &result.stderr);
     text
 }
 
@@ -158,7 +181,7 @@ pub fn inspection(result: &ModelInspectionResult) -> String {
             names(&interface.output_variables)
         );
     }
-    block(&mut text, "Stderr", &result.stderr, "stderr");
+    stderr_block(&mut text, &result.stderr);
     text
 }
 
@@ -188,13 +211,16 @@ pub fn solve(result: &SolveResult) -> String {
             let _ = writeln!(text, "Not verified: {reason}");
         }
     }
+    if let Some(solution) = &result.solution {
+        answer::solution(&mut text, solution, "the structured result's `solution`");
+    }
     match result.solutions.len() {
-        0 | 1 => block(&mut text, "Solution output", &result.stdout, "stdout"),
+        0 | 1 => whole_block(&mut text, "Solution output", &result.stdout, "stdout"),
         count => {
             let title = format!(
                 "Solution output (the last of {count}; every solution's text is in `stdout`, its values in `solutions`)"
             );
-            block(
+            whole_block(
                 &mut text,
                 &title,
                 last_solution_text(&result.stdout),
@@ -202,15 +228,15 @@ pub fn solve(result: &SolveResult) -> String {
             );
         }
     }
-    block(&mut text, "Stderr", &result.stderr, "stderr");
-    statistics_line(&mut text, &result.statistics);
+    stderr_block(&mut text, &result.stderr);
+    statistics_line(&mut text, &result.statistics, result.solutions.len());
     text
 }
 
 /// One line of the figures a person reads of a solve (solve time,
 /// solutions, nodes, the objective bound where the solver gives one); every
 /// figure stays in the structured `statistics`.
-fn statistics_line(text: &mut String, statistics: &BTreeMap<String, String>) {
+fn statistics_line(text: &mut String, statistics: &BTreeMap<String, String>, kept: usize) {
     if statistics.is_empty() {
         return;
     }
@@ -220,7 +246,19 @@ fn statistics_line(text: &mut String, statistics: &BTreeMap<String, String>) {
         read.push(format!("solve time {time} s"));
     }
     if let Some(count) = figure("nSolutions").or_else(|| figure("solutions")) {
-        read.push(format!("{count} solution(s)"));
+        // The solver's own count, which an optimisation's improving
+        // solutions make larger than what the result keeps.
+        if count
+            .parse::<usize>()
+            .is_ok_and(|found| found > kept.max(1))
+        {
+            read.push(format!(
+                "{count} solutions found by the solver, {} kept in `solutions` (the last is the one shown)",
+                kept.max(1)
+            ));
+        } else {
+            read.push(format!("{count} solution(s)"));
+        }
     }
     if let Some(nodes) = figure("nodes") {
         read.push(format!("{nodes} nodes"));
