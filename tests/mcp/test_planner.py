@@ -402,9 +402,16 @@ async def test_a_cohort_of_100000_pallets_plans_with_a_recommendation(harness):
         assert not reply.is_error, reply.content
         text = reply.content[0].text
         assert len(text.encode()) <= 16 * 1024, len(text)
-        assert "Each order's mode and each shipment are in the structured result" in text, text
         planned = reply.structured_content
         result = planned["result"]
+        # Each mode of the recommended card names ten orders and counts the rest.
+        recommended = next(card for card in result["cards"] if card["recommended"])
+        for mode in {"air", "lcl", "fcl"} & set(recommended["modes"].values()):
+            ids = sorted(order for order, each in recommended["modes"].items() if each == mode)
+            line = f"Orders of {recommended['name']} by {mode} ({len(ids)}): {', '.join(ids[:10])}"
+            if len(ids) > 10:
+                line += f" and {len(ids) - 10} more"
+            assert line in text.splitlines(), text
         assert result["recommended"] is not None, result["notes"]
         for card in result["cards"]:
             assert card["feasible"] == (card["checker"] == "CORRECT"), card["name"]

@@ -126,11 +126,46 @@ pub fn load_plan(result: &PlanResult) -> String {
     for note in &plan.notes {
         let _ = writeln!(text, "Note: {note}");
     }
+    if let Some(card) = plan.cards.iter().find(|card| card.recommended) {
+        orders_by_mode(&mut text, card);
+    }
     text.push_str(
-        "Each order's mode and each shipment are in the structured result; \
-         explain_load_plan puts the figures into words.\n",
+        "explain_load_plan puts the figures into words, with why each order goes by its mode.\n",
     );
     text
+}
+
+/// Orders named per mode in a card.
+const NAMED_PER_MODE: usize = 10;
+
+/// `Orders of optimised by air (1): PO-1001`, one line per mode the card
+/// uses, at most [`NAMED_PER_MODE`] ids named and the rest counted.
+fn orders_by_mode(text: &mut String, card: &crate::planner::Card) {
+    for mode in crate::planner::Mode::ALL {
+        let ids: Vec<&str> = card
+            .modes
+            .iter()
+            .filter(|(_, each)| **each == mode)
+            .map(|(id, _)| id.as_str())
+            .collect();
+        if ids.is_empty() {
+            continue;
+        }
+        let named = ids[..ids.len().min(NAMED_PER_MODE)].join(", ");
+        let more = ids.len().saturating_sub(NAMED_PER_MODE);
+        let _ = writeln!(
+            text,
+            "Orders of {} by {} ({}): {named}{}",
+            card.name,
+            mode.as_str(),
+            ids.len(),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
 }
 
 /// A figure as Rust writes it (`5700`, `0.03`), never a signed zero.
