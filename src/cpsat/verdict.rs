@@ -220,6 +220,16 @@ fn read_run(run: RunOutput, timeout_ms: u64) -> CpsatPythonResult {
         return result;
     }
     match envelope::last_envelope(&result.stdout) {
+        // The output kept is a head and a tail: an envelope longer than
+        // the cap lost its middle, which is not the same as no envelope.
+        None | Some(Err(_)) if result.truncated => {
+            let diagnostic = Diagnostic::new(
+                Category::OutputTruncated,
+                "the script's output went over the 1 MiB cap and was cut, so its envelope could not be read whole; report fewer or smaller values in the envelope (write the rest to a file in the working directory)",
+            )
+            .with_detail("field", "envelope");
+            result.diagnostic = Some(facts(diagnostic, &result));
+        }
         None => {
             let diagnostic = Diagnostic::new(
                 Category::ChildProcessError,
@@ -538,6 +548,37 @@ mod tests {
         assert_eq!(
             result.diagnostic.unwrap().category,
             Category::OutputTruncated
+        );
+    }
+
+    #[test]
+    fn an_envelope_cut_at_the_cap_is_named_as_cut_not_missing() {
+        // What the executor keeps of a 7 MB envelope line: a head and a tail.
+        let head = "{\"status\": \"optimal\", \"objective\": 1, \"solution\": {\"x\": [0, 1, 2, 3";
+        let tail = "999997, 999998, 999999]}}\n";
+        let mut cut = run(
+            Ending::Exited,
+            Some(0),
+            &format!("{head}\n[… 6888890 bytes cut]\n{tail}"),
+        );
+        cut.truncated = true;
+        let result = script_result(cut, 1000);
+        assert_eq!(result.status, ScriptStatus::Error);
+        let diagnostic = result.diagnostic.unwrap();
+        assert_eq!(diagnostic.category, Category::OutputTruncated);
+        assert!(
+            diagnostic.message.contains("could not be read whole"),
+            "{}",
+            diagnostic.message
+        );
+        // Uncut, the same missing envelope is reported as missing.
+        let missing = script_result(run(Ending::Exited, Some(0), "no envelope\n"), 1000);
+        assert!(
+            missing
+                .diagnostic
+                .unwrap()
+                .message
+                .starts_with("the script printed no JSON envelope")
         );
     }
 

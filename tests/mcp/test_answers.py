@@ -1,0 +1,80 @@
+"""Answers a client's model can read (issue 45), through the real client:
+the text part leads with the values asked for, whole, whatever their
+names; large values are summarised, never cut inside; whatever a cap cuts
+is named as cut, never reported as missing. Scripts report without solving,
+so only the reporting is under test."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from cpsat_helpers import cpsat_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.minizinc_independent]
+
+TEXT_LIMIT = 16_000
+
+
+@pytest.fixture(scope="module")
+async def cpsat(harness):
+    async with cpsat_server(harness) as (launched, _marker):
+        yield launched
+
+
+def reporting(values: int, modulus: int) -> str:
+    return (
+        "import json\n"
+        f"x = [(7 * i) % {modulus} for i in range({values})]\n"
+        "print(json.dumps({'status': 'feasible', 'objective': None, "
+        "'solution': {'x': x, 'count': len(x), 'zz_last': x[-1]}}))\n"
+    )
+
+
+async def run(session, source: str):
+    reply = await session.call_tool("run_cpsat_python", {"source": source, "script_timeout_ms": 120_000})
+    assert not reply.is_error, reply.content
+    return reply.content[0].text, reply.structured_content
+
+
+async def test_the_values_asked_for_lead_the_text_whatever_their_names(cpsat):
+    source = (
+        "import json\n"
+        "machine_of_task = [(7 * t) % 40 for t in range(2000)]\n"
+        "print(json.dumps({'status': 'optimal', 'objective': 2450, 'solution': {"
+        "'loads': [2400 + m for m in range(40)], 'lower_bound': 2450, "
+        "'machine_of_task': machine_of_task, 'makespan': 2450, 'task_1234_machine': machine_of_task[1234]}}))\n"
+    )
+    text, result = await run(cpsat.session, source)
+    lines = text.splitlines()
+    assert result["solution"]["task_1234_machine"] == 38
+    start = lines.index("Solution:")
+    assert lines[start + 1 : start + 4] == ["  lower_bound = 2450", "  makespan = 2450", "  task_1234_machine = 38"], text
+    assert "  machine_of_task = [0, 7, 14, 21, 28, …, 5, 12, 19, 26, 33] (2000 integers, 0 to 39)" in lines, text
+
+
+async def test_a_200000_value_solution_is_summarised_with_every_scalar(cpsat):
+    # About 600 KB of envelope: within the output cap.
+    text, result = await run(cpsat.session, reporting(200_000, 10))
+    assert len(text.encode()) <= TEXT_LIMIT, len(text.encode())
+    assert result["status"] == "feasible" and len(result["solution"]["x"]) == 200_000
+    lines = text.splitlines()
+    assert "  count = 200000" in lines and f"  zz_last = {(7 * 199_999) % 10}" in lines, text
+    summary = [line for line in lines if line.startswith("  x = ")]
+    assert summary == ["  x = [0, 7, 4, 1, 8, …, 5, 2, 9, 6, 3] (200000 integers, 0 to 9)"], text
+
+
+async def test_an_envelope_cut_at_the_output_cap_is_named_as_cut(cpsat):
+    # A 1,000,000-value envelope is one line of about 5 MB, over the
+    # 1 MiB output cap: the result must say it was cut, not that the script
+    # printed none.
+    text, result = await run(cpsat.session, reporting(1_000_000, 1000))
+    assert len(text.encode()) <= TEXT_LIMIT
+    diagnostic = result["diagnostic"]
+    assert diagnostic["category"] == "output_truncated", diagnostic
+    assert "could not be read whole" in diagnostic["message"], diagnostic
+    assert "no JSON envelope" not in text, text
+    assert re.search(r"^Diagnostic: output_truncated — ", text, re.M), text
+    json.dumps(result)  # the structured result is plain JSON
