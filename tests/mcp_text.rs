@@ -32,6 +32,11 @@ impl Session {
 
     /// A session whose server gets the variables `env` as well.
     fn start_with(env: &[(&str, &OsStr)]) -> Session {
+        Session::start_at("2025-06-18", env)
+    }
+
+    /// A session that negotiates MCP `version`.
+    fn start_at(version: &str, env: &[(&str, &OsStr)]) -> Session {
         let home = tempfile::tempdir().unwrap();
         let mut child = Command::new(env!("CARGO_BIN_EXE_solvergate"))
             .arg("--runtime-dir")
@@ -58,7 +63,7 @@ impl Session {
         };
         session.request(
             "initialize",
-            serde_json::json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
+            serde_json::json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "0"}}),
         );
         session.send(&serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         session
@@ -97,8 +102,16 @@ impl Session {
             serde_json::json!({"name": tool, "arguments": arguments}),
         );
         let content = answer["result"]["content"].as_array().unwrap();
-        assert_eq!(content.len(), 1, "{answer}");
-        content[0]["text"].as_str().unwrap().to_owned()
+        // One text part, then at most the link to the whole result, which
+        // the text names too.
+        assert!(matches!(content.len(), 1 | 2), "{answer}");
+        let text = content[0]["text"].as_str().unwrap().to_owned();
+        if let Some(link) = content.get(1) {
+            assert_eq!(link["type"], "resource_link", "{answer}");
+            let uri = link["uri"].as_str().unwrap();
+            assert!(text.contains(&format!("Whole result: {uri} (")), "{text}");
+        }
+        text
     }
 }
 
@@ -115,10 +128,20 @@ fn assert_text(name: &str, text: &str) {
     per_runtime(&mut settings);
     settings.add_filter(r"Elapsed: \d+ ms", "Elapsed: [N] ms");
     settings.add_filter(r"Duration: \d+ ms", "Duration: [N] ms");
+    kept_result_filters(&mut settings);
     settings.add_filter(r"\((solver [^,]+), \d+ ms\)", "($1, [N] ms)");
     settings.add_filter(r"(?m)^(  \w*([Tt]ime|Mem)\w*): \S+$", "$1: [filtered]");
     settings.add_filter(r"solve time \S+ s", "solve time [filtered] s");
     settings.bind(|| insta::assert_snapshot!(name, text));
+}
+
+/// The kept result's id, size and file, which every run makes anew.
+fn kept_result_filters(settings: &mut insta::Settings) {
+    settings.add_filter(
+        r"solvergate://results/([a-z_]+)-[0-9a-f]{32}",
+        "solvergate://results/$1-[ID]",
+    );
+    settings.add_filter(r"\(\d+ bytes; file [^)]*\)", "([N] bytes; file [PATH])");
 }
 
 const OPTIMISING: &str = "var 1..9: x; var 1..9: y;\nconstraint x + 2 * y <= 14;\nsolve maximize 3 * x + y;\noutput [\"best: x=\\(x), y=\\(y)\\n\"];\n";
@@ -273,7 +296,9 @@ fn text_part_of_a_small_sheet() {
     );
     assert!(text.len() <= TEXT_LIMIT);
     // No runtime is involved: one snapshot for both.
-    insta::assert_snapshot!("tabular_small_sheet", text);
+    let mut settings = snapshot_settings();
+    kept_result_filters(&mut settings);
+    settings.bind(|| insta::assert_snapshot!("tabular_small_sheet", text));
 }
 
 const LARGE_SOLUTION: &str = "array[1..20000] of var 0..9: x;\nconstraint forall(i in 1..20000)(x[i] = i mod 10);\nvar 0..200000: total;\nconstraint total = sum(x);\nvar 1..20000: nines;\nconstraint nines = count(i in 1..20000)(x[i] = 9);\nsolve satisfy;\n";
@@ -281,6 +306,30 @@ const LARGE_SOLUTION: &str = "array[1..20000] of var 0..9: x;\nconstraint forall
 /// The 2,000-task assignment of issue 45, reported without a solve: the
 /// scalars the user asked for sort after the lists.
 const MACHINES: &str = "import json\nmachine_of_task = [(7 * t) % 40 for t in range(2000)]\nloads = [2400 + m for m in range(40)]\nprint(json.dumps({'status': 'optimal', 'objective': 2450, 'solution': {'loads': loads, 'lower_bound': 2450, 'machine_of_task': machine_of_task, 'makespan': 2450, 'task_1234_machine': machine_of_task[1234]}}))\n";
+
+/// A client older than 2025-06-18 has no `resource_link`: the kept
+/// result is named in the text alone, and reads back whole.
+#[test]
+fn an_older_client_reads_the_kept_result_from_the_text() {
+    let mut session = Session::start_at("2025-03-26", &[]);
+    let answer = session.request(
+        "tools/call",
+        serde_json::json!({"name": "solve_minizinc_model", "arguments": {"model": OPTIMISING, "solver": "gecode"}}),
+    );
+    let content = answer["result"]["content"].as_array().unwrap();
+    assert_eq!(content.len(), 1, "{answer}");
+    let text = content[0]["text"].as_str().unwrap();
+    let uri = text
+        .lines()
+        .find_map(|line| line.strip_prefix("Whole result: "))
+        .and_then(|rest| rest.split_once(' '))
+        .map(|(uri, _)| uri.to_owned())
+        .unwrap();
+    let read = session.request("resources/read", serde_json::json!({"uri": uri}));
+    let whole: serde_json::Value =
+        serde_json::from_str(read["result"]["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(whole, answer["result"]["structuredContent"], "{read}");
+}
 
 /// The whole `tools/list` of the full toolset, schemas included, pinned: a
 /// change to any tool's name, description or input or output schema is a

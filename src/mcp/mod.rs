@@ -29,6 +29,7 @@ mod plot;
 mod progress;
 mod prompts;
 mod render;
+mod results;
 mod schema;
 pub mod stdio_gate;
 mod tasks;
@@ -209,6 +210,9 @@ pub struct SolvergateServer {
     log_level: Arc<Mutex<LoggingLevel>>,
     cpsat_warm: usize,
     job_backend: Arc<dyn JobBackend>,
+    /// Where this server's answers are kept as resources (beside the job
+    /// store, in the same scope); none without a job store (tests).
+    results: Option<results::Kept>,
 }
 
 /// The background job registries a job tool works on. Over stdio and in an
@@ -467,6 +471,14 @@ impl SolvergateServer {
         if let Some(store) = &job_store {
             jobs.keep_in(store, bounds, cpsat_jobs, on_slurm);
         }
+        let results = job_store.as_ref().map(|store| {
+            results::Kept::new(
+                store.root.with_file_name(results::DIR),
+                &store.scope,
+                results::MAX_COUNT,
+                results::MAX_BYTES,
+            )
+        });
         let planner = Planner::new(minizinc.clone(), planner_store);
         let equations = Equations::new(minizinc.clone());
         let artifacts = Artifacts::new(
@@ -493,6 +505,7 @@ impl SolvergateServer {
             log_level: Arc::new(Mutex::new(LoggingLevel::Info)),
             cpsat_warm,
             job_backend,
+            results,
         }
     }
 
@@ -577,6 +590,17 @@ impl SolvergateServer {
             Some(shared) if sessionless(context) => shared,
             _ => &self.jobs,
         }
+    }
+
+    /// Where the caller's answers are kept: this server's scope, or the
+    /// shared one of requests without a session.
+    fn results(&self, context: &RequestContext<RoleServer>) -> Option<results::Kept> {
+        let kept = self.results.as_ref()?;
+        Some(if self.sessionless_jobs.is_some() && sessionless(context) {
+            kept.sessionless()
+        } else {
+            kept.clone()
+        })
     }
 
     /// The registries a list tool shows: the caller's own. A request
@@ -788,6 +812,7 @@ impl ServerHandler for SolvergateServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_prompts()
+                .enable_resources()
                 .enable_logging()
                 .enable_tasks()
                 .build(),
@@ -828,8 +853,64 @@ impl ServerHandler for SolvergateServer {
         if tasks::wanted(&request.name, &context) {
             return tasks::start(self, &self.jobs(&context).tasks, request, &context);
         }
+        let tool = request.name.clone();
+        let results = self.results(&context);
+        let version = context.protocol_version();
         let call = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
-        self.tool_router.call(call).await
+        let response = self.tool_router.call(call).await?;
+        Ok(match (response, results) {
+            (rmcp::model::CallToolResponse::Complete(result), Some(kept)) => {
+                results::link(&kept, &tool, result, version.as_ref()).into()
+            }
+            (response, _) => response,
+        })
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        Ok(rmcp::model::ListResourcesResult::with_all_items(
+            self.results(&context)
+                .map(|kept| results::listed(&kept))
+                .unwrap_or_default(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, ErrorData> {
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(
+            results::templates(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        let Some(kept) = self.results(&context) else {
+            return Err(ErrorData::resource_not_found(
+                "this server keeps no results",
+                None,
+            ));
+        };
+        match kept.read(&request.uri) {
+            Ok(text) => Ok(rmcp::model::ReadResourceResult::new(vec![
+                rmcp::model::ResourceContents::TextResourceContents {
+                    uri: request.uri,
+                    mime_type: Some("application/json".to_owned()),
+                    text,
+                    meta: None,
+                },
+            ])
+            .into()),
+            Err(error) => Err(ErrorData::resource_not_found(error.to_string(), None)),
+        }
     }
 
     /// The task's status; once it has ended, its result or error. An id

@@ -65,6 +65,24 @@ pub fn bounded(mut text: String) -> String {
     text
 }
 
+/// `text`, held to [`TEXT_LIMIT`], with `line` after it: when both do not
+/// fit, `text` is cut as [`bounded`] cuts it, never `line`.
+pub fn with_last_line(mut text: String, line: &str) -> String {
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    if text.len() + line.len() <= TEXT_LIMIT {
+        return text + line;
+    }
+    const NOTE: &str =
+        "[solvergate: the text part is cut here at 16 KB; the whole result is named below]\n";
+    let keep = head_len(&text, TEXT_LIMIT.saturating_sub(NOTE.len() + line.len()));
+    text.truncate(keep);
+    text.push_str(NOTE);
+    text.push_str(line);
+    text
+}
+
 /// How much of `text` to keep within `limit` bytes: up to the last whole
 /// line that fits, or a char boundary when not even one line does.
 fn head_len(text: &str, limit: usize) -> usize {

@@ -78,3 +78,42 @@ async def test_an_envelope_cut_at_the_output_cap_is_named_as_cut(cpsat):
     assert "no JSON envelope" not in text, text
     assert re.search(r"^Diagnostic: output_truncated — ", text, re.M), text
     json.dumps(result)  # the structured result is plain JSON
+
+
+async def test_every_answer_is_a_resource_read_whole_or_by_value(cpsat):
+    # Through resources/read, not the tool result: what a client whose
+    # model sees only the text part can still fetch.
+    reply = await cpsat.session.call_tool("run_cpsat_python", {"source": reporting(200_000, 10), "script_timeout_ms": 120_000})
+    assert not reply.is_error, reply.content
+    text, link = reply.content
+    assert link.type == "resource_link" and link.mime_type == "application/json", link
+    uri = str(link.uri)
+    assert re.fullmatch(r"solvergate://results/run_cpsat_python-[0-9a-f]{32}", uri), uri
+    assert f"Whole result: {uri} (" in text.text, text.text
+    whole = await cpsat.session.read_resource(uri)
+    [contents] = whole.contents
+    assert json.loads(contents.text) == reply.structured_content
+    sliced = await cpsat.session.read_resource(f"{uri}/solution/x?offset=1230&limit=10")
+    assert json.loads(sliced.contents[0].text) == [(7 * i) % 10 for i in range(1230, 1240)]
+    scalar = await cpsat.session.read_resource(f"{uri}/solution/count")
+    assert json.loads(scalar.contents[0].text) == 200_000
+    # Listed newest first; the template is published.
+    listed = await cpsat.session.list_resources()
+    assert str(listed.resources[0].uri) == uri, listed.resources[:3]
+    templates = await cpsat.session.list_resource_templates()
+    assert [t.uri_template for t in templates.resource_templates] == [
+        "solvergate://results/{id}/solution/{name}{?offset,limit}"
+    ]
+
+
+async def test_a_uri_that_is_not_a_kept_result_is_refused_by_name(cpsat):
+    from mcp.shared.exceptions import MCPError
+
+    for uri, words in [
+        ("solvergate://results/run_cpsat_python-" + "0" * 32, "no kept result"),
+        ("solvergate://results/../../etc/passwd", "not a kept result's URI"),
+        ("file:///etc/passwd", "not a kept result's URI"),
+    ]:
+        with pytest.raises(MCPError) as refused:
+            await cpsat.session.read_resource(uri)
+        assert words in refused.value.error.message, refused.value.error.message

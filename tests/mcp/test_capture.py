@@ -92,7 +92,8 @@ async def test_the_cap_keeps_solutions_not_copies(full, harness, workdir):
     assert res["solution"] == kept[-1]
     # The text part is a summary: the megabyte lives in the structured result.
     text = result_text(result)
-    assert len(result.content) == 1
+    # One text part, and the link to the whole result.
+    assert [block.type for block in result.content] == ["text", "resource_link"]
     assert len(text.encode()) <= 16 * 1024, len(text.encode())
     assert f"Solutions: {len(kept)}" in text.splitlines()
 

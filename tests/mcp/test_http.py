@@ -383,3 +383,36 @@ async def test_shutdown_kills_every_sessions_jobs_and_calls(harness, how):
         time.sleep(0.5)
         late = solver_procs(server.marker)
         assert not late, f"appeared after exit: {describe(late)}"
+
+
+# ---- kept results -------------------------------------------------------------------
+
+
+async def test_kept_results_are_read_in_their_session_and_sessionless_by_id(harness):
+    import json
+
+    from mcp.shared.exceptions import MCPError
+
+    with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full") as server:
+        # 2025-11-25, with sessions: a session reads its own results only.
+        async with http_session(server.url) as alice, http_session(server.url) as bob:
+            reply = await alice.call_tool("solve_minizinc_model", {"model": OPT_MODEL})
+            link = reply.content[-1]
+            assert link.type == "resource_link", reply.content
+            whole = await alice.read_resource(str(link.uri))
+            assert json.loads(whole.contents[0].text) == reply.structured_content
+            assert [str(r.uri) for r in (await alice.list_resources()).resources][0] == str(link.uri)
+            with pytest.raises(MCPError) as refused:
+                await bob.read_resource(str(link.uri))
+            assert "no kept result" in refused.value.error.message
+            assert str(link.uri) not in [str(r.uri) for r in (await bob.list_resources()).resources]
+        # 2026-07-28, without a session: every request is a fresh server, so
+        # the id is what reads a result, from any later request.
+        async with sessionless_client(server.url) as client:
+            reply = await client.call_tool("solve_minizinc_model", {"model": OPT_MODEL})
+            uri = str(reply.content[-1].uri)
+        async with sessionless_client(server.url) as other:
+            whole = await other.read_resource(uri)
+            assert json.loads(whole.contents[0].text) == reply.structured_content
+            value = await other.read_resource(f"{uri}/solution/x")
+            assert json.loads(value.contents[0].text) == reply.structured_content["solution"]["x"]
