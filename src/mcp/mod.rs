@@ -860,7 +860,9 @@ impl ServerHandler for SolvergateServer {
         let response = self.tool_router.call(call).await?;
         Ok(match (response, results) {
             (rmcp::model::CallToolResponse::Complete(result), Some(kept)) => {
-                results::link(&kept, &tool, result, version.as_ref()).into()
+                results::link(&kept, &tool, result, version.as_ref())
+                    .await
+                    .into()
             }
             (response, _) => response,
         })

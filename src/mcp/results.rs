@@ -150,13 +150,35 @@ impl Kept {
     }
 
     /// Writes `result` of `tool` whole under a new id, then removes the
-    /// oldest results past the bounds.
-    pub fn keep(&self, tool: &str, result: &Value) -> std::io::Result<Stored> {
+    /// oldest results past the bounds (in one go, for the tests).
+    #[cfg(test)]
+    fn keep(&self, tool: &str, result: &Value) -> std::io::Result<Stored> {
+        let stored = self.write(tool, result)?;
+        self.evict(&stored.path);
+        Ok(stored)
+    }
+
+    /// [`Kept::keep`] off the async threads: the write is awaited (a read
+    /// right after the answer finds the file), the eviction is not (it
+    /// scans the folder, and nothing waits for it).
+    pub async fn keep_in_background(&self, tool: &str, result: Value) -> std::io::Result<Stored> {
+        let kept = self.clone();
+        let tool = tool.to_owned();
+        let stored = tokio::task::spawn_blocking(move || kept.write(&tool, &result))
+            .await
+            .map_err(std::io::Error::other)??;
+        let kept = self.clone();
+        let newest = stored.path.clone();
+        drop(tokio::task::spawn_blocking(move || kept.evict(&newest)));
+        Ok(stored)
+    }
+
+    /// Writes `result` of `tool` whole under a new id.
+    fn write(&self, tool: &str, result: &Value) -> std::io::Result<Stored> {
         let id = format!("{tool}-{}", uuid::Uuid::new_v4().simple());
         let bytes = serde_json::to_vec(result).map_err(std::io::Error::other)?;
         crate::kept::write_whole(&self.dir, &format!("{id}.json"), &bytes)?;
         let path = self.dir.join(format!("{id}.json"));
-        self.evict(&path);
         Ok(Stored {
             uri: format!("{PREFIX}{id}"),
             path,
@@ -272,7 +294,7 @@ impl Kept {
 /// and later, which know the content type — a `resource_link` follows it.
 /// A result that cannot be kept is returned as it came (and says nothing
 /// of a resource).
-pub fn link(
+pub async fn link(
     kept: &Kept,
     tool: &str,
     mut result: CallToolResult,
@@ -284,7 +306,8 @@ pub fn link(
     let Some(structured) = &result.structured_content else {
         return result;
     };
-    let stored = match kept.keep(tool, structured) {
+    let has_solution = solution_of(structured).is_some();
+    let stored = match kept.keep_in_background(tool, structured.clone()).await {
         Ok(stored) => stored,
         Err(error) => {
             eprintln!("solvergate: could not keep the {tool} result: {error}");
@@ -297,7 +320,7 @@ pub fn link(
         stored.bytes,
         stored.path.display(),
     );
-    if solution_of(structured).is_some() {
+    if has_solution {
         let _ = write!(
             line,
             "; one value of its solution, or a slice of a list: {}/solution/{{name}}?offset=&limit=",
