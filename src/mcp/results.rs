@@ -12,7 +12,9 @@
 //! Results are kept per scope as jobs are (`jobs::store::JobScope`): every
 //! stdio server of the user shares one scope, so a restarted server reads
 //! what the last one kept; an HTTP session reads only its own; requests
-//! without a session share theirs, by id. Ids are unguessable. The folder
+//! without a session share theirs, by id. An id is the tool and a hash of
+//! the result, so the same result keeps one id and a job polled until it
+//! ends is kept once, with its result. The folder
 //! is bounded by count and by bytes over every scope, the oldest removed
 //! first, and each file is written whole or not at all (`kept`).
 
@@ -173,10 +175,14 @@ impl Kept {
         Ok(stored)
     }
 
-    /// Writes `result` of `tool` whole under a new id.
+    /// Writes `result` of `tool` whole under its id: the tool and the
+    /// first 128 bits of the result's SHA-256, so the same result (a
+    /// finished job read twice, or from a restarted server) keeps one id.
     fn write(&self, tool: &str, result: &Value) -> std::io::Result<Stored> {
-        let id = format!("{tool}-{}", uuid::Uuid::new_v4().simple());
+        use sha2::Digest;
         let bytes = serde_json::to_vec(result).map_err(std::io::Error::other)?;
+        let digest = sha2::Sha256::digest(&bytes);
+        let id = format!("{tool}-{}", hex::encode(&digest[..16]));
         crate::kept::write_whole(&self.dir, &format!("{id}.json"), &bytes)?;
         let path = self.dir.join(format!("{id}.json"));
         Ok(Stored {
@@ -306,6 +312,10 @@ pub async fn link(
     let Some(structured) = &result.structured_content else {
         return result;
     };
+    // A job is kept once it has its result, not at every poll.
+    if tool.starts_with("get_") && structured.get("result").is_none_or(Value::is_null) {
+        return result;
+    }
     let has_solution = solution_of(structured).is_some();
     let stored = match kept.keep_in_background(tool, structured.clone()).await {
         Ok(stored) => stored,
@@ -618,11 +628,13 @@ mod tests {
         );
         // By bytes: each result is about 10 KB, the bound 35 KB.
         let by_bytes = Kept::new(root.path().join("b"), &JobScope::Stdio, 1000, 35_000);
-        for _ in 0..20 {
-            by_bytes
-                .keep("plan_load", &json!({"solution": {"s": "x".repeat(10_000)}}))
-                .unwrap();
+        let big = |i: i32| json!({"solution": {"s": "x".repeat(10_000), "i": i}});
+        for i in 0..20 {
+            by_bytes.keep("plan_load", &big(i)).unwrap();
         }
+        // The same result again keeps its id and adds nothing.
+        let again = by_bytes.keep("plan_load", &big(19)).unwrap();
+        assert_eq!(by_bytes.latest(1)[0].id, again.id);
         let total: u64 = by_bytes.latest(100).iter().map(|listed| listed.bytes).sum();
         assert!(
             total <= 35_000 && by_bytes.latest(100).len() == 3,
