@@ -27,6 +27,7 @@ pub mod report;
 pub mod request;
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -38,6 +39,7 @@ pub use evaluate::{
 };
 pub use request::{CorrectRequest, EvaluateRequest, OptimizeRequest, ValidateRequest};
 
+use crate::budget::Budget;
 use crate::diagnostics::{Category, Diagnostic, ToolError};
 use crate::minizinc::{MiniZinc, SolveControls, SolveRequest, SolveResult, SolveStatus, Sources};
 use crate::progress::{Progress, Stage};
@@ -150,6 +152,11 @@ pub struct OptimizationResult {
     pub diagnostic: Option<Diagnostic>,
 }
 
+/// How long a correction's first solve runs, at most, before a second one
+/// takes over below its answer's penalty (see [`Equations::correct`]): the
+/// corpus's smaller cases are proved well within it.
+const FIRST_SOLVE_MS: u64 = 300;
+
 /// The solver the equation tools prefer (see [`Equations::default_solver`]).
 pub const PREFERRED_SOLVER: &str = "org.gecode.gecode";
 
@@ -169,6 +176,9 @@ struct Outcome {
     objective: Option<i64>,
     solver: String,
     diagnostic: Option<Diagnostic>,
+    /// The time limit ended the solve, with or without an answer (one
+    /// that ended by itself, proved or not, did not time out).
+    timed_out: bool,
 }
 
 impl Equations {
@@ -209,8 +219,8 @@ impl Equations {
             model::correction_within(request, &narrow::by_penalty(request, penalty))
                 .is_ok_and(|narrowed| narrowed.cuts.is_empty())
         };
-        let outcome = self
-            .run(&built, &request.settings(), Some(&proves), progress, cancel)
+        let (outcome, built) = self
+            .solve_correction(request, built, &proves, progress, cancel)
             .await?;
         let changed = outcome
             .values
@@ -246,6 +256,73 @@ impl Equations {
         })
     }
 
+    /// Solves a correction in up to two steps: the model searched from the
+    /// observations, for a short share of the budget (a small case is
+    /// proved there); then, when its answer is not proved, the model below
+    /// that answer's penalty ([`model::correction_below`]) for the rest of
+    /// the budget. Returns the outcome and the model that gave it. A first
+    /// solve that ends without any answer is tried again with twice the
+    /// time.
+    async fn solve_correction(
+        &self,
+        request: &CorrectRequest,
+        built: model::Built,
+        proves: &(dyn Fn(i64) -> bool + Sync),
+        progress: &Progress,
+        cancel: &CancellationToken,
+    ) -> Result<(Outcome, model::Built), ToolError> {
+        let settings = request.settings();
+        let budget = settings.validate()?.as_millis();
+        let started = Instant::now();
+        let left = || {
+            let spent = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            budget.saturating_sub(spent)
+        };
+        let mut share = FIRST_SOLVE_MS;
+        loop {
+            let time = Budget::saturating(share.min(left()));
+            let outcome = self
+                .run(&built, &settings, time, Some(proves), progress, cancel)
+                .await?;
+            // A solve that ended by itself was proved as far as it can be
+            // (OPTIMAL, INFEASIBLE, or optimal among answers within the
+            // range and not claimed so): a second solve adds nothing.
+            if outcome.status == EquationStatus::Optimal
+                || !outcome.timed_out
+                || left() == 0
+                || cancel.is_cancelled()
+            {
+                return Ok((outcome, built));
+            }
+            let Some(penalty) = outcome.objective.filter(|_| !outcome.values.is_empty()) else {
+                // No answer in that time: again, with twice the time.
+                share = share.saturating_mul(2);
+                continue;
+            };
+            // Every better answer lies within what this penalty leaves of
+            // each observation: the rest of the budget searches only there.
+            let narrowed = narrow::by_penalty(request, penalty);
+            let Ok(below) = model::correction_below(request, &narrowed, penalty) else {
+                return Ok((outcome, built));
+            };
+            let time = Budget::saturating(left());
+            let second = self
+                .run(&below, &settings, time, Some(proves), progress, cancel)
+                .await?;
+            // The first answer satisfies the second model: the second solve
+            // keeps it or finds a better one, unless its time ran out first.
+            let kept = second
+                .objective
+                .is_some_and(|objective| objective <= penalty)
+                && !second.values.is_empty();
+            return Ok(if kept {
+                (second, below)
+            } else {
+                (outcome, built)
+            });
+        }
+    }
+
     /// `optimize_expression`.
     pub async fn optimize(
         &self,
@@ -272,8 +349,10 @@ impl Equations {
                 });
             }
         };
+        let settings = request.settings();
+        let budget = settings.validate()?;
         let outcome = self
-            .run(&built, &request.settings(), None, progress, cancel)
+            .run(&built, &settings, budget, None, progress, cancel)
             .await?;
         let objective_value = if outcome.values.is_empty() {
             None
@@ -387,11 +466,11 @@ impl Equations {
         &self,
         built: &model::Built,
         settings: &SolverSettings<'_>,
+        timeout_ms: Budget,
         proves_optimal: Option<&(dyn Fn(i64) -> bool + Sync)>,
         progress: &Progress,
         cancel: &CancellationToken,
     ) -> Result<Outcome, ToolError> {
-        let timeout_ms = settings.validate()?;
         let solver = match settings.solver {
             Some(named) => Some(named.to_owned()),
             None => self.default_solver(cancel).await?,
@@ -619,6 +698,12 @@ fn read_outcome(
         objective,
         solver: result.solver.clone(),
         diagnostic,
+        timed_out: result.timed_out
+            || result.status == SolveStatus::Timeout
+            || result
+                .diagnostic
+                .as_ref()
+                .is_some_and(|said| said.category == Category::TimeoutWithIncumbent),
     }
 }
 
@@ -691,6 +776,28 @@ mod tests {
         assert_eq!(kept.len(), MAX_ERROR_LINES + 1);
         assert_eq!(kept[..MAX_ERROR_LINES], few[..]);
         assert!(kept[MAX_ERROR_LINES].starts_with("7 more line(s) of problems not listed"));
+    }
+
+    #[test]
+    fn only_a_solve_the_time_limit_stopped_has_timed_out() {
+        let answer = serde_json::json!({"v_a": 150, "v_b": 7});
+        let outcome = read_outcome(&solved(answer.clone()), &outputs(), &[]);
+        assert!(!outcome.timed_out);
+        // MiniZinc's own --time-limit: an answer, unproven, and no cap fired.
+        let mut stopped = solved(answer);
+        stopped.status = SolveStatus::Satisfied;
+        stopped.diagnostic = Some(Diagnostic::new(
+            Category::TimeoutWithIncumbent,
+            "the 300 ms time limit stopped the search before it proved optimality",
+        ));
+        let outcome = read_outcome(&stopped, &outputs(), &[]);
+        assert_eq!(outcome.status, EquationStatus::Feasible);
+        assert!(outcome.timed_out);
+        let mut nothing = solved(serde_json::json!({}));
+        (nothing.status, nothing.solution) = (SolveStatus::Timeout, None);
+        let outcome = read_outcome(&nothing, &outputs(), &[]);
+        assert_eq!(outcome.status, EquationStatus::Unknown);
+        assert!(outcome.timed_out);
     }
 
     #[test]
