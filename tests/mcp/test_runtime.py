@@ -123,7 +123,7 @@ async def test_solver_list_text_is_a_table_of_every_solver(full):
     listed = structured(result)
     text = result_text(result)
     rows = [line for line in text.splitlines() if line.startswith("|")]
-    assert rows[0].replace(" ", "") == "|id|name|version|runshere|"
+    assert rows[0].replace(" ", "") == "|id|name|version|runshere|optionsittakes|"
     body = rows[2:]
     assert len(body) == len(listed["solvers"])
     for solver in listed["solvers"]:
