@@ -895,11 +895,12 @@ impl ServerHandler for SolvergateServer {
         request: rmcp::model::ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        // An unknown resource is -32602 with its URI in the data (SEP-2164).
+        let not_found = |message: String| {
+            ErrorData::invalid_params(message, Some(serde_json::json!({"uri": request.uri})))
+        };
         let Some(kept) = self.results(&context) else {
-            return Err(ErrorData::resource_not_found(
-                "this server keeps no results",
-                None,
-            ));
+            return Err(not_found("this server keeps no results".to_owned()));
         };
         match kept.read(&request.uri) {
             Ok(text) => Ok(rmcp::model::ReadResourceResult::new(vec![
@@ -911,7 +912,7 @@ impl ServerHandler for SolvergateServer {
                 },
             ])
             .into()),
-            Err(error) => Err(ErrorData::resource_not_found(error.to_string(), None)),
+            Err(error) => Err(not_found(error.to_string())),
         }
     }
 
