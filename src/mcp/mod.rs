@@ -902,7 +902,12 @@ impl ServerHandler for SolvergateServer {
         let Some(kept) = self.results(&context) else {
             return Err(not_found("this server keeps no results".to_owned()));
         };
-        match kept.read(&request.uri) {
+        // Up to READ_LIMIT bytes from disk: off the async threads.
+        let uri = request.uri.clone();
+        let read = tokio::task::spawn_blocking(move || kept.read(&uri))
+            .await
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+        match read {
             Ok(text) => Ok(rmcp::model::ReadResourceResult::new(vec![
                 rmcp::model::ResourceContents::TextResourceContents {
                     uri: request.uri,
