@@ -764,16 +764,21 @@ pub async fn plan(
     })
 }
 
-/// A single-mode card some order cannot take: infeasible from the data
-/// alone (the model's `allowed` forbids it), as its solve would end.
-fn unsolvable(name: &str, orders: &[OrderFacts]) -> Settled {
-    Settled {
-        card: Card {
+impl Card {
+    /// A card with no plan yet: not feasible, nothing booked, no figures;
+    /// the solve's `status` and the checker's verdict as given.
+    fn unplanned(
+        name: &str,
+        objective: Objective,
+        status: SolveStatus,
+        checker: Option<String>,
+    ) -> Card {
+        Card {
             name: name.to_owned(),
-            objective: Objective::Cheapest,
+            objective,
             feasible: false,
-            status: SolveStatus::Unsatisfiable,
-            infeasible_reason: Some(infeasible_reason(name, orders)),
+            status,
+            infeasible_reason: None,
             modes: BTreeMap::new(),
             cost: None,
             containers: Vec::new(),
@@ -781,10 +786,20 @@ fn unsolvable(name: &str, orders: &[OrderFacts]) -> Settled {
             fill_rate: None,
             shipments: Vec::new(),
             miss_probability: None,
-            checker: None,
+            checker,
             within_policy: false,
             recommended: false,
-        },
+        }
+    }
+}
+
+/// A single-mode card some order cannot take: infeasible from the data
+/// alone (the model's `allowed` forbids it), as its solve would end.
+fn unsolvable(name: &str, orders: &[OrderFacts]) -> Settled {
+    let mut card = Card::unplanned(name, Objective::Cheapest, SolveStatus::Unsatisfiable, None);
+    card.infeasible_reason = Some(infeasible_reason(name, orders));
+    Settled {
+        card,
         status: SolveStatus::Unsatisfiable,
         first_status: SolveStatus::Unsatisfiable,
         repaired: false,
@@ -1484,23 +1499,7 @@ fn card(
         .as_ref()
         .and_then(|report| report.checks.last())
         .map(|check| check.output.trim().to_owned());
-    let mut card = Card {
-        name: name.to_owned(),
-        objective,
-        feasible: false,
-        status: result.status,
-        infeasible_reason: None,
-        modes: BTreeMap::new(),
-        cost: None,
-        containers: Vec::new(),
-        single_type_costs: Vec::new(),
-        fill_rate: None,
-        shipments: Vec::new(),
-        miss_probability: None,
-        checker: checker.clone(),
-        within_policy: false,
-        recommended: false,
-    };
+    let mut card = Card::unplanned(name, objective, result.status, checker.clone());
     let solution = match (&result.solution, result.status) {
         (Some(solution), SolveStatus::Optimal | SolveStatus::Satisfied) => solution,
         (_, SolveStatus::Unsatisfiable) => {
