@@ -54,15 +54,12 @@ const EXCERPT_LIMIT: usize = 2 * 1024;
 
 /// `text` held to [`TEXT_LIMIT`]: cut at a line end, with a last line that
 /// says so.
-pub fn bounded(mut text: String) -> String {
-    const NOTE: &str = "[solvergate: the text part ends here at 16 KB; the structured content has the whole result]\n";
-    if text.len() <= TEXT_LIMIT {
-        return text;
-    }
-    let keep = head_len(&text, TEXT_LIMIT - NOTE.len());
-    text.truncate(keep);
-    text.push_str(NOTE);
-    text
+pub fn bounded(text: String) -> String {
+    cut_to(
+        text,
+        TEXT_LIMIT,
+        "[solvergate: the text part ends here at 16 KB; the structured content has the whole result]\n",
+    )
 }
 
 /// `text`, held to [`TEXT_LIMIT`], with `line` after it: when both do not
@@ -71,15 +68,24 @@ pub fn with_last_line(mut text: String, line: &str) -> String {
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    if text.len() + line.len() <= TEXT_LIMIT {
-        return text + line;
-    }
-    const NOTE: &str =
-        "[solvergate: the text part is cut here at 16 KB; the whole result is named below]\n";
-    let keep = head_len(&text, TEXT_LIMIT.saturating_sub(NOTE.len() + line.len()));
-    text.truncate(keep);
-    text.push_str(NOTE);
+    let mut text = cut_to(
+        text,
+        TEXT_LIMIT.saturating_sub(line.len()),
+        "[solvergate: the text part is cut here at 16 KB; the whole result is named below]\n",
+    );
     text.push_str(line);
+    text
+}
+
+/// `text` within `limit` bytes: whole when it fits, else cut at a line end
+/// with `note` after it.
+fn cut_to(mut text: String, limit: usize, note: &str) -> String {
+    if text.len() <= limit {
+        return text;
+    }
+    let keep = head_len(&text, limit.saturating_sub(note.len()));
+    text.truncate(keep);
+    text.push_str(note);
     text
 }
 
@@ -234,6 +240,19 @@ mod tests {
         // One line longer than the limit is cut at a char boundary.
         let wide = "é".repeat(TEXT_LIMIT);
         assert!(bounded(wide).len() <= TEXT_LIMIT);
+    }
+
+    #[test]
+    fn the_last_line_survives_a_cut() {
+        let line = "Whole result: solvergate://results/x\n";
+        assert_eq!(with_last_line("a".to_owned(), line), format!("a\n{line}"));
+        let long: String = (0..5000).map(|i| format!("line {i}\n")).collect();
+        let cut = with_last_line(long.clone(), line);
+        assert!(cut.len() <= TEXT_LIMIT, "{}", cut.len());
+        let head = cut.strip_suffix(line).unwrap();
+        let (kept, note) = head.trim_end().rsplit_once('\n').unwrap();
+        assert!(long.starts_with(&format!("{kept}\n")));
+        assert!(note.starts_with("[solvergate: the text part is cut here at 16 KB"));
     }
 
     #[test]

@@ -75,14 +75,12 @@ pub fn cpsat_checked(result: &CpsatPythonCheckedResult) -> String {
                         .map(|reason| format!("skipped: {reason}"))
                 })
                 .unwrap_or_default();
-            match &row.changed {
-                Some(changed) => {
-                    let _ = writeln!(text, "  - {} ({changed}): {verdict}", row.name);
-                }
-                None => {
-                    let _ = writeln!(text, "  - {}: {verdict}", row.name);
-                }
-            }
+            let changed = row
+                .changed
+                .as_ref()
+                .map(|changed| format!(" ({changed})"))
+                .unwrap_or_default();
+            let _ = writeln!(text, "  - {}{changed}: {verdict}", row.name);
         }
     }
     text

@@ -135,36 +135,26 @@ pub fn load_plan(result: &PlanResult) -> String {
     text
 }
 
-/// Orders named per mode in a card.
-const NAMED_PER_MODE: usize = 10;
-
 /// `Orders of optimised by air (1): PO-1001`, one line per mode the card
-/// uses, at most [`NAMED_PER_MODE`] ids named and the rest counted.
+/// uses, the first [`crate::planner::NAMED`] ids named and the rest counted.
 fn orders_by_mode(text: &mut String, card: &crate::planner::Card) {
     for mode in crate::planner::Mode::ALL {
-        let ids: Vec<&str> = card
+        let ids: Vec<String> = card
             .modes
             .iter()
             .filter(|(_, each)| **each == mode)
-            .map(|(id, _)| id.as_str())
+            .map(|(id, _)| id.clone())
             .collect();
-        if ids.is_empty() {
-            continue;
+        if !ids.is_empty() {
+            let _ = writeln!(
+                text,
+                "Orders of {} by {} ({}): {}",
+                card.name,
+                mode.as_str(),
+                ids.len(),
+                crate::planner::listed(&ids)
+            );
         }
-        let named = ids[..ids.len().min(NAMED_PER_MODE)].join(", ");
-        let more = ids.len().saturating_sub(NAMED_PER_MODE);
-        let _ = writeln!(
-            text,
-            "Orders of {} by {} ({}): {named}{}",
-            card.name,
-            mode.as_str(),
-            ids.len(),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
-        );
     }
 }
 
