@@ -18,6 +18,11 @@ pub const CPSAT_PYTHON_VAR: &str = "SOLVERGATE_CPSAT_PYTHON";
 /// Planner results kept on disk unless `SOLVERGATE_PLANNER_MAX_RESULTS`
 /// says otherwise.
 pub const DEFAULT_PLANNER_MAX_RESULTS: usize = 256;
+/// The most a tool result's content takes in a response, in bytes, unless
+/// `SOLVERGATE_MAX_RESPONSE_BYTES` raises it (it cannot lower it: a sheet's
+/// page is sized to fit it): past it the largest values of the structured
+/// result give way to markers naming the kept resource.
+pub const DEFAULT_RESPONSE_LIMIT: usize = 128 * 1024;
 /// Environment variable holding the bearer token `serve --http` requires.
 pub const HTTP_TOKEN_VAR: &str = "SOLVERGATE_HTTP_TOKEN";
 /// Environment variable listing directories sandboxed children may write
@@ -137,6 +142,9 @@ pub struct Settings {
     pub cpsat_warm: usize,
     /// `SOLVERGATE_PLANNER_MAX_RESULTS`: planner results kept on disk.
     pub planner_max_results: usize,
+    /// `SOLVERGATE_MAX_RESPONSE_BYTES`: the most a tool result's content
+    /// takes in a response (at least, and by default, [`DEFAULT_RESPONSE_LIMIT`]).
+    pub response_limit: usize,
     /// `SOLVERGATE_TEST_HOOKS=1`, honoured in debug builds only: lets tests
     /// make a solve panic on purpose (see `minizinc::TEST_PANIC_MARKER`).
     /// Always false in a release build.
@@ -397,6 +405,11 @@ impl Settings {
                 "SOLVERGATE_PLANNER_MAX_RESULTS",
                 DEFAULT_PLANNER_MAX_RESULTS,
                 1,
+            )?,
+            response_limit: count(
+                "SOLVERGATE_MAX_RESPONSE_BYTES",
+                DEFAULT_RESPONSE_LIMIT,
+                DEFAULT_RESPONSE_LIMIT,
             )?,
             test_hooks: cfg!(debug_assertions)
                 && lookup("SOLVERGATE_TEST_HOOKS").is_some_and(|value| value == "1"),

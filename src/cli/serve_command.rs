@@ -330,6 +330,7 @@ impl Template {
                 root: self.job_store.clone(),
                 scope,
             }),
+            response_limit: self.settings.response_limit,
         });
         match &self.sessionless_jobs {
             Some(pools) => server.with_sessionless_jobs(pools.clone()),

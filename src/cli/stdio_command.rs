@@ -94,6 +94,7 @@ async fn serve_stdio(
             root: dirs.data_dir.join(JOB_STORE),
             scope: crate::jobs::store::JobScope::Stdio,
         }),
+        response_limit: settings.response_limit,
     });
     eprintln!("{}", server.job_backend_line());
     server.warm_up();

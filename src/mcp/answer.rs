@@ -26,8 +26,13 @@ const ENDS: usize = 5;
 /// An item of a summary longer than this is itself summarised.
 const ITEM: usize = 40;
 
+/// Where an answer's whole solution is: the kept result whose URI its
+/// text's last lines name (see `results::link`). The structured result
+/// may hold a marker in place of a large value (`bounded`).
+pub const WHOLE_SOLUTION: &str = "the kept result named on the last lines";
+
 /// `Solution:` and one line per value, within [`BUDGET`]; `whole` says
-/// where the whole solution is (e.g. "the structured result's `solution`").
+/// where the whole solution is (e.g. [`WHOLE_SOLUTION`]).
 pub fn solution(text: &mut String, values: &Map<String, Value>, whole: &str) {
     if values.is_empty() {
         return;

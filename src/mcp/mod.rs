@@ -25,6 +25,7 @@ mod unsat;
 // What the areas share.
 mod answer;
 mod args;
+mod bounded;
 mod plot;
 mod progress;
 mod prompts;
@@ -95,6 +96,8 @@ pub struct ServerSetup {
     pub job_backend: BackendChoice,
     /// Where jobs are kept beyond this process, and whose they are.
     pub job_store: Option<JobStoreSetup>,
+    /// The most a tool result's content takes in a response, in bytes.
+    pub response_limit: usize,
 }
 
 /// Which tools the server advertises.
@@ -433,6 +436,7 @@ impl SolvergateServer {
             cpsat_warm,
             job_backend,
             job_store,
+            response_limit,
         } = setup;
         let mut tool_router = Self::minizinc_router()
             + Self::job_router()
@@ -478,6 +482,7 @@ impl SolvergateServer {
                 results::MAX_COUNT,
                 results::MAX_BYTES,
             )
+            .with_response_limit(response_limit)
         });
         let planner = Planner::new(minizinc.clone(), planner_store);
         let equations = Equations::new(minizinc.clone());

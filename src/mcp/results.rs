@@ -26,7 +26,7 @@ use rmcp::model::{CallToolResult, ContentBlock, ProtocolVersion, Resource, Resou
 use serde_json::{Map, Value};
 
 use crate::jobs::store::JobScope;
-use crate::mcp::render;
+use crate::mcp::{bounded, render};
 
 /// The URI prefix of a kept result.
 pub const PREFIX: &str = "solvergate://results/";
@@ -81,6 +81,9 @@ pub struct Kept {
     dir: PathBuf,
     max_count: usize,
     max_bytes: u64,
+    /// The most a tool result's content takes in its response (see
+    /// `bounded`); the kept file is always whole.
+    response_limit: usize,
 }
 
 /// A result just kept.
@@ -138,6 +141,15 @@ impl Kept {
             dir,
             max_count,
             max_bytes,
+            response_limit: bounded::DEFAULT_RESPONSE_LIMIT,
+        }
+    }
+
+    /// The same, with responses bounded to `limit` bytes.
+    pub fn with_response_limit(self, limit: usize) -> Kept {
+        Kept {
+            response_limit: limit,
+            ..self
         }
     }
 
@@ -149,6 +161,7 @@ impl Kept {
             self.max_count,
             self.max_bytes,
         )
+        .with_response_limit(self.response_limit)
     }
 
     /// Writes `result` of `tool` whole under a new id, then removes the
@@ -338,6 +351,31 @@ pub async fn link(
         );
     }
     line.push('\n');
+    let text_bytes: usize = result
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text(text) => Some(text.text.len()),
+            _ => None,
+        })
+        .sum();
+    if let Some(structured) = result.structured_content.as_mut() {
+        // Room for the last line and the resource link too.
+        let room = text_bytes + line.len() + 1024;
+        bounded::envelopes_read(structured, &stored.uri);
+        let value_uri = |name: &str| format!("{}/solution/{name}", stored.uri);
+        let cuts = bounded::bound(
+            structured,
+            room,
+            kept.response_limit,
+            &stored.uri,
+            &value_uri,
+        );
+        if !cuts.is_empty() {
+            line.push_str(&bounded::in_words(&cuts, kept.response_limit));
+            line.push('\n');
+        }
+    }
     match result.content.iter_mut().find_map(|block| match block {
         ContentBlock::Text(text) => Some(text),
         _ => None,

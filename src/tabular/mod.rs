@@ -108,7 +108,7 @@ pub struct LoadRequest {
 pub enum TruncationReason {
     /// The page holds `max_rows` rows and more follow.
     MaxRows,
-    /// The next row would have taken the page over the 1 MiB ceiling.
+    /// The next row would have taken the page over the 96 KiB ceiling.
     MaxBytes,
 }
 
@@ -347,8 +347,8 @@ mod tests {
     #[test]
     fn pages_stop_at_the_byte_ceiling_with_whole_rows() {
         let dir = tempfile::tempdir().unwrap();
-        // 300 kB a row: three rows fit under 1 MiB, four do not.
-        let big = "y".repeat(30_000);
+        // 30 kB a row: three rows fit under 96 KiB, four do not.
+        let big = "y".repeat(3_000);
         let rows: Vec<Value> = (0..7)
             .map(|index| {
                 let mut row = vec![json!(index)];

@@ -4,8 +4,9 @@
 use super::TruncationReason;
 
 /// The most bytes a page's structured body (headers, rows and the
-/// pagination fields, as compact JSON) may take: 1 MiB.
-pub const PAGE_CEILING_BYTES: usize = 1024 * 1024;
+/// pagination fields, as compact JSON) may take: 96 KiB, so that a page
+/// and its text part fit a tool response's 128 KiB bound whole.
+pub const PAGE_CEILING_BYTES: usize = 96 * 1024;
 
 /// Where a page ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

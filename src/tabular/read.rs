@@ -512,10 +512,10 @@ fn assemble(
     )
     .map_err(|error| match error {
         PageError::HeadersTooLarge { bytes } => ToolError::invalid(format!(
-            "the headers alone are {bytes} bytes as JSON, over the {PAGE_CEILING_BYTES}-byte (1 MiB) page ceiling; this table cannot be paged"
+            "the headers alone are {bytes} bytes as JSON, over the {PAGE_CEILING_BYTES}-byte (96 KiB) page ceiling; this table cannot be paged"
         )),
         PageError::RowTooLarge { offset, bytes } => ToolError::invalid(format!(
-            "the row at row_offset {offset} is {bytes} bytes as JSON, over the {PAGE_CEILING_BYTES}-byte (1 MiB) page ceiling on its own; it cannot be returned (rows before and after it can: page around it)"
+            "the row at row_offset {offset} is {bytes} bytes as JSON, over the {PAGE_CEILING_BYTES}-byte (96 KiB) page ceiling on its own; it cannot be returned (rows before and after it can: page around it)"
         )),
     })?;
     rows.truncate(end.rows as usize);

@@ -573,6 +573,16 @@ async def call_ok(session: Any, tool: str, arguments: dict[str, Any]) -> dict[st
     return structured(await session.call_tool(tool, arguments))
 
 
+async def kept_whole(session: Any, result: Any) -> dict[str, Any]:
+    """The whole result behind a tool result: what its `resource_link`
+    reads. A response holds at most 128 KiB, its largest values giving way
+    to markers past it; tests of what a run captured read it whole."""
+    structured(result)
+    [link] = [block for block in result.content if block.type == "resource_link"]
+    read = await session.read_resource(str(link.uri))
+    return json.loads(read.contents[0].text)
+
+
 async def call_error(session: Any, tool: str, arguments: dict[str, Any]) -> ToolErrorInfo:
     return tool_error(await session.call_tool(tool, arguments))
 

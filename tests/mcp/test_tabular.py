@@ -306,12 +306,12 @@ async def test_three_pages_by_max_rows(server, out):
 
 async def test_three_pages_by_the_byte_ceiling(server, out):
     path = out / "wide.csv"
-    # About 400 kB a row: two rows fit under 1 MiB, three do not.
+    # About 40 kB a row: two rows fit under 96 KiB, three do not.
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["n", "blob"])
         for i in range(5):
-            writer.writerow([i, chr(ord("a") + i) * 400_000])
+            writer.writerow([i, chr(ord("a") + i) * 40_000])
     seen, offsets = [], []
     offset: int | None = 0
     while offset is not None:

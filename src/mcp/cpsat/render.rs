@@ -28,7 +28,7 @@ pub fn cpsat_run(result: &CpsatPythonResult) -> String {
     sandbox_line(&mut text, result.sandbox.as_ref());
     diagnostic_line(&mut text, result.diagnostic.as_ref());
     if let Some(solution) = &result.solution {
-        answer::solution(&mut text, solution, "the structured result's `solution`");
+        answer::solution(&mut text, solution, answer::WHOLE_SOLUTION);
     }
     stderr_block(&mut text, &result.stderr);
     text

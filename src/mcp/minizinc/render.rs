@@ -212,7 +212,7 @@ pub fn solve(result: &SolveResult) -> String {
         }
     }
     if let Some(solution) = &result.solution {
-        answer::solution(&mut text, solution, "the structured result's `solution`");
+        answer::solution(&mut text, solution, answer::WHOLE_SOLUTION);
     }
     match result.solutions.len() {
         0 | 1 => whole_block(&mut text, "Solution output", &result.stdout, "stdout"),

@@ -34,7 +34,7 @@ pub struct LoadTabularArgs {
     #[serde(default)]
     #[schemars(range(min = 0))]
     pub row_offset: i64,
-    /// The most rows to return; a page also stops before 1 MiB.
+    /// The most rows to return; a page also stops before 96 KiB.
     #[serde(default = "default_max_rows")]
     #[schemars(range(min = 1))]
     pub max_rows: i64,

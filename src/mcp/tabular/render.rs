@@ -48,7 +48,7 @@ pub fn tabular_page(page: &TabularData) -> String {
                 "Truncated ({}): call again with row_offset {next} for more.",
                 match reason {
                     TruncationReason::MaxRows => "max_rows",
-                    TruncationReason::MaxBytes => "1 MiB page ceiling",
+                    TruncationReason::MaxBytes => "96 KiB page ceiling",
                 }
             );
         }

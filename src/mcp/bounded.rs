@@ -1,0 +1,521 @@
+//! A kept result's structured content held within the response bound
+//! (`SOLVERGATE_MAX_RESPONSE_BYTES`, 128 KiB by default). Below it the
+//! structured content is the whole result; above it the largest values
+//! give way, each to something of the JSON type its output schema allows,
+//! and each is named, so a client reads it whole from the kept resource.
+//!
+//! Whatever the size, a script's envelope line is not repeated in `stdout`
+//! beside the solution read from it ([`envelopes_read`]). Past the bound,
+//! what gives way, largest first within each step, until the rest fits:
+//! 1. strings (a run's stdout and stderr, a model's source): their head
+//!    and tail around a line saying how much was left out and where;
+//! 2. values of a solution (`solution` at any depth, and each item of
+//!    `solutions`, whose values every output schema leaves unconstrained):
+//!    a marker object, `{"whole": false, "length": …, "bytes": …, "uri": …}`;
+//! 3. any other list: as many of its first items as fit (of `solutions`,
+//!    its last: the solution reported, and an optimisation's best, stay).
+
+use std::fmt::Write;
+
+use serde_json::{Map, Value};
+
+pub use crate::settings::DEFAULT_RESPONSE_LIMIT;
+
+/// A value under this many bytes is never cut: cutting it saves too little.
+const SMALLEST_CUT: usize = 512;
+
+/// The bytes of a string kept before and after its cut.
+const STRING_HEAD: usize = 2048;
+const STRING_TAIL: usize = 1024;
+
+/// One value that gave way: where it was, and how large it is whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cut {
+    /// Where, as a reader writes it: `solution.x`, `result.stdout`,
+    /// `solutions[2].x`.
+    pub path: String,
+    /// Its size whole, serialized.
+    pub bytes: usize,
+    /// A list's length, whole.
+    pub length: Option<usize>,
+}
+
+/// One step of a path into the result.
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// What a candidate is, which says what it gives way to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Kind {
+    Text,
+    SolutionValue,
+    List,
+}
+
+#[derive(Debug)]
+struct Candidate {
+    path: Vec<Step>,
+    kind: Kind,
+    bytes: usize,
+}
+
+/// Cuts `result` until it and `text_bytes` of text fit in `limit` bytes;
+/// `uri` is the whole result's resource and `value_uri(name)` the one
+/// reading a value of its top-level solution. Returns what was cut,
+/// largest first; nothing when it fitted.
+pub fn bound(
+    result: &mut Value,
+    text_bytes: usize,
+    limit: usize,
+    uri: &str,
+    value_uri: &dyn Fn(&str) -> String,
+) -> Vec<Cut> {
+    let mut size = serialized_len(result) + text_bytes;
+    let mut cuts = Vec::new();
+    for kinds in [&[Kind::Text, Kind::SolutionValue][..], &[Kind::List][..]] {
+        if size <= limit {
+            break;
+        }
+        let mut candidates = Vec::new();
+        collect(result, &mut Vec::new(), false, &mut candidates);
+        candidates.retain(|candidate| kinds.contains(&candidate.kind));
+        candidates.sort_by_key(|candidate| std::cmp::Reverse(candidate.bytes));
+        for candidate in candidates {
+            if size <= limit {
+                break;
+            }
+            let pointer = pointer(&candidate.path);
+            let Some(value) = result.pointer_mut(&pointer) else {
+                continue;
+            };
+            let length = match &*value {
+                Value::Array(items) => Some(items.len()),
+                Value::String(text) => Some(text.len()),
+                _ => None,
+            };
+            let over = size - limit;
+            let replacement = match candidate.kind {
+                Kind::Text => cut_text(value.as_str().unwrap_or_default(), uri),
+                Kind::SolutionValue => {
+                    let reader = match candidate.path.as_slice() {
+                        [Step::Key(solution), Step::Key(name)] if solution == "solution" => {
+                            value_uri(name)
+                        }
+                        [Step::Key(_), Step::Key(solution), Step::Key(name)]
+                            if solution == "solution" =>
+                        {
+                            value_uri(name)
+                        }
+                        _ => uri.to_owned(),
+                    };
+                    let mut marker = Map::new();
+                    marker.insert("whole".into(), Value::Bool(false));
+                    marker.insert("length".into(), length.map_or(Value::Null, Value::from));
+                    marker.insert("bytes".into(), Value::from(candidate.bytes));
+                    marker.insert("uri".into(), Value::String(reader));
+                    Value::Object(marker)
+                }
+                Kind::List => {
+                    let from_end =
+                        matches!(candidate.path.last(), Some(Step::Key(key)) if key == "solutions");
+                    items_within(value, candidate.bytes.saturating_sub(over), from_end)
+                }
+            };
+            let saved = candidate.bytes.saturating_sub(serialized_len(&replacement));
+            if saved == 0 {
+                continue;
+            }
+            *value = replacement;
+            size -= saved;
+            cuts.push(Cut {
+                path: readable(&candidate.path),
+                bytes: candidate.bytes,
+                length: match candidate.kind {
+                    Kind::Text => None,
+                    _ => length,
+                },
+            });
+        }
+    }
+    cuts
+}
+
+/// The most of a script's envelope line left in `stdout` beside the
+/// `solution` it was read into.
+const ENVELOPE_KEPT: usize = 1024;
+
+/// Below the bound as above it, `stdout` does not repeat a solution whole:
+/// in every object holding a `solution` and a `stdout`, the last stdout
+/// line that is a JSON object with a `solution` (a CP-SAT script's
+/// envelope, already read into the result) gives way to a line naming it,
+/// when it is over [`ENVELOPE_KEPT`] bytes. Returns how many gave way.
+pub fn envelopes_read(result: &mut Value, uri: &str) -> usize {
+    let mut replaced = 0;
+    let Value::Object(map) = result else {
+        if let Value::Array(items) = result {
+            for item in items {
+                replaced += envelopes_read(item, uri);
+            }
+        }
+        return replaced;
+    };
+    if matches!(map.get("solution"), Some(Value::Object(_)))
+        && let Some(Value::String(stdout)) = map.get_mut("stdout")
+        && let Some(shorter) = without_envelope(stdout, uri)
+    {
+        *stdout = shorter;
+        replaced += 1;
+    }
+    for inner in map.values_mut() {
+        replaced += envelopes_read(inner, uri);
+    }
+    replaced
+}
+
+/// `stdout` with its envelope line named instead of repeated, if it has
+/// one over [`ENVELOPE_KEPT`] bytes.
+fn without_envelope(stdout: &str, uri: &str) -> Option<String> {
+    let line = stdout
+        .split('\n')
+        .rev()
+        .map(|line| line.trim_end_matches('\r'))
+        .find(|line| line.trim_start().starts_with('{'))?;
+    if line.len() <= ENVELOPE_KEPT {
+        return None;
+    }
+    let parsed: Map<String, Value> = serde_json::from_str(line.trim()).ok()?;
+    if !parsed.contains_key("solution") {
+        return None;
+    }
+    let start = stdout.rfind(line)?;
+    Some(format!(
+        "{}[the JSON envelope, {} bytes, read into status, objective and solution; as printed in {uri}]{}",
+        &stdout[..start],
+        line.len(),
+        &stdout[start + line.len()..]
+    ))
+}
+
+/// The sentence that names what gave way, for the text part.
+pub fn in_words(cuts: &[Cut], limit: usize) -> String {
+    let mut line = format!(
+        "The structured result was cut to fit {} KiB; whole in the resource:",
+        limit / 1024
+    );
+    for (index, cut) in cuts.iter().enumerate() {
+        if index == 8 {
+            let _ = write!(line, " and {} more", cuts.len() - index);
+            break;
+        }
+        let _ = write!(line, "{} {} (", if index == 0 { "" } else { "," }, cut.path);
+        if let Some(length) = cut.length {
+            let _ = write!(line, "{length} items, ");
+        }
+        let _ = write!(line, "{} bytes)", cut.bytes);
+    }
+    line.push('.');
+    line
+}
+
+/// Every value that may give way, with its size. A solution's values are
+/// candidates themselves and not looked inside; a list outside a solution
+/// is a candidate and so are the values within it.
+fn collect(value: &Value, path: &mut Vec<Step>, in_solution: bool, out: &mut Vec<Candidate>) {
+    match value {
+        Value::String(text) if text.len() >= SMALLEST_CUT => out.push(Candidate {
+            path: path.clone(),
+            kind: Kind::Text,
+            bytes: serialized_len(value),
+        }),
+        Value::Object(map) => {
+            for (key, inner) in map {
+                path.push(Step::Key(key.clone()));
+                if in_solution {
+                    let bytes = serialized_len(inner);
+                    if bytes >= SMALLEST_CUT {
+                        out.push(Candidate {
+                            path: path.clone(),
+                            kind: Kind::SolutionValue,
+                            bytes,
+                        });
+                    }
+                } else {
+                    match (key.as_str(), inner) {
+                        ("solution", Value::Object(_)) => collect(inner, path, true, out),
+                        ("solutions", Value::Array(items)) => {
+                            list(inner, path, out);
+                            for (index, item) in items.iter().enumerate() {
+                                path.push(Step::Index(index));
+                                collect(item, path, true, out);
+                                path.pop();
+                            }
+                        }
+                        _ => collect(inner, path, false, out),
+                    }
+                }
+                path.pop();
+            }
+        }
+        Value::Array(items) if !in_solution => {
+            list(value, path, out);
+            for (index, item) in items.iter().enumerate() {
+                path.push(Step::Index(index));
+                collect(item, path, false, out);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+fn list(value: &Value, path: &[Step], out: &mut Vec<Candidate>) {
+    let bytes = serialized_len(value);
+    if bytes >= SMALLEST_CUT {
+        out.push(Candidate {
+            path: path.to_vec(),
+            kind: Kind::List,
+            bytes,
+        });
+    }
+}
+
+/// A string's head and tail, at character boundaries, around a line that
+/// says what was left out.
+fn cut_text(text: &str, uri: &str) -> Value {
+    if text.len() <= STRING_HEAD + STRING_TAIL {
+        return Value::String(text.to_owned());
+    }
+    let mut head = STRING_HEAD;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - STRING_TAIL;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    Value::String(format!(
+        "{}\n[… {} bytes left out here: the whole text is in {uri}]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    ))
+}
+
+/// A list's first items (or last, `from_end`), in order, as many as fit
+/// in `room` bytes (at least none).
+fn items_within(value: &Value, room: usize, from_end: bool) -> Value {
+    let Value::Array(items) = value else {
+        return value.clone();
+    };
+    let mut kept = Vec::new();
+    let mut used = 2;
+    let ordered: Box<dyn Iterator<Item = &Value>> = if from_end {
+        Box::new(items.iter().rev())
+    } else {
+        Box::new(items.iter())
+    };
+    for item in ordered {
+        let bytes = serialized_len(item) + 1;
+        if used + bytes > room {
+            break;
+        }
+        used += bytes;
+        kept.push(item.clone());
+    }
+    if from_end {
+        kept.reverse();
+    }
+    Value::Array(kept)
+}
+
+/// `value`'s size as compact JSON, without keeping the text.
+fn serialized_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX / 4,
+    }
+}
+
+/// A JSON pointer (RFC 6901) to `path`.
+fn pointer(path: &[Step]) -> String {
+    let mut pointer = String::new();
+    for step in path {
+        pointer.push('/');
+        match step {
+            Step::Key(key) => pointer.push_str(&key.replace('~', "~0").replace('/', "~1")),
+            Step::Index(index) => {
+                let _ = write!(pointer, "{index}");
+            }
+        }
+    }
+    pointer
+}
+
+/// `path` as a reader writes it: `result.solution.x`, `solutions[2].x`.
+fn readable(path: &[Step]) -> String {
+    let mut text = String::new();
+    for step in path {
+        match step {
+            Step::Key(key) => {
+                if !text.is_empty() {
+                    text.push('.');
+                }
+                text.push_str(key);
+            }
+            Step::Index(index) => {
+                let _ = write!(text, "[{index}]");
+            }
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const URI: &str = "solvergate://results/t-1";
+
+    fn value_uri(name: &str) -> String {
+        format!("{URI}/solution/{name}")
+    }
+
+    #[test]
+    fn a_result_within_the_bound_is_left_whole() {
+        let mut result =
+            json!({"status": "optimal", "solution": {"x": (0..1000).collect::<Vec<_>>()}});
+        let before = result.clone();
+        assert_eq!(bound(&mut result, 100, 128 * 1024, URI, &value_uri), vec![]);
+        assert_eq!(result, before);
+    }
+
+    #[test]
+    fn the_largest_values_give_way_to_markers_and_cut_strings() {
+        let x: Vec<u64> = (0..200_000).map(|i| i % 10).collect();
+        let stdout = format!("log\n{}\n", serde_json::to_string(&x).unwrap_or_default());
+        let mut result = json!({
+            "status": "feasible",
+            "solution": {"x": x, "count": 200_000, "small": [1, 2, 3]},
+            "stdout": stdout,
+            "stderr": "",
+        });
+        let cuts = bound(&mut result, 8_000, 128 * 1024, URI, &value_uri);
+        assert!(serialized_len(&result) + 8_000 <= 128 * 1024);
+        assert_eq!(
+            cuts.iter().map(|cut| cut.path.as_str()).collect::<Vec<_>>(),
+            ["stdout", "solution.x"]
+        );
+        assert_eq!(
+            result["solution"]["x"],
+            json!({"whole": false, "length": 200_000, "bytes": 400_001, "uri": value_uri("x")})
+        );
+        // The scalars and the small values stay.
+        assert_eq!(result["solution"]["count"], json!(200_000));
+        assert_eq!(result["solution"]["small"], json!([1, 2, 3]));
+        let stdout = result["stdout"].as_str().unwrap_or_default();
+        assert!(stdout.starts_with("log\n[0,1,2"), "{stdout:.40}");
+        assert!(
+            stdout.contains("bytes left out here: the whole text is in solvergate://results/t-1]")
+        );
+        assert_eq!(
+            in_words(&cuts, 128 * 1024),
+            "The structured result was cut to fit 128 KiB; whole in the resource: stdout (400010 bytes), solution.x (200000 items, 400001 bytes)."
+        );
+    }
+
+    #[test]
+    fn a_jobs_nested_solution_points_at_its_value_and_lists_keep_their_first_items() {
+        let x: Vec<u64> = (0..100_000).collect();
+        let mut result = json!({"job_id": "j", "result": {"solution": {"x": x}}});
+        let cuts = bound(&mut result, 0, 32 * 1024, URI, &value_uri);
+        assert_eq!(cuts.len(), 1);
+        assert_eq!(
+            result["result"]["solution"]["x"]["uri"],
+            json!(value_uri("x"))
+        );
+
+        // Many small solutions: markers do not help; the list keeps its
+        // last, the one reported as `solution` among them.
+        let solutions: Vec<Value> = (0..20_000).map(|i| json!({"x": i})).collect();
+        let mut result = json!({"solutions": solutions, "solution": {"x": 19_999}});
+        let cuts = bound(&mut result, 0, 32 * 1024, URI, &value_uri);
+        assert!(serialized_len(&result) <= 32 * 1024);
+        let kept = result["solutions"].as_array().map_or(0, Vec::len);
+        assert!(kept > 100 && kept < 20_000, "{kept}");
+        assert_eq!(result["solutions"][kept - 1], json!({"x": 19_999}));
+        assert_eq!(result["solutions"][0], json!({"x": 20_000 - kept}));
+        assert_eq!(cuts[0].path, "solutions");
+        assert_eq!(cuts[0].length, Some(20_000));
+
+        // Any other list keeps its first items.
+        let rows: Vec<Value> = (0..20_000).map(|i| json!([i, i])).collect();
+        let mut result = json!({"rows": rows});
+        bound(&mut result, 0, 32 * 1024, URI, &value_uri);
+        assert_eq!(result["rows"][0], json!([0, 0]));
+    }
+
+    #[test]
+    fn a_read_envelope_is_named_in_stdout_not_repeated() {
+        let x: Vec<u64> = (0..1000).collect();
+        let envelope = json!({"status": "optimal", "solution": {"x": x}}).to_string();
+        let small = json!({"status": "optimal", "solution": {"x": 1}}).to_string();
+        let mut result = json!({
+            "solution": {"x": x},
+            "stdout": format!("log\n{envelope}\nafter\n"),
+            "attempts": [
+                {"solution": {"x": 1}, "stdout": format!("{small}\n")},
+                {"solution": null, "stdout": format!("{envelope}\n")},
+            ],
+        });
+        assert_eq!(envelopes_read(&mut result, URI), 1);
+        assert_eq!(
+            result["stdout"],
+            json!(format!(
+                "log\n[the JSON envelope, {} bytes, read into status, objective and solution; as printed in {URI}]\nafter\n",
+                envelope.len()
+            ))
+        );
+        // A small envelope stays; one not read into a solution stays.
+        assert_eq!(result["attempts"][0]["stdout"], json!(format!("{small}\n")));
+        assert_eq!(
+            result["attempts"][1]["stdout"],
+            json!(format!("{envelope}\n"))
+        );
+    }
+
+    #[test]
+    fn strings_are_cut_at_character_boundaries() {
+        let text = "é".repeat(10_000);
+        let Value::String(cut) = cut_text(&text, URI) else {
+            panic!("not a string");
+        };
+        assert!(cut.len() < 4_000);
+        assert!(cut.starts_with('é') && cut.ends_with('é'));
+    }
+
+    #[test]
+    fn pointers_escape_and_paths_read() {
+        let path = [
+            Step::Key("a/b~c".into()),
+            Step::Index(3),
+            Step::Key("x".into()),
+        ];
+        assert_eq!(pointer(&path), "/a~1b~0c/3/x");
+        assert_eq!(readable(&path), "a/b~c[3].x");
+    }
+}
