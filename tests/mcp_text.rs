@@ -301,6 +301,51 @@ fn text_part_of_a_small_sheet() {
     settings.bind(|| insta::assert_snapshot!("tabular_small_sheet", text));
 }
 
+/// A Python checker that fails names its own error: a traceback's
+/// exception and the frame it was raised in, the end of a flood of stderr
+/// (bounded), or that it wrote nothing — in a checked run and in a save.
+#[test]
+fn text_parts_of_failing_checkers() {
+    let python = test_python();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("model.py");
+    std::fs::write(&script, CHECKED_ANSWER).unwrap();
+    let mut session = Session::start_with(&[("SOLVERGATE_CPSAT_PYTHON", python.as_os_str())]);
+    let mut settings = snapshot_settings();
+    kept_result_filters(&mut settings);
+    settings.add_filter(r"Duration: \d+ ms", "Duration: [N] ms");
+    settings.add_filter(r"error\(s\), \d+ ms\)", "error(s), [N] ms)");
+    settings.add_filter(r"Run: (\w+) in \d+ ms", "Run: $1 in [N] ms");
+    for (name, checker) in [
+        ("checker_raises", RAISING_CHECKER),
+        ("checker_floods_stderr", FLOODING_CHECKER),
+        ("checker_fails_silently", SILENT_CHECKER),
+    ] {
+        let path = dir.path().join(format!("{name}.py"));
+        std::fs::write(&path, checker).unwrap();
+        let text = session.text(
+            "run_cpsat_python_file_checked",
+            serde_json::json!({"script_path": script.to_string_lossy(), "checker_path": path.to_string_lossy(), "checker_timeout_ms": 60000}),
+        );
+        assert!(text.len() <= TEXT_LIMIT, "{name}: {} bytes", text.len());
+        settings.bind(|| insta::assert_snapshot!(name, text));
+    }
+    let text = session.text(
+        "save_verified_cpsat_python",
+        serde_json::json!({"source": CHECKED_ANSWER, "checker": RAISING_CHECKER, "verify_only": true}),
+    );
+    settings.bind(|| insta::assert_snapshot!("save_checker_raises", text));
+}
+
+const CHECKED_ANSWER: &str = "import json\nprint(json.dumps({'status': 'optimal', 'objective': 13, 'solution': {'x': [1, 2, 3]}}))\n";
+
+const RAISING_CHECKER: &str = "import json\nimport sys\n\ndef ratio(solution):\n    return solution['x'][0] / 0\n\npayload = json.load(open(sys.argv[1]))\nprint(ratio(payload['solution']))\n";
+
+/// Megabytes of stderr, one line of 300 kB among them, then a crash.
+const FLOODING_CHECKER: &str = "import sys\nfor i in range(60000):\n    sys.stderr.write('noise line %06d ' % i + '.' * 70 + '\\n')\nsys.stderr.write('x' * 300000 + '\\n')\nraise RuntimeError('gave up after the noise')\n";
+
+const SILENT_CHECKER: &str = "import sys\nsys.exit(1)\n";
+
 const LARGE_SOLUTION: &str = "array[1..20000] of var 0..9: x;\nconstraint forall(i in 1..20000)(x[i] = i mod 10);\nvar 0..200000: total;\nconstraint total = sum(x);\nvar 1..20000: nines;\nconstraint nines = count(i in 1..20000)(x[i] = 9);\nsolve satisfy;\n";
 
 /// The 2,000-task assignment of issue 45, reported without a solve: the
