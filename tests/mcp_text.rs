@@ -346,6 +346,105 @@ const FLOODING_CHECKER: &str = "import sys\nfor i in range(60000):\n    sys.stde
 
 const SILENT_CHECKER: &str = "import sys\nsys.exit(1)\n";
 
+/// The equation tools read as a text-only client's model reads them: the
+/// status and the answer first, every value whole, the counts those of the
+/// lists below them, each violation with its sides and its unit.
+#[test]
+fn text_parts_of_the_equation_tools() {
+    let mut session = Session::start();
+    let cases = [
+        (
+            "correct_seed",
+            "correct_values",
+            serde_json::json!({
+                "variables": {
+                    "gross_amount": {"obs": 500, "confidence": 0.3, "mult_factor": 100, "min": 0, "max": 100000},
+                    "quantity": {"obs": 10, "fixed": true},
+                    "rate_per_pc": {"obs": 52, "mult_factor": 100, "fixed": true},
+                },
+                "equations": [{"lhs": "gross_amount", "rhs": "quantity * rate_per_pc", "weight": 1000}],
+            }),
+        ),
+        (
+            "correct_unreconciled",
+            "correct_values",
+            serde_json::json!({
+                "variables": {
+                    "total": {"obs": 30.5, "mult_factor": 100, "fixed": true},
+                    "quantity": {"obs": 3, "fixed": true},
+                    "price": {"obs": 9.5, "mult_factor": 100, "fixed": true},
+                    "discount": {"obs": 0, "confidence": 0.9, "mult_factor": 100, "min": 0, "max": 100},
+                },
+                "equations": [
+                    {"lhs": "total", "rhs": "quantity * price", "weight": 10},
+                    {"lhs": "discount", "rhs": "0", "weight": 1000},
+                ],
+            }),
+        ),
+        (
+            "correct_invalid",
+            "correct_values",
+            serde_json::json!({
+                "variables": {"a": {"obs": 1}, "b": {"obs": 2}},
+                "equations": [{"lhs": "a", "rhs": "-b"}, {"lhs": "a", "rhs": "b * (a"}],
+            }),
+        ),
+        (
+            "optimize_soft_violated",
+            "optimize_expression",
+            serde_json::json!({
+                "variables": {
+                    "units": {"min": 0, "max": 1000},
+                    "price": {"min": 0, "max": 500, "mult_factor": 100},
+                },
+                "objective": {"expr": "units * price", "direction": "maximize"},
+                "hard_constraints": [{"lhs": "units + price", "rhs": "120", "relation": "<="}],
+                "soft_constraints": [{"lhs": "price", "rhs": "50", "relation": "<=", "weight": 5}],
+            }),
+        ),
+        (
+            "optimize_infeasible",
+            "optimize_expression",
+            serde_json::json!({
+                "variables": {"u": {"min": 0, "max": 10}},
+                "objective": {"expr": "u", "direction": "maximize"},
+                "hard_constraints": [{"lhs": "u", "rhs": "20", "relation": ">="}],
+            }),
+        ),
+        (
+            "validate_mixed",
+            "validate_equations",
+            serde_json::json!({"equations": [
+                {"lhs": "a", "rhs": "b * (c"},
+                {"lhs": "x", "rhs": "-y"},
+                {"lhs": "a", "rhs": "b"},
+            ]}),
+        ),
+        (
+            "evaluate_mixed",
+            "evaluate_equations",
+            serde_json::json!({
+                "values": {"a": 10, "b": 3, "c": 4},
+                "equations": [
+                    {"lhs": "a", "rhs": "b + c"},
+                    {"lhs": "a", "rhs": "b / 0"},
+                    {"lhs": "a", "rhs": "d"},
+                    {"lhs": "a", "rhs": "b * c - 2"},
+                    {"lhs": "a", "rhs": "b * c", "relation": "<="},
+                ],
+            }),
+        ),
+    ];
+    // Gecode gives the same answers on both runtimes: one snapshot each.
+    let mut settings = snapshot_settings();
+    kept_result_filters(&mut settings);
+    for (name, tool, arguments) in cases {
+        let text = session.text(tool, arguments);
+        assert!(text.len() <= TEXT_LIMIT, "{name}: {} bytes", text.len());
+        settings.bind(|| insta::assert_snapshot!(name, text));
+    }
+}
+
 const LARGE_SOLUTION: &str = "array[1..20000] of var 0..9: x;\nconstraint forall(i in 1..20000)(x[i] = i mod 10);\nvar 0..200000: total;\nconstraint total = sum(x);\nvar 1..20000: nines;\nconstraint nines = count(i in 1..20000)(x[i] = 9);\nsolve satisfy;\n";
 
 /// The 2,000-task assignment of issue 45, reported without a solve: the
