@@ -301,6 +301,150 @@ fn text_part_of_a_small_sheet() {
     settings.bind(|| insta::assert_snapshot!("tabular_small_sheet", text));
 }
 
+/// A Python checker that fails names its own error: a traceback's
+/// exception and the frame it was raised in, the end of a flood of stderr
+/// (bounded), or that it wrote nothing — in a checked run and in a save.
+#[test]
+fn text_parts_of_failing_checkers() {
+    let python = test_python();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("model.py");
+    std::fs::write(&script, CHECKED_ANSWER).unwrap();
+    let mut session = Session::start_with(&[("SOLVERGATE_CPSAT_PYTHON", python.as_os_str())]);
+    let mut settings = snapshot_settings();
+    kept_result_filters(&mut settings);
+    settings.add_filter(r"Duration: \d+ ms", "Duration: [N] ms");
+    settings.add_filter(r"error\(s\), \d+ ms\)", "error(s), [N] ms)");
+    settings.add_filter(r"Run: (\w+) in \d+ ms", "Run: $1 in [N] ms");
+    for (name, checker) in [
+        ("checker_raises", RAISING_CHECKER),
+        ("checker_floods_stderr", FLOODING_CHECKER),
+        ("checker_fails_silently", SILENT_CHECKER),
+    ] {
+        let path = dir.path().join(format!("{name}.py"));
+        std::fs::write(&path, checker).unwrap();
+        let text = session.text(
+            "run_cpsat_python_file_checked",
+            serde_json::json!({"script_path": script.to_string_lossy(), "checker_path": path.to_string_lossy(), "checker_timeout_ms": 60000}),
+        );
+        assert!(text.len() <= TEXT_LIMIT, "{name}: {} bytes", text.len());
+        settings.bind(|| insta::assert_snapshot!(name, text));
+    }
+    let text = session.text(
+        "save_verified_cpsat_python",
+        serde_json::json!({"source": CHECKED_ANSWER, "checker": RAISING_CHECKER, "verify_only": true}),
+    );
+    settings.bind(|| insta::assert_snapshot!("save_checker_raises", text));
+}
+
+const CHECKED_ANSWER: &str = "import json\nprint(json.dumps({'status': 'optimal', 'objective': 13, 'solution': {'x': [1, 2, 3]}}))\n";
+
+const RAISING_CHECKER: &str = "import json\nimport sys\n\ndef ratio(solution):\n    return solution['x'][0] / 0\n\npayload = json.load(open(sys.argv[1]))\nprint(ratio(payload['solution']))\n";
+
+/// Megabytes of stderr, one line of 300 kB among them, then a crash.
+const FLOODING_CHECKER: &str = "import sys\nfor i in range(60000):\n    sys.stderr.write('noise line %06d ' % i + '.' * 70 + '\\n')\nsys.stderr.write('x' * 300000 + '\\n')\nraise RuntimeError('gave up after the noise')\n";
+
+const SILENT_CHECKER: &str = "import sys\nsys.exit(1)\n";
+
+/// The equation tools read as a text-only client's model reads them: the
+/// status and the answer first, every value whole, the counts those of the
+/// lists below them, each violation with its sides and its unit.
+#[test]
+fn text_parts_of_the_equation_tools() {
+    let mut session = Session::start();
+    let cases = [
+        (
+            "correct_seed",
+            "correct_values",
+            serde_json::json!({
+                "variables": {
+                    "gross_amount": {"obs": 500, "confidence": 0.3, "mult_factor": 100, "min": 0, "max": 100000},
+                    "quantity": {"obs": 10, "fixed": true},
+                    "rate_per_pc": {"obs": 52, "mult_factor": 100, "fixed": true},
+                },
+                "equations": [{"lhs": "gross_amount", "rhs": "quantity * rate_per_pc", "weight": 1000}],
+            }),
+        ),
+        (
+            "correct_unreconciled",
+            "correct_values",
+            serde_json::json!({
+                "variables": {
+                    "total": {"obs": 30.5, "mult_factor": 100, "fixed": true},
+                    "quantity": {"obs": 3, "fixed": true},
+                    "price": {"obs": 9.5, "mult_factor": 100, "fixed": true},
+                    "discount": {"obs": 0, "confidence": 0.9, "mult_factor": 100, "min": 0, "max": 100},
+                },
+                "equations": [
+                    {"lhs": "total", "rhs": "quantity * price", "weight": 10},
+                    {"lhs": "discount", "rhs": "0", "weight": 1000},
+                ],
+            }),
+        ),
+        (
+            "correct_invalid",
+            "correct_values",
+            serde_json::json!({
+                "variables": {"a": {"obs": 1}, "b": {"obs": 2}},
+                "equations": [{"lhs": "a", "rhs": "-b"}, {"lhs": "a", "rhs": "b * (a"}],
+            }),
+        ),
+        (
+            "optimize_soft_violated",
+            "optimize_expression",
+            serde_json::json!({
+                "variables": {
+                    "units": {"min": 0, "max": 1000},
+                    "price": {"min": 0, "max": 500, "mult_factor": 100},
+                },
+                "objective": {"expr": "units * price", "direction": "maximize"},
+                "hard_constraints": [{"lhs": "units + price", "rhs": "120", "relation": "<="}],
+                "soft_constraints": [{"lhs": "price", "rhs": "50", "relation": "<=", "weight": 5}],
+            }),
+        ),
+        (
+            "optimize_infeasible",
+            "optimize_expression",
+            serde_json::json!({
+                "variables": {"u": {"min": 0, "max": 10}},
+                "objective": {"expr": "u", "direction": "maximize"},
+                "hard_constraints": [{"lhs": "u", "rhs": "20", "relation": ">="}],
+            }),
+        ),
+        (
+            "validate_mixed",
+            "validate_equations",
+            serde_json::json!({"equations": [
+                {"lhs": "a", "rhs": "b * (c"},
+                {"lhs": "x", "rhs": "-y"},
+                {"lhs": "a", "rhs": "b"},
+            ]}),
+        ),
+        (
+            "evaluate_mixed",
+            "evaluate_equations",
+            serde_json::json!({
+                "values": {"a": 10, "b": 3, "c": 4},
+                "equations": [
+                    {"lhs": "a", "rhs": "b + c"},
+                    {"lhs": "a", "rhs": "b / 0"},
+                    {"lhs": "a", "rhs": "d"},
+                    {"lhs": "a", "rhs": "b * c - 2"},
+                    {"lhs": "a", "rhs": "b * c", "relation": "<="},
+                ],
+            }),
+        ),
+    ];
+    // Gecode gives the same answers on both runtimes: one snapshot each.
+    let mut settings = snapshot_settings();
+    kept_result_filters(&mut settings);
+    for (name, tool, arguments) in cases {
+        let text = session.text(tool, arguments);
+        assert!(text.len() <= TEXT_LIMIT, "{name}: {} bytes", text.len());
+        settings.bind(|| insta::assert_snapshot!(name, text));
+    }
+}
+
 const LARGE_SOLUTION: &str = "array[1..20000] of var 0..9: x;\nconstraint forall(i in 1..20000)(x[i] = i mod 10);\nvar 0..200000: total;\nconstraint total = sum(x);\nvar 1..20000: nines;\nconstraint nines = count(i in 1..20000)(x[i] = 9);\nsolve satisfy;\n";
 
 /// The 2,000-task assignment of issue 45, reported without a solve: the

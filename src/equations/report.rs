@@ -28,20 +28,20 @@ fn violation_lines(text: &mut String, violations: &[Violation], units: &[Equatio
     for v in violations {
         let side =
             |value: Option<f64>| value.map_or("not computable".to_owned(), |v| v.to_string());
-        let unit = units
-            .iter()
-            .find(|u| u.place == v.place)
-            .map(|u| format!(" units of {}", u.unit))
-            .unwrap_or_default();
+        // Residual and excess count the equation's unit: `200 × 0.01`.
+        let in_units = |amount: f64| match units.iter().find(|u| u.place == v.place) {
+            Some(u) => format!("{amount} × {}", u.unit),
+            None => amount.to_string(),
+        };
         let _ = writeln!(
             text,
-            "  {} {}: lhs {}, rhs {}, residual {}{unit} ({} beyond the tolerance), penalty {}",
+            "  {} {}: lhs {}, rhs {}, residual {} ({} beyond the tolerance), penalty {}",
             v.place,
             v.equation,
             side(v.lhs_value),
             side(v.rhs_value),
-            v.residual,
-            v.excess,
+            in_units(v.residual),
+            in_units(v.excess),
             v.penalty
         );
     }
@@ -103,11 +103,12 @@ pub fn optimisation(result: &OptimizationResult) -> String {
         EquationStatus::Optimal | EquationStatus::Feasible => {
             let _ = writeln!(
                 text,
-                "{}: objective {}",
+                "{}: objective {} ({})",
                 result.status.as_str(),
                 result
                     .objective_value
-                    .map_or("not computable".to_owned(), |v| v.to_string())
+                    .map_or("not computable".to_owned(), |v| v.to_string()),
+                result.solver.as_deref().unwrap_or("no solver")
             );
             let pad = width(result.values.keys());
             for (name, value) in &result.values {
@@ -172,7 +173,7 @@ pub fn evaluation(result: &EvaluationResult) -> String {
         let equation = format!("{} {} {}", r.lhs, r.relation.symbol(), r.rhs);
         let detail = match r.status {
             EvaluationStatus::Passed | EvaluationStatus::Failed => format!(
-                "{} vs {} (error {}, tolerance {})",
+                "lhs {}, rhs {}, error {} (tolerance {})",
                 r.actual.unwrap_or_default(),
                 r.computed.unwrap_or_default(),
                 r.error.unwrap_or_default(),

@@ -4,7 +4,8 @@ annotations, and the size of the full tools/list.
 The schema walk runs through the official Python client. The Node checks
 (the MCP Inspector CLI's `--strict` portability check, strict Ajv 2020
 compilation of every schema, and the Inspector CLI's `tools/call` and
-`prompts/get` against the stdio binary) run when `npm` is on PATH: the
+`prompts/get`, and its resource methods on a kept result, against the
+stdio binary) run when `npm` is on PATH: the
 pinned packages of tests/node/ are installed into a temp dir first
 (the `node_tools` fixture of conftest.py).
 """
@@ -284,6 +285,56 @@ def test_inspector_gets_a_prompt(node_tools, harness):
     text = messages[0]["content"]["text"]
     assert text.startswith("Solve the constraint problem below with the solvergate tools."), text[:200]
     assert text.rstrip().endswith(problem), text[-300:]
+
+
+#: 3,000 values, x[i] = i mod 10 (1-based): a solution the text part summarises.
+LARGE_MODEL = "array[1..3000] of var 0..9: x;\nconstraint forall(i in 1..3000)(x[i] = i mod 10);\nsolve satisfy;\n"
+
+
+def inspector_json(node_dir: Path, harness, method: str, *args: str) -> Any:
+    """The Inspector CLI's answer to `method`, which must exit 0 with no
+    warning or error of its own on stderr."""
+    done = inspector(node_dir, harness, method, *args)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    findings = [line for line in done.stderr.splitlines() if line.startswith(("Warning:", "Error:"))]
+    assert findings == [], findings
+    return json.loads(done.stdout)
+
+
+def test_inspector_reads_a_kept_result_as_resources(node_tools, harness):
+    """The Inspector CLI's resource methods, each a fresh stdio server of the
+    same user (stdio servers share their kept results): the solve's
+    resource_link is listed newest first, the value template is published,
+    and resources/read gives the whole result and a slice, in the 2025 era
+    and the modern one (2026-07-28, with its caching hints). The Inspector's
+    `--strict` check covers tools/list only ("--strict requires --method
+    tools/list"); these runs assert what it does check: its client's schema
+    validation of each answer, a clean exit and no warning."""
+    called = inspector_json(
+        node_tools, harness, "tools/call", "--tool-name", "solve_minizinc_model",
+        "--tool-arg", f"model={LARGE_MODEL}", "timeout_ms=20000",
+    )  # fmt: skip
+    assert called["isError"] is False, called
+    [_text, link] = called["content"]
+    assert link["type"] == "resource_link" and link["mimeType"] == "application/json", link
+    uri = link["uri"]
+    listed = inspector_json(node_tools, harness, "resources/list")
+    assert listed["resources"][0] == {key: link[key] for key in link if key != "type"}, listed["resources"][:2]
+    templates = inspector_json(node_tools, harness, "resources/templates/list")
+    assert [t["uriTemplate"] for t in templates["resourceTemplates"]] == [
+        "solvergate://results/{id}/solution/{name}{?offset,limit}"
+    ], templates
+    whole = inspector_json(node_tools, harness, "resources/read", "--uri", uri)
+    [contents] = whole["contents"]
+    assert (contents["uri"], contents["mimeType"]) == (uri, "application/json"), contents
+    assert json.loads(contents["text"]) == called["structuredContent"]
+    expected = [(1231 + k) % 10 for k in range(10)]
+    for era in ("legacy", "modern"):
+        sliced = inspector_json(
+            node_tools, harness, "resources/read", "--uri", f"{uri}/solution/x?offset=1230&limit=10", "--protocol-era", era
+        )
+        assert json.loads(sliced["contents"][0]["text"]) == expected, (era, sliced)
+        assert ("cacheScope" in sliced) is (era == "modern"), (era, sliced)
 
 
 async def test_an_unknown_tool_is_invalid_params_naming_it(full):

@@ -13,6 +13,10 @@ in tests/node/package.json) against the stdio binary.
   is set, which scripts/test does on the first runtime only.
 - tests/node/tasks.mjs follows MCP tasks with the SDK's v2 client
   (`@modelcontextprotocol/client`), over stdio and over HTTP.
+- tests/node/resources.mjs reads a kept result as MCP resources (the
+  resource_link, resources/read whole and by the value template,
+  resources/list, resources/templates/list): the 1.x client at 2025-11-25
+  over stdio, the v2 client pinned to 2026-07-28 over HTTP without a session.
 
 Both need Node 20+ and npm (the `node_tools` fixture installs the pinned
 packages, or skips when npm is missing).
@@ -137,3 +141,36 @@ def test_tasks_through_the_typescript_sdk(node_tools, harness, how):
     assert report["longBefore"] == "working" and report["longAfter"] == "cancelled", report
     assert report["unknown"] == -32602 and report["tasksResult"] == -32601, report
     assert not solver_procs(marker), describe(solver_procs(marker))
+
+
+@pytest.mark.parametrize("how", ["stdio", "http"])
+def test_kept_results_read_as_resources_through_the_typescript_sdk(node_tools, harness, how):
+    """tests/node/resources.mjs: a solve of 20,000 values, its resource_link
+    followed with resources/read (whole, a slice, a scalar), resources/list,
+    resources/templates/list and an unknown URI's -32602. Over stdio the 1.x
+    client negotiates 2025-11-25; over HTTP the v2 client is pinned to
+    2026-07-28, without a session, and a second client reads the result by
+    its id."""
+    env = node_env(harness)
+
+    def run(target: str) -> list[str]:
+        done = subprocess.run(
+            ["node", "resources.mjs", how, target],
+            cwd=node_tools, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        lines = done.stdout.splitlines()
+        failed = [line for line in lines if line.startswith("FAIL")]
+        assert done.returncode == 0 and failed == [], "\n".join(failed) + done.stderr[-3000:]
+        return lines
+
+    if how == "stdio":
+        lines = run(harness.binary)
+    else:
+        from test_http import http_server
+
+        with http_server(harness, "--http", "127.0.0.1:0", "--toolset", "full") as server:
+            lines = run(server.url)
+    version = "2025-11-25" if how == "stdio" else "2026-07-28"
+    assert lines[0] == f"ok negotiated {version}", lines[:3]
+    assert "ok a slice of x by the template" in lines and "ok an unknown URI is -32602 with its URI" in lines, lines
+    assert lines[-1] == "15 checks, 0 failed", lines[-5:]

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use crate::artifacts::{ReplayResult, SaveVerifiedModelResult, SaveVerifiedPythonResult};
+use crate::mcp::cpsat::render::checker_error;
 use crate::mcp::minizinc::render::solve;
 use crate::mcp::render::{block, diagnostic_line, saved_files, stderr_block};
 
@@ -59,6 +60,7 @@ pub fn saved_python(result: &SaveVerifiedPythonResult) -> String {
             checker.status,
             checker.errors.len()
         );
+        checker_error(&mut text, checker);
     }
     stderr_block(&mut text, &result.stderr);
     text
@@ -93,6 +95,9 @@ pub fn replay(result: &ReplayResult) -> String {
             outcome.checker_status.as_deref().unwrap_or("-"),
             outcome.level
         );
+    }
+    if let Some(checker) = &result.checker {
+        checker_error(&mut text, checker);
     }
     let _ = writeln!(
         text,

@@ -2,7 +2,7 @@
 //! CP-SAT jobs.
 
 mod args;
-mod render;
+pub(super) mod render;
 
 use rmcp::handler::server::common::schema_for_output;
 use rmcp::model::{CallToolResult, JsonObject};

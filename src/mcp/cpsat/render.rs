@@ -4,11 +4,15 @@
 use std::fmt::Write;
 
 use crate::cpsat::{
-    CheckerStatus, CpsatPythonCheckedResult, CpsatPythonExperimentResult, CpsatPythonResult,
+    CheckerReport, CheckerStatus, CpsatPythonCheckedResult, CpsatPythonExperimentResult,
+    CpsatPythonResult,
 };
 use crate::jobs::{CpsatPythonJobStatus, JobList};
 use crate::mcp::answer;
-use crate::mcp::render::{budgeted_job, diagnostic_line, job_list, sandbox_line, stderr_block};
+use crate::mcp::render::{
+    budgeted_job, diagnostic_line, error_gist, job_list, sandbox_line, stderr_block,
+};
+use crate::verdict::Verdict;
 
 pub fn cpsat_jobs(list: &JobList) -> String {
     job_list("CP-SAT", list)
@@ -53,6 +57,7 @@ pub fn cpsat_checked(result: &CpsatPythonCheckedResult) -> String {
             for error in checker.errors.iter().take(10) {
                 let _ = writeln!(text, "  - {error}");
             }
+            checker_error(&mut text, checker);
         }
         (None, Some(reason)) => {
             let _ = writeln!(text, "Checker skipped: {reason}");
@@ -86,6 +91,27 @@ pub fn cpsat_checked(result: &CpsatPythonCheckedResult) -> String {
     text
 }
 
+/// A checker that gave no verdict, in its own words: the end of its
+/// stderr (a traceback's exception and where it was raised), or that it
+/// failed without a word. Nothing for a verdict the checker gave.
+pub fn checker_error(text: &mut String, checker: &CheckerReport) {
+    if matches!(checker.verdict, Verdict::Accepted | Verdict::Rejected) {
+        return;
+    }
+    let gist = error_gist(&checker.stderr);
+    if !gist.is_empty() {
+        text.push_str("Checker's error (the end of its stderr):\n");
+        for line in gist {
+            let _ = writeln!(text, "  {line}");
+        }
+    } else if let Some(code) = checker.return_code.filter(|code| *code != 0) {
+        let _ = writeln!(
+            text,
+            "Checker's error: none — it exited with code {code} and wrote nothing to stderr"
+        );
+    }
+}
+
 pub fn cpsat_job(status: &CpsatPythonJobStatus) -> String {
     let result = status.result.as_deref().map(cpsat_run);
     let mut text = budgeted_job("CP-SAT", &status.job, status.script_timeout_ms, result);
@@ -96,6 +122,7 @@ pub fn cpsat_job(status: &CpsatPythonJobStatus) -> String {
             checker.status,
             checker.errors.len()
         );
+        checker_error(&mut text, checker);
     }
     if let Some(reason) = &status.checker_skipped_reason {
         let _ = writeln!(text, "Checker skipped: {reason}");
