@@ -565,6 +565,23 @@ mod tests {
     }
 
     #[test]
+    fn the_response_bound_defaults_and_only_rises() {
+        const VAR: &str = "SOLVERGATE_MAX_RESPONSE_BYTES";
+        let settings = Settings::from_lookup(|_| None).unwrap();
+        assert_eq!(settings.response_limit, DEFAULT_RESPONSE_LIMIT);
+        let raised = Settings::from_lookup(|name| (name == VAR).then(|| "2097152".into()));
+        assert_eq!(raised.unwrap().response_limit, 2 * 1024 * 1024);
+        for bad in ["1000", "131071", "lots", "-1"] {
+            let error =
+                Settings::from_lookup(|name| (name == VAR).then(|| bad.into())).unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                format!("{VAR}: must be a whole number of at least 131072, got {bad:?}")
+            );
+        }
+    }
+
+    #[test]
     fn job_backend_and_slurm_settings() {
         let settings = Settings::from_lookup(|_| None).unwrap();
         assert_eq!(settings.job_backend, JobBackendKind::Local);
