@@ -110,7 +110,7 @@ pub fn excerpt(body: &str, field: &str) -> String {
     }
     let keep = head_len(body, EXCERPT_LIMIT);
     format!(
-        "{}\n[… {} more bytes in the structured result's `{field}`]",
+        "{}\n[… {} more bytes in the result's `{field}`]",
         body[..keep].trim_end(),
         body.len() - keep
     )
@@ -138,7 +138,7 @@ pub fn whole_block(text: &mut String, title: &str, body: &str, field: &str) {
     } else {
         let _ = writeln!(
             text,
-            "{title}: {} bytes, too long to show here (whole in the structured result's `{field}`)",
+            "{title}: {} bytes, too long to show here (whole in the result's `{field}`)",
             body.len()
         );
     }
@@ -403,7 +403,7 @@ mod tests {
         let rest = long.trim_end().len() - head.len() - 1;
         assert_eq!(
             pointer,
-            format!("[… {rest} more bytes in the structured result's `stderr`]")
+            format!("[… {rest} more bytes in the result's `stderr`]")
         );
     }
 }

@@ -625,7 +625,7 @@ async def test_the_text_part_shows_the_pages_cells_while_they_fit(server, out):
     rows = [line for line in text.splitlines() if line.startswith("| ") and line.endswith(" |") and "x" * 300 in line]
     assert 10 < len(rows) < 100, text
     assert rows == [f"| {i} | {'x' * 300} |" for i in range(len(rows))]
-    assert f"Rows {len(rows)}–99 of this page are not shown here (whole in the structured result's `rows`)." in text
+    assert f"Rows {len(rows)}–99 of this page are not shown here (whole in the result's `rows`)." in text
     assert len(text.encode()) <= 16 * 1024
     written = await server.session.call_tool(
         "write_tabular_result", {"headers": ["a"], "rows": [[1]], "target_path": str(out / "s.xlsx")}

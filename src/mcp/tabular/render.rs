@@ -89,7 +89,7 @@ fn cells(text: &mut String, page: &TabularData) {
     if shown == 0 {
         let _ = writeln!(
             text,
-            "The first row alone is over {} KB: the cells are whole in the structured result's `rows`.",
+            "The first row alone is over {} KB: the cells are whole in the result's `rows`.",
             CELLS_BUDGET / 1024
         );
         return;
@@ -99,7 +99,7 @@ fn cells(text: &mut String, page: &TabularData) {
         let first = page.row_offset + shown as u64;
         let _ = writeln!(
             text,
-            "Rows {first}–{} of this page are not shown here (whole in the structured result's `rows`).",
+            "Rows {first}–{} of this page are not shown here (whole in the result's `rows`).",
             page.row_offset + page.rows.len() as u64 - 1
         );
     }
