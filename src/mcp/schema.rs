@@ -432,8 +432,17 @@ pub fn lean_output(schema: &JsonObject) -> JsonObject {
         object.remove("$defs");
         object.remove("$schema");
     }
+    // The one prose an output schema keeps: what a solution value may be
+    // in place of itself (`bounded`).
+    if let Some(Value::Object(solution)) = lean.pointer_mut("/properties/solution") {
+        solution.insert("description".into(), Value::String(SOLUTION_MARKER.into()));
+    }
     into_object(lean)
 }
+
+/// How a `solution` reads past the response bound.
+const SOLUTION_MARKER: &str =
+    "Past 128 KiB, a large value is {whole: false, length, bytes, uri}: uri reads it whole.";
 
 fn into_object(value: Value) -> JsonObject {
     match value {
