@@ -216,6 +216,9 @@ pub struct SolvergateServer {
     /// Where this server's answers are kept as resources (beside the job
     /// store, in the same scope); none without a job store (tests).
     results: Option<results::Kept>,
+    /// The most a sheet's page takes: the response bound less room for
+    /// the text part and the rest of the result.
+    page_ceiling: usize,
 }
 
 /// The background job registries a job tool works on. Over stdio and in an
@@ -511,6 +514,8 @@ impl SolvergateServer {
             cpsat_warm,
             job_backend,
             results,
+            page_ceiling: crate::tabular::PAGE_CEILING_BYTES
+                + response_limit.saturating_sub(crate::settings::DEFAULT_RESPONSE_LIMIT),
         }
     }
 

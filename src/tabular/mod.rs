@@ -100,6 +100,9 @@ pub struct LoadRequest {
     pub row_offset: i64,
     /// The most data rows one page returns; at least 1.
     pub max_rows: i64,
+    /// The most bytes a page's structured body takes: [`PAGE_CEILING_BYTES`],
+    /// or more where the server's response bound was raised.
+    pub page_ceiling: usize,
 }
 
 /// Why a page stopped before the end of the data.
@@ -225,6 +228,7 @@ mod tests {
             has_header,
             row_offset: 0,
             max_rows: 1_000_000,
+            page_ceiling: PAGE_CEILING_BYTES,
         })
         .unwrap()
     }
@@ -368,6 +372,7 @@ mod tests {
                 has_header: true,
                 row_offset: offset,
                 max_rows: 1000,
+                page_ceiling: PAGE_CEILING_BYTES,
             })
             .unwrap();
             assert!(serde_json::to_vec(&page).unwrap().len() <= PAGE_CEILING_BYTES);
@@ -397,6 +402,7 @@ mod tests {
             has_header: true,
             row_offset: 1,
             max_rows: 10,
+            page_ceiling: PAGE_CEILING_BYTES,
         })
         .unwrap_err();
         assert!(
@@ -409,6 +415,7 @@ mod tests {
             has_header: true,
             row_offset: 0,
             max_rows: 10,
+            page_ceiling: PAGE_CEILING_BYTES,
         })
         .unwrap();
         assert_eq!(page.rows.len(), 1);
@@ -552,6 +559,7 @@ mod tests {
             has_header: true,
             row_offset: 0,
             max_rows: 10,
+            page_ceiling: PAGE_CEILING_BYTES,
         })
         .unwrap_err()
         .to_string();
@@ -564,6 +572,7 @@ mod tests {
             has_header: true,
             row_offset: 0,
             max_rows: 10,
+            page_ceiling: PAGE_CEILING_BYTES,
         })
         .unwrap_err()
         .to_string();
@@ -581,11 +590,27 @@ mod tests {
             has_header: true,
             row_offset: 0,
             max_rows: 10,
+            page_ceiling: PAGE_CEILING_BYTES,
         })
         .unwrap_err()
         .to_string();
         assert!(error.contains("is 16385 columns wide"), "{error}");
         std::fs::write(&path, format!("a{}\n", ",".repeat(16_383))).unwrap();
-        assert_eq!(load_all(&path, true).headers.len(), 16_384);
+        // Its 185 KB of headers pass the default page ceiling; a raised
+        // response bound raises the ceiling with it.
+        let request = |page_ceiling| LoadRequest {
+            path: path.display().to_string(),
+            sheet: None,
+            has_header: true,
+            row_offset: 0,
+            max_rows: 10,
+            page_ceiling,
+        };
+        let error = load(&request(PAGE_CEILING_BYTES)).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "Diagnostic: invalid_request — the headers alone are 185660 bytes as JSON, over the 98304-byte page ceiling; this table cannot be paged unless the server's response bound is raised (SOLVERGATE_MAX_RESPONSE_BYTES; the ceiling is that less 32 KiB)"
+        );
+        assert_eq!(load(&request(1 << 20)).unwrap().headers.len(), 16_384);
     }
 }

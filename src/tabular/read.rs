@@ -23,7 +23,7 @@ use calamine::{Data, Ods, Range, Reader, Xls, Xlsx};
 
 use super::cell::{Cell, positional_name};
 use super::guard::{self, MAX_GRID_CELLS};
-use super::page::{self, PAGE_CEILING_BYTES, PageError};
+use super::page::{self, PageError};
 use super::{Format, LoadRequest, TabularData, TruncationReason, absolute_path};
 use crate::diagnostics::ToolError;
 use crate::userfiles::{self, SizeLimit};
@@ -112,24 +112,14 @@ pub fn load(request: &LoadRequest) -> Result<TabularData, ToolError> {
             area.width()
         )));
     }
-    let kept = collect(
-        &mut source,
-        path,
-        sheet.as_deref(),
-        area,
-        request.has_header,
+    let window = Window {
+        has_header: request.has_header,
         offset,
         max_rows,
-    )?;
-    assemble(
-        kept,
-        area,
-        request.has_header,
-        offset,
-        max_rows,
-        sheet,
-        sheets,
-    )
+        ceiling: request.page_ceiling,
+    };
+    let kept = collect(&mut source, path, sheet.as_deref(), area, window)?;
+    assemble(kept, area, window, sheet, sheets)
 }
 
 fn cannot_read(path: &Path, error: &io::Error) -> ToolError {
@@ -414,15 +404,29 @@ struct Kept {
     last_kept: Option<u64>,
 }
 
+/// Which rows a page may hold: from `offset`, at most `max_rows`, within
+/// `ceiling` bytes (the header row first, when `has_header`).
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    has_header: bool,
+    offset: u64,
+    max_rows: u64,
+    ceiling: usize,
+}
+
 fn collect(
     source: &mut Source,
     path: &Path,
     sheet: Option<&str>,
     area: Option<Area>,
-    has_header: bool,
-    offset: u64,
-    max_rows: u64,
+    window: Window,
 ) -> Result<Kept, ToolError> {
+    let Window {
+        has_header,
+        offset,
+        max_rows,
+        ceiling,
+    } = window;
     let mut kept = Kept::default();
     if area.is_none() {
         return Ok(kept);
@@ -442,7 +446,7 @@ fn collect(
         }
         bytes = bytes.saturating_add(cell.json_len() + 1);
         kept.rows.entry(index).or_default().push((col, cell));
-        if bytes > PAGE_CEILING_BYTES && kept.last_kept.is_none() {
+        if bytes > ceiling && kept.last_kept.is_none() {
             kept.last_kept = Some(index);
         }
     })?;
@@ -466,12 +470,16 @@ fn row_json_len(row: &[Cell]) -> usize {
 fn assemble(
     kept: Kept,
     area: Option<Area>,
-    has_header: bool,
-    offset: u64,
-    max_rows: u64,
+    window: Window,
     sheet_name: Option<String>,
     available_sheets: Vec<String>,
 ) -> Result<TabularData, ToolError> {
+    let Window {
+        has_header,
+        offset,
+        max_rows,
+        ceiling,
+    } = window;
     let width = area.map_or(0, Area::width);
     let total = area.map_or(0, |area| area.rows().saturating_sub(u64::from(has_header)));
     let mut headers: Vec<String> = (0..width).map(positional_name).collect();
@@ -498,7 +506,7 @@ fn assemble(
         offset,
         max_rows,
         total,
-        PAGE_CEILING_BYTES,
+        ceiling,
         |index| {
             if kept.last_kept.is_some_and(|last| index > last) {
                 // Never the first row; the kept rows already fill the page.
@@ -512,10 +520,10 @@ fn assemble(
     )
     .map_err(|error| match error {
         PageError::HeadersTooLarge { bytes } => ToolError::invalid(format!(
-            "the headers alone are {bytes} bytes as JSON, over the {PAGE_CEILING_BYTES}-byte (96 KiB) page ceiling; this table cannot be paged"
+            "the headers alone are {bytes} bytes as JSON, over the {ceiling}-byte page ceiling; this table cannot be paged unless the server's response bound is raised (SOLVERGATE_MAX_RESPONSE_BYTES; the ceiling is that less 32 KiB)"
         )),
         PageError::RowTooLarge { offset, bytes } => ToolError::invalid(format!(
-            "the row at row_offset {offset} is {bytes} bytes as JSON, over the {PAGE_CEILING_BYTES}-byte (96 KiB) page ceiling on its own; it cannot be returned (rows before and after it can: page around it)"
+            "the row at row_offset {offset} is {bytes} bytes as JSON, over the {ceiling}-byte page ceiling on its own; it cannot be returned (rows before and after it can: page around it; SOLVERGATE_MAX_RESPONSE_BYTES raises the ceiling, which is that less 32 KiB)"
         )),
     })?;
     rows.truncate(end.rows as usize);

@@ -325,6 +325,22 @@ async def test_three_pages_by_the_byte_ceiling(server, out):
     assert seen == ["0", "1", "2", "3", "4"]
 
 
+async def test_a_raised_response_bound_raises_the_page_ceiling(harness, out):
+    path = out / "raised.csv"
+    # About 40 kB a row: two to a page under the default bound, all five
+    # under a bound of 1 MiB.
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["n", "blob"])
+        for i in range(5):
+            writer.writerow([i, chr(ord("a") + i) * 40_000])
+    env = harness.server_env(SOLVERGATE_MAX_RESPONSE_BYTES=str(MIB))
+    async with harness.open("full", env=env) as raised:
+        page = await load(raised.session, path)
+    assert [row[0] for row in page["rows"]] == ["0", "1", "2", "3", "4"]
+    assert page["next_row_offset"] is None and page["truncated"] is False
+
+
 async def test_a_row_over_the_ceiling_names_its_offset(server, out):
     path = out / "huge.csv"
     path.write_text("a,b\n1,2\n" + "x" * (MIB + 10) + ",3\n4,5\n", encoding="utf-8")

@@ -50,6 +50,8 @@ impl IntoRequest for LoadTabularArgs {
             has_header: self.has_header,
             row_offset: self.row_offset,
             max_rows: self.max_rows,
+            // The server's own, when its response bound was raised.
+            page_ceiling: crate::tabular::PAGE_CEILING_BYTES,
         })
     }
 }

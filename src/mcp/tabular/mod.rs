@@ -31,7 +31,13 @@ impl SolvergateServer {
         self.quick_call::<LoadTabularArgs, _>(
             arguments,
             &context,
-            async |request, _cancel| off_thread(move || tabular::load(&request)).await,
+            async |request, _cancel| {
+                let request = tabular::LoadRequest {
+                    page_ceiling: self.page_ceiling,
+                    ..request
+                };
+                off_thread(move || tabular::load(&request)).await
+            },
             render::tabular_page,
         )
         .await
