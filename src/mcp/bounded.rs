@@ -50,8 +50,11 @@ enum Step {
 /// What a candidate is, which says what it gives way to.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Kind {
+    /// A string: its head and tail.
     Text,
-    SolutionValue,
+    /// A value the output schema leaves unconstrained: a marker.
+    Value,
+    /// A list the output schema types: some of its items.
     List,
 }
 
@@ -75,13 +78,18 @@ pub fn bound(
 ) -> Vec<Cut> {
     let mut size = serialized_len(result) + text_bytes;
     let mut cuts = Vec::new();
-    for kinds in [&[Kind::Text, Kind::SolutionValue][..], &[Kind::List][..]] {
+    // Innermost first: a value holding others gives way only once they
+    // have, so a plan keeps every card and marks the orders inside each.
+    for _ in 0..ROUNDS {
         if size <= limit {
             break;
         }
         let mut candidates = Vec::new();
         collect(result, &mut Vec::new(), false, &mut candidates);
-        candidates.retain(|candidate| kinds.contains(&candidate.kind));
+        innermost(&mut candidates);
+        if candidates.is_empty() {
+            break;
+        }
         candidates.sort_by_key(|candidate| std::cmp::Reverse(candidate.bytes));
         for candidate in candidates {
             if size <= limit {
@@ -93,13 +101,13 @@ pub fn bound(
             };
             let length = match &*value {
                 Value::Array(items) => Some(items.len()),
-                Value::String(text) => Some(text.len()),
+                Value::Object(map) => Some(map.len()),
                 _ => None,
             };
             let over = size - limit;
             let replacement = match candidate.kind {
                 Kind::Text => cut_text(value.as_str().unwrap_or_default(), uri),
-                Kind::SolutionValue => {
+                Kind::Value => {
                     let reader = match candidate.path.as_slice() {
                         [Step::Key(solution), Step::Key(name)] if solution == "solution" => {
                             value_uri(name)
@@ -141,6 +149,21 @@ pub fn bound(
         }
     }
     cuts
+}
+
+/// How many times values are looked for, innermost first: the depth of
+/// nesting a result may have.
+const ROUNDS: usize = 8;
+
+/// Of `candidates`, those with no other candidate inside them.
+fn innermost(candidates: &mut Vec<Candidate>) {
+    let mut holders = std::collections::HashSet::new();
+    for candidate in candidates.iter() {
+        for depth in 0..candidate.path.len() {
+            holders.insert(pointer(&candidate.path[..depth]));
+        }
+    }
+    candidates.retain(|candidate| !holders.contains(&pointer(&candidate.path)));
 }
 
 /// The most of a script's envelope line left in `stdout` beside the
@@ -220,48 +243,78 @@ pub fn in_words(cuts: &[Cut], limit: usize) -> String {
     line
 }
 
-/// Every value that may give way, with its size. A solution's values are
-/// candidates themselves and not looked inside; a list outside a solution
-/// is a candidate and so are the values within it.
+/// Every value that may give way, with its size and what it gives way to.
+/// A value of an object below the result's own fields (whose output
+/// schemas leave them unconstrained) gives way to a marker: every value of
+/// a solution (looked no further into), and every object or list held by
+/// an object at any depth below the first. Any other list (a field of the
+/// result's own, an item of a list) gives way to some of its items, and a
+/// list of lists (a table's rows) is never cut inside a row.
 fn collect(value: &Value, path: &mut Vec<Step>, in_solution: bool, out: &mut Vec<Candidate>) {
+    let bytes = || serialized_len(value);
+    let held_by_object = path.len() >= 2 && matches!(path.last(), Some(Step::Key(_)));
+    if in_solution {
+        let bytes = bytes();
+        if bytes >= SMALLEST_CUT {
+            out.push(Candidate {
+                path: path.clone(),
+                kind: Kind::Value,
+                bytes,
+            });
+        }
+        return;
+    }
     match value {
         Value::String(text) if text.len() >= SMALLEST_CUT => out.push(Candidate {
             path: path.clone(),
             kind: Kind::Text,
-            bytes: serialized_len(value),
+            bytes: bytes(),
         }),
         Value::Object(map) => {
+            if held_by_object {
+                push(out, path, Kind::Value, bytes());
+            }
             for (key, inner) in map {
                 path.push(Step::Key(key.clone()));
-                if in_solution {
-                    let bytes = serialized_len(inner);
-                    if bytes >= SMALLEST_CUT {
-                        out.push(Candidate {
-                            path: path.clone(),
-                            kind: Kind::SolutionValue,
-                            bytes,
-                        });
+                match (key.as_str(), inner) {
+                    ("solution", Value::Object(solution)) => {
+                        for (name, value) in solution {
+                            path.push(Step::Key(name.clone()));
+                            collect(value, path, true, out);
+                            path.pop();
+                        }
                     }
-                } else {
-                    match (key.as_str(), inner) {
-                        ("solution", Value::Object(_)) => collect(inner, path, true, out),
-                        ("solutions", Value::Array(items)) => {
-                            list(inner, path, out);
-                            for (index, item) in items.iter().enumerate() {
-                                path.push(Step::Index(index));
-                                collect(item, path, true, out);
+                    ("solutions", Value::Array(items)) => {
+                        push(out, path, Kind::List, serialized_len(inner));
+                        for (index, item) in items.iter().enumerate() {
+                            let Value::Object(solution) = item else {
+                                continue;
+                            };
+                            path.push(Step::Index(index));
+                            for (name, value) in solution {
+                                path.push(Step::Key(name.clone()));
+                                collect(value, path, true, out);
                                 path.pop();
                             }
+                            path.pop();
                         }
-                        _ => collect(inner, path, false, out),
                     }
+                    _ => collect(inner, path, false, out),
                 }
                 path.pop();
             }
         }
-        Value::Array(items) if !in_solution => {
-            list(value, path, out);
+        Value::Array(items) => {
+            let kind = if held_by_object {
+                Kind::Value
+            } else {
+                Kind::List
+            };
+            push(out, path, kind, bytes());
             for (index, item) in items.iter().enumerate() {
+                if item.is_array() {
+                    continue;
+                }
                 path.push(Step::Index(index));
                 collect(item, path, false, out);
                 path.pop();
@@ -271,12 +324,11 @@ fn collect(value: &Value, path: &mut Vec<Step>, in_solution: bool, out: &mut Vec
     }
 }
 
-fn list(value: &Value, path: &[Step], out: &mut Vec<Candidate>) {
-    let bytes = serialized_len(value);
+fn push(out: &mut Vec<Candidate>, path: &[Step], kind: Kind, bytes: usize) {
     if bytes >= SMALLEST_CUT {
         out.push(Candidate {
             path: path.to_vec(),
-            kind: Kind::List,
+            kind,
             bytes,
         });
     }
@@ -462,11 +514,54 @@ mod tests {
         assert_eq!(cuts[0].path, "solutions");
         assert_eq!(cuts[0].length, Some(20_000));
 
-        // Any other list keeps its first items.
-        let rows: Vec<Value> = (0..20_000).map(|i| json!([i, i])).collect();
+        // Any other list keeps its first items; a table's rows stay whole.
+        let rows: Vec<Value> = (0..2_000).map(|i| json!([i, "x".repeat(600)])).collect();
         let mut result = json!({"rows": rows});
-        bound(&mut result, 0, 32 * 1024, URI, &value_uri);
-        assert_eq!(result["rows"][0], json!([0, 0]));
+        let cuts = bound(&mut result, 0, 32 * 1024, URI, &value_uri);
+        assert_eq!(
+            cuts.iter().map(|cut| cut.path.as_str()).collect::<Vec<_>>(),
+            ["rows"]
+        );
+        assert_eq!(result["rows"][0], json!([0, "x".repeat(600)]));
+    }
+
+    #[test]
+    fn lists_inside_lists_give_way_first() {
+        // A plan: every card stays, the orders inside each are cut.
+        let cards: Vec<Value> = ["all_air", "all_lcl", "all_fcl", "optimised"]
+            .iter()
+            .map(|name| json!({"name": name, "cost": 1, "modes": (0..10_000).map(|i| json!({"order": i, "mode": "air"})).collect::<Vec<_>>()}))
+            .collect();
+        let mut result = json!({"result": {"recommended": "optimised", "cards": cards}});
+        let cuts = bound(&mut result, 0, 32 * 1024, URI, &value_uri);
+        assert!(serialized_len(&result) <= 32 * 1024);
+        let names: Vec<&str> = result["result"]["cards"]
+            .as_array()
+            .map(|cards| {
+                cards
+                    .iter()
+                    .filter_map(|card| card["name"].as_str())
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(names, ["all_air", "all_lcl", "all_fcl", "optimised"]);
+        assert!(
+            cuts.iter().all(|cut| cut.path.ends_with(".modes")),
+            "{cuts:?}"
+        );
+        // The same with each card's orders a map of id to mode.
+        let modes: Map<String, Value> = (0..5_000)
+            .map(|i| (format!("X-{i:05}"), json!("lcl")))
+            .collect();
+        let cards: Vec<Value> = (0..4).map(|i| json!({"name": i, "modes": modes})).collect();
+        let mut result = json!({"result": {"cards": cards}});
+        let cuts = bound(&mut result, 0, 32 * 1024, URI, &value_uri);
+        assert_eq!(result["result"]["cards"].as_array().map(Vec::len), Some(4));
+        assert_eq!(
+            result["result"]["cards"][3]["modes"],
+            json!({"whole": false, "length": 5_000, "bytes": 80_001, "uri": URI})
+        );
+        assert_eq!(cuts[0].path, "result.cards[0].modes");
     }
 
     #[test]

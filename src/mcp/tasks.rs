@@ -162,6 +162,10 @@ pub fn start(
         .log_level
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
+    // A task's answer is kept and bounded as the plain call's is.
+    let kept = server.results(context);
+    let version = context.protocol_version();
+    let tool = request.name.clone();
     let server = SolvergateServer {
         log_level: Arc::new(Mutex::new(level)),
         ..server.clone()
@@ -177,6 +181,14 @@ pub fn start(
             if token.is_cancelled() {
                 return Outcome::Cancelled;
             }
+            let answer = match (answer, &kept) {
+                (Ok(CallToolResponse::Complete(result)), Some(kept)) => {
+                    Ok(CallToolResponse::Complete(
+                        super::results::link(kept, &tool, result, version.as_ref()).await,
+                    ))
+                }
+                (answer, _) => answer,
+            };
             match answer {
                 Ok(CallToolResponse::Complete(result)) => match serde_json::to_value(result) {
                     Ok(Value::Object(result)) => Outcome::Succeeded(TaskEnd::Answered(result)),

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import call_error, call_ok
+from helpers import call_error, call_ok, kept_whole
 
 pytestmark = pytest.mark.anyio
 
@@ -402,7 +402,11 @@ async def test_a_cohort_of_100000_pallets_plans_with_a_recommendation(harness):
         assert not reply.is_error, reply.content
         text = reply.content[0].text
         assert len(text.encode()) <= 16 * 1024, len(text)
-        planned = reply.structured_content
+        # The response holds 128 KiB: every card stays, their orders give way
+        # to markers; the whole plan is read from the kept result.
+        shown = [card["name"] for card in reply.structured_content["result"]["cards"]]
+        planned = await kept_whole(launched.session, reply)
+        assert shown == [card["name"] for card in planned["result"]["cards"]]
         result = planned["result"]
         # Each mode of the recommended card names ten orders and counts the rest.
         recommended = next(card for card in result["cards"] if card["recommended"])
@@ -505,13 +509,15 @@ async def test_ten_thousand_orders_that_differ_plan_at_the_limit(harness):
         reply = await launched.session.call_tool("plan_load", {"problem": problem})
         assert not reply.is_error, reply.content
         assert len(reply.content[0].text.encode()) <= 16 * 1024
-        result = reply.structured_content["result"]
+        whole = await kept_whole(launched.session, reply)
+        assert reply.structured_content["result"]["recommended"] == whole["result"]["recommended"]
+        result = whole["result"]
         assert result["recommended"] is not None, result["notes"]
         for card in result["cards"]:
             assert card["feasible"] == (card["checker"] == "CORRECT"), card["name"]
             if not card["feasible"]:
                 assert card["infeasible_reason"].count("X-") == 10, card["infeasible_reason"]
-        recommended = cards(reply.structured_content)[result["recommended"]]
+        recommended = cards(whole)[result["recommended"]]
         assert len(recommended["modes"]) == 10_000 and recommended["within_policy"], recommended["status"]
         # One more order is refused, naming the limit.
         problem["orders"].append({"id": "X-extra", "deadline_days": 30, "pallets": pallets(1)})
