@@ -6,14 +6,18 @@
 //!
 //! Whatever the size, a script's envelope line is not repeated in `stdout`
 //! beside the solution read from it ([`envelopes_read`]). Past the bound,
-//! what gives way, largest first within each step, until the rest fits:
-//! 1. strings (a run's stdout and stderr, a model's source): their head
-//!    and tail around a line saying how much was left out and where;
-//! 2. values of a solution (`solution` at any depth, and each item of
-//!    `solutions`, whose values every output schema leaves unconstrained):
-//!    a marker object, `{"whole": false, "length": …, "bytes": …, "uri": …}`;
-//! 3. any other list: as many of its first items as fit (of `solutions`,
-//!    its last: the solution reported, and an optimisation's best, stay).
+//! values give way innermost first (one holding others only once they
+//! have), the largest first among them, until the rest fits:
+//! - a string (a run's stdout and stderr): its head and tail around a line
+//!   saying how much was left out and where;
+//! - a value the output schemas leave unconstrained (every value of a
+//!   solution, and any object or list an object holds below the result's
+//!   own fields, such as a plan card's orders): a marker object,
+//!   `{"whole": false, "length": …, "bytes": …, "uri": …}`;
+//! - any other list (a field of the result's own, a list in a list): as
+//!   many of its first items as fit (of `solutions`, its last: the solution
+//!   reported, and an optimisation's best, stay); a list of lists (a
+//!   table's rows) is never cut inside a row.
 
 use std::fmt::Write;
 
