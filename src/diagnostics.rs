@@ -8,6 +8,8 @@
 //!
 //! [`causes`] reads an error's `source()` chain the one way both faces
 //! show it: the CLI as `Caused by:` lines, a tool's text joined by `: `.
+//! [`error_gist`] is what a failed child said last, bounded, for a message
+//! or a text part.
 //!
 //! Do not rename a category: the snake_case names are a public contract.
 
@@ -222,9 +224,146 @@ pub fn with_causes(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// The most of one line of a child's error quoted in a message, in bytes.
+pub const ERROR_LINE_LIMIT: usize = 300;
+
+/// The most lines of a child's error quoted in a message.
+pub const ERROR_LINES: usize = 5;
+
+/// What a failed Python program said last, from its `stderr`: a
+/// traceback's exception (its lines after the last frame) and the frame it
+/// was raised in (`raised at File "checker.py", line 5, in ratio`, the path
+/// cut to its file name), or else its last few non-blank lines. Bounded
+/// however much it wrote: at most [`ERROR_LINES`] lines of at most
+/// [`ERROR_LINE_LIMIT`] bytes. Empty when it wrote nothing but blanks.
+pub fn error_gist(stderr: &str) -> Vec<String> {
+    let lines: Vec<&str> = stderr.lines().collect();
+    let start = lines
+        .iter()
+        .rposition(|line| line.starts_with("Traceback (most recent call last):"))
+        .map_or(0, |header| header + 1);
+    let tail = &lines[start..];
+    let frame = tail
+        .iter()
+        .rposition(|line| line.trim_start().starts_with("File \"") && line.starts_with(' '));
+    let gist: Vec<String> = match frame {
+        Some(frame) => {
+            let after_frames = tail
+                .iter()
+                .rposition(|line| line.starts_with(char::is_whitespace))
+                .map_or(frame + 1, |last| last + 1);
+            let mut gist: Vec<String> = tail[after_frames..]
+                .iter()
+                .filter(|line| !line.trim().is_empty())
+                .take(ERROR_LINES - 1)
+                .map(|line| line.trim_end().to_owned())
+                .collect();
+            gist.push(format!("raised at {}", frame_line(tail[frame].trim())));
+            gist
+        }
+        None => {
+            let mut gist: Vec<String> = lines
+                .iter()
+                .rev()
+                .filter(|line| !line.trim().is_empty())
+                .take(3)
+                .map(|line| line.trim_end().to_owned())
+                .collect();
+            gist.reverse();
+            gist
+        }
+    };
+    gist.into_iter()
+        .map(|line| cut_line(line, ERROR_LINE_LIMIT))
+        .collect()
+}
+
+/// `File "/a/b/checker.py", line 5, in ratio` with the path cut to its
+/// file name; any other line as it is.
+fn frame_line(line: &str) -> String {
+    let Some((path, rest)) = line
+        .strip_prefix("File \"")
+        .and_then(|after| after.split_once('"'))
+    else {
+        return line.to_owned();
+    };
+    let name = std::path::Path::new(path)
+        .file_name()
+        .map_or(path.into(), |name| name.to_string_lossy());
+    format!("File \"{name}\"{rest}")
+}
+
+/// `line` within `limit` bytes, cut at a char boundary with `…` when it is
+/// longer.
+fn cut_line(mut line: String, limit: usize) -> String {
+    if line.len() <= limit {
+        return line;
+    }
+    let mut end = limit;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    line.truncate(end);
+    line.push('…');
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gist_of_a_traceback_is_its_exception_and_where_it_was_raised() {
+        let stderr = "Traceback (most recent call last):\n  File \"/tmp/x/checker.py\", line 7, in <module>\n    print(ratio(p))\n          ^^^^^^^^\n  File \"/tmp/x/checker.py\", line 5, in ratio\n    return s[0] / 0\n           ~~~~~^~~\nZeroDivisionError: division by zero\n";
+        assert_eq!(
+            error_gist(stderr),
+            [
+                "ZeroDivisionError: division by zero",
+                "raised at File \"checker.py\", line 5, in ratio"
+            ]
+        );
+        // A chain: the last traceback's exception, its lines all kept.
+        let chained = format!(
+            "{stderr}\nThe above exception was the direct cause of the following exception:\n\nTraceback (most recent call last):\n  File \"c.py\", line 9, in <module>\nValueError: bad\nsecond line of the message\n"
+        );
+        assert_eq!(
+            error_gist(&chained),
+            [
+                "ValueError: bad",
+                "second line of the message",
+                "raised at File \"c.py\", line 9, in <module>"
+            ]
+        );
+        // A syntax error has a frame but no header.
+        let syntax = "  File \"/tmp/checker.py\", line 3\n    print(1/\n         ^\nSyntaxError: '(' was never closed\n";
+        assert_eq!(
+            error_gist(syntax),
+            [
+                "SyntaxError: '(' was never closed",
+                "raised at File \"checker.py\", line 3"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_gist_of_other_stderr_is_its_last_lines_bounded() {
+        assert!(error_gist("").is_empty());
+        assert!(error_gist("\n  \n").is_empty());
+        assert_eq!(error_gist("a\nb\n\nc\nd\n\n"), ["b", "c", "d"]);
+        let wide = format!("{}\n", "é".repeat(10_000));
+        let gist = error_gist(&wide);
+        assert_eq!(gist.len(), 1);
+        assert!(gist[0].len() <= ERROR_LINE_LIMIT + '…'.len_utf8());
+        assert!(gist[0].ends_with('…'));
+        // An exception of many lines keeps its first few.
+        let long: String = (0..50).map(|i| format!("line {i}\n")).collect();
+        let stderr = format!(
+            "Traceback (most recent call last):\n  File \"c.py\", line 1, in <module>\nException: {long}"
+        );
+        let gist = error_gist(&stderr);
+        assert_eq!(gist.len(), ERROR_LINES);
+        assert_eq!(gist[0], "Exception: line 0");
+    }
 
     #[test]
     fn wire_names_match_serde() {

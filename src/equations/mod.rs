@@ -678,12 +678,18 @@ fn read_outcome(
         ));
     }
     if status == EquationStatus::Unknown && diagnostic.is_none() {
+        // The end of what it said, bounded however much it wrote.
+        let said = crate::diagnostics::error_gist(&result.stderr);
         diagnostic = Some(Diagnostic::new(
             Category::Unknown,
             format!(
                 "the solver ended with status {}: {}",
                 result.status,
-                result.stderr.trim()
+                if said.is_empty() {
+                    "it wrote nothing to stderr".to_owned()
+                } else {
+                    said.join("; ")
+                }
             ),
         ));
     }
