@@ -71,8 +71,8 @@ struct Candidate {
 
 /// Cuts `result` until it and `text_bytes` of text fit in `limit` bytes;
 /// `uri` is the whole result's resource and `value_uri(name)` the one
-/// reading a value of its top-level solution. Returns what was cut,
-/// largest first; nothing when it fitted.
+/// reading a value of its top-level solution. Returns what was cut, in
+/// the order it gave way; nothing when it fitted.
 pub fn bound(
     result: &mut Value,
     text_bytes: usize,

@@ -304,14 +304,19 @@ async def test_three_pages_by_max_rows(server, out):
     assert (past["rows"], past["total_rows"], past["next_row_offset"]) == ([], 25, None)
 
 
-async def test_three_pages_by_the_byte_ceiling(server, out):
-    path = out / "wide.csv"
-    # About 40 kB a row: two rows fit under 96 KiB, three do not.
+def five_rows_of_40_kb(path: Path) -> None:
+    """A CSV of five rows of about 40 kB each, numbered 0 to 4."""
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["n", "blob"])
         for i in range(5):
             writer.writerow([i, chr(ord("a") + i) * 40_000])
+
+
+async def test_three_pages_by_the_byte_ceiling(server, out):
+    path = out / "wide.csv"
+    # About 40 kB a row: two rows fit under 96 KiB, three do not.
+    five_rows_of_40_kb(path)
     seen, offsets = [], []
     offset: int | None = 0
     while offset is not None:
@@ -329,11 +334,7 @@ async def test_a_raised_response_bound_raises_the_page_ceiling(harness, out):
     path = out / "raised.csv"
     # About 40 kB a row: two to a page under the default bound, all five
     # under a bound of 1 MiB.
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["n", "blob"])
-        for i in range(5):
-            writer.writerow([i, chr(ord("a") + i) * 40_000])
+    five_rows_of_40_kb(path)
     env = harness.server_env(SOLVERGATE_MAX_RESPONSE_BYTES=str(MIB))
     async with harness.open("full", env=env) as raised:
         page = await load(raised.session, path)
